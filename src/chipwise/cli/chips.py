@@ -1,0 +1,78 @@
+"""``chipwise chips``: list and show the hardware catalog."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import typer
+from rich.console import Group
+from rich.text import Text
+
+from chipwise.cli.app import app
+from chipwise.cli.output import console, print_json
+from chipwise.hardware import default_catalog
+from chipwise.report.chips import JSON_SCHEMA_VERSION, chip_detail_table, chip_to_dict, chips_table
+
+chips_app = typer.Typer(
+    help="The hardware catalog: every figure with its source and date.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(chips_app, name="chips")
+
+
+class KindChoice(StrEnum):
+    gpu = "gpu"
+    tpu = "tpu"
+    asic = "asic"
+
+
+@chips_app.callback()
+def list_chips(
+    ctx: typer.Context,
+    kind: KindChoice | None = typer.Option(None, "--kind", help="Only this kind of chip."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (a stable, documented list)."),
+) -> None:
+    """List the catalog (dense peak FLOP/s, memory, interconnect, power, price)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    catalog = default_catalog()
+    chosen = tuple(c for c in catalog.chips if kind is None or c.kind == kind.value)
+    if as_json:
+        print_json(
+            {
+                "schema_version": JSON_SCHEMA_VERSION,
+                "chips": [chip_to_dict(c, catalog) for c in chosen],
+            }
+        )
+        return
+    console.print(chips_table(chosen, catalog))
+
+
+@chips_app.command("show")
+def show_chip(
+    chip_id: str = typer.Argument(
+        ..., metavar="ID", help="Chip id or alias, e.g. 'h100' or 'v5p'."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show every figure of one chip with its source and date."""
+    catalog = default_catalog()
+    chip = catalog.chip(chip_id)
+    if as_json:
+        print_json({"schema_version": JSON_SCHEMA_VERSION, "chip": chip_to_dict(chip, catalog)})
+        return
+    offers = catalog.offers_for(chip.id)
+    lines = [
+        f"{o.provider} {o.pricing}: ${o.usd_per_chip_hour:.2f}/chip-h "
+        f"({o.region}; {o.source}, {o.date})"
+        for o in offers
+    ]
+    console.print(
+        Group(
+            chip_detail_table(chip),
+            Text(f"clouds: {', '.join(chip.clouds)}; purchasable: {chip.purchasable}"),
+            Text(f"software: {', '.join(chip.software)}"),
+            Text("\n".join(lines) if lines else "no cloud offers in the catalog"),
+        )
+    )

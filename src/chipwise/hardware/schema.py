@@ -1,0 +1,211 @@
+"""Pydantic schema of the catalog data files (one TOML per chip, one per cloud's offers).
+
+Every number in a catalog file is a *figure*: ``{ value = ..., source = "S1" }`` where
+``S1`` is a key of the file's ``[sources]`` table, which gives the reference and its date.
+``extra="forbid"`` everywhere, so a misspelled key is an error at load, not a silent default.
+
+TOML layout of a chip file (see ``data/gpu/h100-sxm.toml`` for a full example)::
+
+    id = "h100-sxm"            # kebab-case
+    name = "NVIDIA H100 SXM5 80GB"
+    vendor = "nvidia"          # nvidia | amd | intel | google | aws
+    kind = "gpu"               # gpu | tpu | asic
+    architecture = "hopper"
+    aliases = ["h100", "H100 SXM"]
+    [sources.S1]
+    ref = "stas00/ml-engineering:compute/accelerator/README.md @744d01e"
+    date = "2026-08-22"
+    [release_year] ...         # figure
+    [dense_flops_per_s]        # dense (never 2:4 sparse) peak per chip, per dtype
+    bf16 = { value = 989e12, source = "S1" }
+    [memory] ... [compute] ... [power] ... [scale_up] ... [scale_out] ... [availability]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+DTYPES: tuple[Dtype, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+Vendor = Literal["nvidia", "amd", "intel", "google", "aws"]
+Kind = Literal["gpu", "tpu", "asic"]
+Topology = Literal["switch", "all-to-all", "torus-2d", "torus-3d", "pcie", "none"]
+Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+
+_ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceRef(_Frozen):
+    """Where figures came from: a repo@commit:path, URL or document, and its date."""
+
+    ref: str = Field(min_length=3)
+    date: str = Field(description="ISO date (YYYY, YYYY-MM or YYYY-MM-DD) of the source")
+
+    @field_validator("date")
+    @classmethod
+    def _iso_date(cls, v: str) -> str:
+        if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", v):
+            raise ValueError(f"date {v!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
+        return v
+
+
+class Figure(_Frozen):
+    """One sourced number. ``source`` is a key of the file's ``[sources]`` table."""
+
+    value: float
+    source: str
+    note: str = ""
+
+
+class MemorySpec(_Frozen):
+    capacity_bytes: Figure
+    bandwidth_bytes_per_s: Figure
+    type: str  # HBM3, HBM2e, GDDR6X, ...
+
+
+class ComputeSpec(_Frozen):
+    """Compute units: SMs (NVIDIA), CUs (AMD), Xe cores / MMEs (Intel), TensorCores (TPU)."""
+
+    unit_name: str  # "SM", "CU", "TensorCore", "NeuronCore", "MME", "Xe-core"
+    units: Figure  # per chip
+    matrix_units_per_unit: Figure | None = None  # tensor cores per SM, MXUs per TensorCore
+    matrix_unit_dim: Figure | None = None  # systolic array side (TPU MXU 128 or 256)
+    clock_hz: Figure | None = None  # the clock the dense peak is quoted at
+    l2_bytes: Figure | None = None  # last-level on-chip cache (GPU L2, TPU CMEM)
+    sram_per_unit_bytes: Figure | None = None  # shared memory / L1 per SM, VMEM per TensorCore
+    vector_flops_per_s: Figure | None = None  # non-matrix fp32 rate (CUDA cores, TPU VPU)
+
+
+class PowerSpec(_Frozen):
+    tdp_w: Figure
+    typical_w: Figure | None = None  # measured mean where published (TPU v3/v4)
+
+
+class ScaleUpSpec(_Frozen):
+    """The fast domain: NVLink/NVSwitch, Infinity Fabric, TPU ICI, PCIe when nothing else."""
+
+    name: str
+    bytes_per_s_per_chip_unidirectional: Figure
+    topology: Topology
+    domain_chips: Figure  # chips in one scale-up domain (8 for HGX, 72 NVL72, 256 v5e pod)
+    max_chips: Figure | None = None  # largest job size (e.g. TPU pod / multislice limit)
+    link_latency_s: Figure | None = None
+
+
+class ScaleOutSpec(_Frozen):
+    """Between scale-up domains: InfiniBand, RoCE, EFA, TPU DCN."""
+
+    name: str
+    bytes_per_s_per_chip_unidirectional: Figure
+
+
+class AvailabilitySpec(_Frozen):
+    clouds: list[str]  # lower-case provider ids: gcp, aws, azure, oci, lambda, runpod, ...
+    purchasable: bool
+    source: str
+    note: str = ""
+
+
+class ChipFile(_Frozen):
+    """The validated content of one ``data/<kind>/<id>.toml`` file."""
+
+    id: str
+    name: str
+    vendor: Vendor
+    kind: Kind
+    architecture: str
+    aliases: list[str] = []
+    sources: dict[str, SourceRef]
+    release_year: Figure
+    dense_flops_per_s: dict[Dtype, Figure]
+    memory: MemorySpec
+    compute: ComputeSpec
+    power: PowerSpec
+    scale_up: ScaleUpSpec
+    scale_out: ScaleOutSpec | None = None
+    availability: AvailabilitySpec
+    software: list[str]  # "cuda", "rocm", "xla", "pytorch", "jax", "tensorflow", ...
+    notes: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _kebab(cls, v: str) -> str:
+        if not _ID_RE.match(v):
+            raise ValueError(f"chip id {v!r} is not kebab-case (like 'h100-sxm')")
+        return v
+
+    @model_validator(mode="after")
+    def _sources_resolve(self) -> ChipFile:
+        missing = sorted({f.source for f in self.figures().values()} - set(self.sources))
+        if self.availability.source not in self.sources:
+            missing.append(self.availability.source)
+        if missing:
+            raise ValueError(f"figures cite sources not in [sources]: {', '.join(missing)}")
+        for name, fig in self.figures().items():
+            if fig.value < 0:
+                raise ValueError(f"{name} is negative ({fig.value})")
+        return self
+
+    def figures(self) -> dict[str, Figure]:
+        """Every figure in the file by dotted path, e.g. ``'memory.capacity_bytes'``."""
+        out: dict[str, Figure] = {"release_year": self.release_year}
+        out.update({f"dense_flops_per_s.{k}": v for k, v in self.dense_flops_per_s.items()})
+        for section in ("memory", "compute", "power", "scale_up", "scale_out"):
+            model = getattr(self, section)
+            if model is None:
+                continue
+            for key in type(model).model_fields:
+                value = getattr(model, key)
+                if isinstance(value, Figure):
+                    out[f"{section}.{key}"] = value
+        return out
+
+
+class Offer(_Frozen):
+    """A price for one chip-hour of ``chip`` at ``provider``."""
+
+    chip: str
+    pricing: Pricing
+    usd_per_chip_hour: float = Field(gt=0)
+    region: str
+    instance: str = ""
+    source: str
+    date: str
+    note: str = ""
+
+
+class OfferFile(_Frozen):
+    """A ``data/offers/<provider>.toml`` file: one provider's prices."""
+
+    provider: str
+    kind: Literal["hyperscaler", "neocloud"]
+    note: str = ""
+    offers: list[Offer]
+
+
+class PurchasePrice(_Frozen):
+    chip: str
+    usd: float = Field(gt=0)
+    source: str
+    date: str
+    note: str = ""
+
+
+class PurchaseFile(_Frozen):
+    """``data/offers/purchase.toml``: list prices (or street MSRP) of chips you can buy."""
+
+    purchases: list[PurchasePrice]
+
+
+def parse_date(text: str) -> dt.date:
+    """Earliest day a (possibly partial) ISO date can mean; used to sort by age."""
+    parts = [int(p) for p in text.split("-")] + [1, 1]
+    return dt.date(parts[0], parts[1], parts[2])

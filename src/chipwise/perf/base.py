@@ -1,0 +1,268 @@
+"""Types the performance model returns, and the abstract per-op model.
+
+``PerfModel`` times one op on one chip. ``GpuModel`` and ``TpuModel`` (final) refine the
+roofline with what makes each architecture differ. Step composition (parallelism,
+collectives, pipeline bubble) lives in ``step.py`` and returns a ``Prediction``.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from chipwise.errors import PlanError
+from chipwise.hardware.chip import Chip
+from chipwise.workload.ir import Op
+
+Bound = Literal["compute", "memory", "overhead", "communication"]
+Recompute = Literal["none", "selective", "full"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assumption:
+    """A named constant an estimate used, with where it comes from."""
+
+    name: str
+    value: float | str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpTime:
+    """Time of ``op`` (all ``op.count`` repetitions) on one chip."""
+
+    op: Op
+    seconds: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    bound: Bound
+    efficiency: float  # achieved / peak for the op's limiting resource
+    notes: tuple[str, ...] = ()
+
+
+class PerfModel(ABC):
+    """Times single ops on one chip. Subclasses are final; this class is abstract."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.chip = chip
+
+    @abstractmethod
+    def op_time(self, op: Op) -> OpTime:
+        """Seconds for ``op`` (times ``op.count``) on ``self.chip``."""
+
+    @abstractmethod
+    def assumptions(self) -> tuple[Assumption, ...]:
+        """The efficiency parameters this model used, with their sources."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """How a job is split over chips. dp * fsdp * tp * pp * cp = chips; ep splits experts.
+
+    ``dp`` replicates weights; ``fsdp`` shards weights, grads and optimizer states (ZeRO-3)
+    over its group; ``vp`` is virtual pipeline stages per rank (interleaving);
+    ``microbatch`` is sequences per micro-batch on one data-parallel rank.
+    """
+
+    dp: int = 1
+    fsdp: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    microbatch: int = 1
+    recompute: Recompute = "none"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if f.name != "recompute" and getattr(self, f.name) < 1:
+                raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
+        if self.recompute not in ("none", "selective", "full"):
+            raise PlanError(f"plan: recompute must be none|selective|full, got {self.recompute}")
+
+    @property
+    def chips(self) -> int:
+        return self.dp * self.fsdp * self.tp * self.pp * self.cp
+
+    @property
+    def data_parallel(self) -> int:
+        """Ranks that each see different sequences (dp x fsdp)."""
+        return self.dp * self.fsdp
+
+    def __str__(self) -> str:
+        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)]
+        return ",".join(parts)
+
+
+_PLAN_KEYS = {f.name for f in fields(Plan)}
+
+
+def parse_plan(text: str) -> Plan:
+    """Parse ``"dp=2,fsdp=8,tp=4,recompute=full"``; unknown keys are an error."""
+    values: dict[str, int | str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.fullmatch(r"([a-z]+)\s*=\s*([A-Za-z0-9]+)", part)
+        if not m:
+            raise PlanError(f"plan: cannot read {part!r}; write key=value, e.g. 'tp=8'")
+        key, raw = m.groups()
+        if key not in _PLAN_KEYS:
+            raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
+        if key == "recompute":
+            values[key] = raw
+        else:
+            try:
+                values[key] = int(raw)
+            except ValueError:
+                raise PlanError(f"plan: {key} must be an integer, got {raw!r}") from None
+    return Plan(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryUse:
+    """Bytes per chip, by what they hold."""
+
+    weights_bytes: float = 0.0
+    grads_bytes: float = 0.0
+    optimizer_bytes: float = 0.0
+    activations_bytes: float = 0.0
+    kv_cache_bytes: float = 0.0
+    other_bytes: float = 0.0  # workspace, fragmentation, framework reserve
+
+    @property
+    def total_bytes(self) -> float:
+        return (
+            self.weights_bytes
+            + self.grads_bytes
+            + self.optimizer_bytes
+            + self.activations_bytes
+            + self.kv_cache_bytes
+            + self.other_bytes
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breakdown:
+    """Where a step's time goes (seconds, exposed on the critical path)."""
+
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    communication_s: float = 0.0
+    bubble_s: float = 0.0
+    overhead_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return (
+            self.compute_s + self.memory_s + self.communication_s + self.bubble_s + self.overhead_s
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainPrediction:
+    """One training step of ``workload`` on ``chips`` x ``chip_id`` under ``plan``."""
+
+    workload: str
+    chip_id: str
+    chips: int
+    precision: str
+    plan: Plan
+    seq_len: int
+    global_batch: int
+    step_time_s: float
+    model_flops_per_token: float
+    memory: MemoryUse
+    capacity_bytes: float
+    breakdown: Breakdown
+    assumptions: tuple[Assumption, ...] = ()
+    op_times: tuple[OpTime, ...] = field(default=(), repr=False)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.global_batch
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time_s
+
+    @property
+    def tokens_per_s_per_chip(self) -> float:
+        return self.tokens_per_s / self.chips
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total_bytes <= self.capacity_bytes
+
+    @property
+    def achieved_flops_per_s_per_chip(self) -> float:
+        return self.model_flops_per_token * self.tokens_per_s_per_chip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferPrediction:
+    """Serving ``batch`` requests: prefill (TTFT) then decode (TPOT) per output token."""
+
+    workload: str
+    chip_id: str
+    chips: int
+    precision: str
+    plan: Plan
+    batch: int
+    input_len: int
+    output_len: int
+    ttft_s: float
+    tpot_s: float
+    memory: MemoryUse
+    capacity_bytes: float
+    prefill: Breakdown
+    decode: Breakdown
+    assumptions: tuple[Assumption, ...] = ()
+
+    @property
+    def request_time_s(self) -> float:
+        return self.ttft_s + self.tpot_s * self.output_len
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.batch * self.output_len / self.request_time_s if self.output_len else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch * (self.input_len + self.output_len) / self.request_time_s
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total_bytes <= self.capacity_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrimitivePrediction:
+    """A microbenchmark primitive (matmul, copy, all-reduce) on one chip or across chips."""
+
+    workload: str
+    chip_id: str
+    chips: int
+    time_s: float
+    flops: float = 0.0
+    n_bytes: float = 0.0
+    bus_bytes: float = 0.0  # NCCL bus-bandwidth convention: 2 (n-1)/n x bytes for all-reduce
+    bound: Bound = "compute"
+    assumptions: tuple[Assumption, ...] = ()
+
+    @property
+    def achieved_tflops(self) -> float:
+        return self.flops / self.time_s / 1e12
+
+    @property
+    def achieved_bytes_per_s(self) -> float:
+        return self.n_bytes / self.time_s
+
+    @property
+    def bus_bytes_per_s(self) -> float:
+        return self.bus_bytes / self.time_s
+
+
+Prediction = TrainPrediction | InferPrediction | PrimitivePrediction

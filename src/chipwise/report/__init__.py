@@ -1,0 +1,1 @@
+"""How we say it: terminal tables, JSON, HTML reports and the web UI."""

@@ -1,0 +1,257 @@
+"""The workload IR: ops with shapes, dtype, FLOPs and bytes, plus model metadata and phase.
+
+Shape legend used across chipwise:
+    B = batch (sequences), S = sequence length, D = model width (hidden size),
+    H = attention heads, Hkv = key/value heads, Dh = head dim, F = MLP width,
+    V = vocabulary, L = layers, E = experts, k = experts per token,
+    M, N, K = matmul dims: (M x K) @ (K x N).
+
+Importers (torch, jax, onnx) fill a ``Graph`` of ``Op``s. Transformer models also carry a
+``TransformerSpec``: the performance model needs the architecture (not just a flat op
+list) to shard it across chips under a parallelism plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from chipwise.errors import WorkloadError
+
+
+class OpKind(StrEnum):
+    """What an op does, as far as hardware cares."""
+
+    MATMUL = "matmul"  # dense GEMM / batched GEMM: tensor cores, MXU
+    CONV = "conv"  # convolution: tensor cores (implicit GEMM), MXU
+    ATTENTION = "attention"  # fused attention (flash / splash): QK^T, softmax, PV
+    ELEMENTWISE = "elementwise"  # add, mul, activation: CUDA cores, TPU VPU
+    REDUCTION = "reduction"  # sum, mean, max
+    NORM = "norm"  # layer/RMS/batch norm
+    SOFTMAX = "softmax"
+    GATHER = "gather"  # embedding look-up, indexing: TPU slow path
+    SCATTER = "scatter"  # index_put, scatter-add: TPU slow path
+    SORT = "sort"  # sort, top-k: TPU slow path
+    COPY = "copy"  # transpose, concat, reshape that moves memory
+    COLLECTIVE = "collective"  # all-reduce etc. inside the graph
+    CUSTOM = "custom"  # custom call / opaque kernel
+    FP64 = "fp64"  # double-precision arithmetic (scientific codes)
+    OTHER = "other"
+
+
+TENSOR_KINDS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One op instance (or ``count`` identical ones).
+
+    ``flops``, ``bytes_read`` and ``bytes_written`` are for ONE instance. For matmuls,
+    ``mnk`` holds (M, N, K) and ``batch`` the number of independent GEMMs of that shape
+    (batched matmul / grouped heads), so flops == 2 * batch * M * N * K.
+    """
+
+    name: str
+    kind: OpKind
+    dtype: str = "bf16"
+    flops: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    shape: tuple[int, ...] = ()  # output shape
+    mnk: tuple[int, int, int] | None = None
+    batch: int = 1
+    count: int = 1  # repetitions (e.g. once per layer)
+    dynamic: bool = False  # a data-dependent shape (recompilation on XLA)
+    backward: bool = False  # part of the backward pass
+
+    def __post_init__(self) -> None:
+        if self.flops < 0 or self.bytes_read < 0 or self.bytes_written < 0 or self.count < 1:
+            raise WorkloadError(f"op {self.name!r} has negative work or count < 1")
+
+    @property
+    def tensor_op(self) -> bool:
+        """Whether the op runs on tensor cores / MXUs."""
+        return self.kind in TENSOR_KINDS
+
+    @property
+    def bytes_moved(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def total_flops(self) -> float:
+        return self.flops * self.count
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Graph:
+    """An ordered list of ops for one step (forward, or forward + backward)."""
+
+    name: str
+    ops: tuple[Op, ...]
+    source: str = ""  # where it came from: "torch.export", "jax cost_analysis", "onnx", ...
+    params: float = 0.0  # parameter count, if the importer knows it
+    notes: tuple[str, ...] = ()
+
+    @property
+    def flops(self) -> float:
+        return sum(op.total_flops for op in self.ops)
+
+    @property
+    def bytes_moved(self) -> float:
+        return sum(op.bytes_moved * op.count for op in self.ops)
+
+    @property
+    def tensor_flops_share(self) -> float:
+        total = self.flops
+        return sum(o.total_flops for o in self.ops if o.tensor_op) / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformerSpec:
+    """A decoder (or encoder, or encoder-decoder) transformer, from a HF-style config.
+
+    MoE: ``n_experts`` routed experts of width ``moe_d_ff``, ``experts_per_token`` active,
+    plus ``n_shared_experts`` always active; the first ``first_dense_layers`` layers and
+    every layer not on ``moe_layer_step`` are dense with width ``d_ff``.
+    MLA (DeepSeek): ``kv_lora_rank`` > 0 switches attention to latent KV.
+    """
+
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab_size: int
+    gated_mlp: bool = True  # SwiGLU/GeGLU: three matrices instead of two
+    tied_embeddings: bool = False
+    max_seq_len: int = 4096
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    moe_d_ff: int = 0
+    first_dense_layers: int = 0
+    moe_layer_step: int = 1  # every n-th layer is MoE (after first_dense_layers)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    n_encoder_layers: int = 0  # encoder-decoder (T5): encoder layers; n_layers = decoder
+    causal: bool = True  # False for encoders (BERT)
+    sliding_window: int = 0
+    source: str = ""  # where the architecture figures came from
+    published_params: float = 0.0  # the published total, for the 2 % check
+
+    def __post_init__(self) -> None:
+        for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):
+            if getattr(self, name) <= 0:
+                raise WorkloadError(f"{self.name}: {name} must be positive")
+        if self.n_heads % self.n_kv_heads:
+            raise WorkloadError(f"{self.name}: n_heads must be a multiple of n_kv_heads")
+        if self.n_experts and not (0 < self.experts_per_token <= self.n_experts):
+            raise WorkloadError(f"{self.name}: experts_per_token must be in 1..n_experts")
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def uses_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether decoder layer ``layer`` (0-based) has routed experts."""
+        if not self.is_moe or layer < self.first_dense_layers:
+            return False
+        return (layer - self.first_dense_layers) % self.moe_layer_step == 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.n_layers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Primitive:
+    """A microbenchmark: ``matmul:MxNxK[:dtype]``, ``copy:BYTES``, ``allreduce:BYTES``."""
+
+    kind: str  # matmul | copy | allreduce
+    mnk: tuple[int, int, int] = (0, 0, 0)
+    n_bytes: float = 0.0
+    dtype: str = "bf16"
+
+    @property
+    def name(self) -> str:
+        if self.kind == "matmul":
+            m, n, k = self.mnk
+            return f"matmul:{m}x{n}x{k}:{self.dtype}"
+        return f"{self.kind}:{int(self.n_bytes)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Requirement:
+    """A capability a non-ML workload needs, and how much of it."""
+
+    capability: str  # fp64 | raster | rt-cores | int32 | media-encode | general-compute
+    why: str
+    amount: float = 0.0  # e.g. FLOPs or ops per unit of work
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NonMLKind:
+    """A workload described by what it needs, not by a graph (graphics, fp64 HPC, ...)."""
+
+    name: str
+    title: str
+    requirements: tuple[Requirement, ...]
+    description: str = ""
+
+
+Model = TransformerSpec | Graph | Primitive | NonMLKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Training:
+    """Training: forward + backward + optimizer over ``global_batch`` sequences of ``seq_len``."""
+
+    seq_len: int = 4096
+    global_batch: int = 256  # sequences per step
+    tokens_to_train: float = 0.0  # for cost of a full run; 0 = unknown
+
+    def __post_init__(self) -> None:
+        if self.seq_len <= 0 or self.global_batch <= 0:
+            raise WorkloadError("seq_len and global_batch must be positive")
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.global_batch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inference:
+    """Serving: ``batch`` concurrent requests, ``input_len`` prompt, ``output_len`` generated."""
+
+    batch: int = 1
+    input_len: int = 1024
+    output_len: int = 256
+
+    def __post_init__(self) -> None:
+        if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
+            raise WorkloadError("batch, input_len must be positive and output_len >= 0")
+
+
+Phase = Training | Inference
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """A model plus what is done with it."""
+
+    model: Model
+    phase: Phase = field(default_factory=Training)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
