@@ -46,8 +46,17 @@ class OpTime:
 class PerfModel(ABC):
     """Times single ops on one chip. Subclasses are final; this class is abstract."""
 
+    # Whether element-wise ops that consume a matmul's output are fused into it (XLA does;
+    # eager PyTorch does not). ``graph.time_graph`` asks ``fused_op_time`` for those ops.
+    fuses_elementwise: bool = False
+
     def __init__(self, chip: Chip) -> None:
         self.chip = chip
+
+    def fused_op_time(self, op: Op, producer: Op) -> OpTime:
+        """Time of ``op`` when it directly consumes ``producer``'s output; default unfused."""
+        del producer
+        return self.op_time(op)
 
     @abstractmethod
     def op_time(self, op: Op) -> OpTime:

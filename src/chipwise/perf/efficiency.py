@@ -1,0 +1,230 @@
+"""How close to its datasheet a chip gets: a handful of measured fractions per generation.
+
+The per-op models (``gpu.py``, ``tpu.py``) and the collectives (``collectives.py``) start
+from the datasheet peaks in the catalog and multiply by these. Each value lives in
+``data/efficiency.toml`` with the measurement it comes from, and is looked up, most specific
+first, by chip id, then ``chip.architecture``, then vendor, then kind::
+
+    [chip.<id>]  ->  [architecture.<arch>]  ->  [vendor.<vendor>]  ->  [kind.<kind>]
+
+An entry may give only some parameters; the rest come from the next, less specific, level.
+A chip whose architecture has no entry gets its vendor's or kind's defaults, and
+``Efficiency.basis`` says so (it appears in every estimate's assumptions).
+
+``chipwise calibrate`` replaces values fitted from local measurements with
+``Efficiency.with_values(source=..., gemm_peak_fraction=...)`` (or ``dataclasses.replace``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chipwise.errors import CatalogError
+from chipwise.hardware.chip import Chip
+
+from .base import Assumption
+
+# The parameters every Efficiency has, in the order reports list them.
+PARAMETERS: tuple[str, ...] = (
+    "gemm_peak_fraction",
+    "attention_peak_fraction",
+    "hbm_fraction",
+    "launch_overhead_s",
+    "scale_up_fraction",
+    "scale_out_fraction",
+    "collective_latency_s",
+    "nvls_fraction",
+)
+
+_FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Efficiency:
+    """Achievable fractions of datasheet peaks, and fixed overheads, for one chip generation.
+
+    Attributes:
+        gemm_peak_fraction: best achievable fraction of the dense peak for a large GEMM
+            (the measured "MAMF" on GPUs). Shape losses (tiles, waves, short K) come on top.
+        attention_peak_fraction: fused flash/splash attention FLOP/s as a fraction of peak.
+        hbm_fraction: achievable fraction of HBM bandwidth for a large streaming copy.
+        launch_overhead_s: fixed device time per kernel (launch, ramp-up, tail) that a
+            back-to-back stream of kernels still pays.
+        scale_up_fraction: achievable fraction of the scale-up link rate (NVLink, ICI,
+            Infinity Fabric) for ring collectives at large sizes.
+        scale_out_fraction: the same for the scale-out network (InfiniBand, EFA, DCN).
+        collective_latency_s: per-step latency (alpha) of a collective algorithm step.
+        nvls_fraction: all-reduce algorithm bandwidth with in-switch reduction (NVLink
+            SHARP) as a fraction of the link rate; 0 where the fabric has none.
+    """
+
+    gemm_peak_fraction: float
+    attention_peak_fraction: float
+    hbm_fraction: float
+    launch_overhead_s: float
+    scale_up_fraction: float
+    scale_out_fraction: float
+    collective_latency_s: float
+    nvls_fraction: float = 0.0
+    basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for name in PARAMETERS:
+            value = getattr(self, name)
+            if name in _FRACTIONS:
+                low_ok = value >= 0 if name == "nvls_fraction" else value > 0
+                if not (low_ok and value <= 1):
+                    raise ValueError(f"efficiency {name} must be in (0, 1], got {value}")
+            elif value < 0:
+                raise ValueError(f"efficiency {name} must be >= 0 seconds, got {value}")
+
+    def with_values(self, *, source: str, **values: float) -> Efficiency:
+        """A copy with ``values`` replaced, each now citing ``source`` (e.g. a calibration)."""
+        unknown = sorted(set(values) - set(PARAMETERS))
+        if unknown:
+            raise ValueError(f"unknown efficiency parameter(s) {unknown}; known: {PARAMETERS}")
+        sources = dict(self.sources) | dict.fromkeys(values, source)
+        return dataclasses.replace(self, sources=sources, **values)  # type: ignore[arg-type]
+
+    def assumptions(self) -> tuple[Assumption, ...]:
+        """Every parameter as a named, sourced assumption."""
+        prefix = f"[{self.basis}] " if self.basis else ""
+        return tuple(
+            Assumption(
+                name=name,
+                value=getattr(self, name),
+                source=prefix + self.sources.get(name, "set in code"),
+            )
+            for name in PARAMETERS
+        )
+
+
+# ---- the data file (pydantic at the edge) --------------------------------------------------
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Value(_Frozen):
+    value: Annotated[float, Field(ge=0)]
+    source: str = Field(min_length=3)
+
+
+class _Entry(_Frozen):
+    gemm_peak_fraction: _Value | None = None
+    attention_peak_fraction: _Value | None = None
+    hbm_fraction: _Value | None = None
+    launch_overhead_s: _Value | None = None
+    scale_up_fraction: _Value | None = None
+    scale_out_fraction: _Value | None = None
+    collective_latency_s: _Value | None = None
+    nvls_fraction: _Value | None = None
+    note: str = ""
+
+
+class _EfficiencyFile(_Frozen):
+    kind: dict[str, _Entry]
+    vendor: dict[str, _Entry] = {}
+    architecture: dict[str, _Entry] = {}
+    chip: dict[str, _Entry] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class EfficiencyTable:
+    """The parsed ``efficiency.toml``: entries by level and key."""
+
+    kind: Mapping[str, Mapping[str, tuple[float, str]]]
+    vendor: Mapping[str, Mapping[str, tuple[float, str]]]
+    architecture: Mapping[str, Mapping[str, tuple[float, str]]]
+    chip: Mapping[str, Mapping[str, tuple[float, str]]]
+
+    def lookup(self, chip: Chip) -> Efficiency:
+        """Merge kind <- vendor <- architecture <- chip entries for ``chip``."""
+        if chip.kind not in self.kind:
+            raise CatalogError(
+                f"efficiency.toml has no [kind.{chip.kind}] defaults for {chip.id}; "
+                f"add one (kinds present: {', '.join(sorted(self.kind))})"
+            )
+        values: dict[str, float] = {}
+        sources: dict[str, str] = {}
+        basis = [f"kind {chip.kind}"]
+        levels = (
+            ("kind", chip.kind, self.kind),
+            ("vendor", chip.vendor, self.vendor),
+            ("architecture", chip.architecture, self.architecture),
+            ("chip", chip.id, self.chip),
+        )
+        for level, key, table in levels:
+            entry = table.get(key)
+            if entry is None:
+                continue
+            if level != "kind":
+                basis.append(f"{level} {key}")
+            for name, (value, source) in entry.items():
+                values[name] = value
+                sources[name] = source
+        if chip.architecture not in self.architecture and chip.id not in self.chip:
+            basis.append(f"(no entry for architecture {chip.architecture!r}: defaults)")
+        missing = [p for p in PARAMETERS if p not in values and p != "nvls_fraction"]
+        if missing:
+            raise CatalogError(f"efficiency.toml: {chip.id} resolves no value for {missing}")
+        return Efficiency(basis=", ".join(basis), sources=sources, **values)
+
+
+def _entries(table: Mapping[str, _Entry]) -> dict[str, dict[str, tuple[float, str]]]:
+    out: dict[str, dict[str, tuple[float, str]]] = {}
+    for key, entry in table.items():
+        out[key] = {
+            name: (v.value, v.source)
+            for name in PARAMETERS
+            if (v := getattr(entry, name)) is not None
+        }
+    return out
+
+
+def parse_efficiency_table(raw: Mapping[str, object]) -> EfficiencyTable:
+    """Validate the TOML content of an efficiency file."""
+    try:
+        file = _EfficiencyFile.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise CatalogError(f"efficiency.toml: {loc}: {first['msg']}") from err
+    table = EfficiencyTable(
+        kind=_entries(file.kind),
+        vendor=_entries(file.vendor),
+        architecture=_entries(file.architecture),
+        chip=_entries(file.chip),
+    )
+    for level in (table.kind, table.vendor, table.architecture, table.chip):
+        for key, entry in level.items():
+            for name, (value, _) in entry.items():
+                if name in _FRACTIONS and value > 1:
+                    raise CatalogError(f"efficiency.toml: {key}.{name} = {value} is above 1")
+    return table
+
+
+@cache
+def default_efficiency_table() -> EfficiencyTable:
+    """The packaged ``data/efficiency.toml``, read once."""
+    path = resources.files("chipwise.perf").joinpath("data/efficiency.toml")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"efficiency.toml: not valid TOML: {err}") from err
+    return parse_efficiency_table(raw)
+
+
+def efficiency_for(chip: Chip) -> Efficiency:
+    """The packaged efficiency parameters for ``chip`` (most specific entry wins)."""
+    return default_efficiency_table().lookup(chip)

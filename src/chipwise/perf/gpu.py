@@ -1,0 +1,228 @@
+"""GPU (and GEMM-engine ASIC) op times: the roofline refined by how GEMMs map onto SMs.
+
+Legend: M, N, K = GEMM dims ((M x K) @ (K x N)); tm x tn = the output tile one SM (CTA)
+computes; tk = the K step of its main loop; SMs = ``chip.units``.
+
+Refinements over the plain roofline (``roofline.py``), each a named constant or an
+``Efficiency`` parameter:
+
+- **Achievable peak.** Tensor-core ops run at ``gemm_peak_fraction`` of the dtype's dense peak
+  (the measured MAMF of the generation); fused attention at ``attention_peak_fraction``.
+- **Tile quantisation.** A GEMM is cut into ceil(M/tm) x ceil(N/tn) x batch tiles; a partial
+  tile costs a full one.
+- **Wave quantisation.** Tiles run in waves of ``SMs``: waves = ceil(tiles / SMs), and the
+  last wave may leave SMs idle (utilisation = tiles / (waves x SMs)).
+- **Pipeline fill.** Each tile's K loop pays a prologue and epilogue worth ``K_FILL`` extra
+  K elements: efficiency K / (K + K_FILL).
+- **Kernel choice.** Like cuBLAS's heuristics, the model takes the fastest of a few tile
+  shapes and split-K factors. Smaller tiles reuse operands less, so they run at
+  intensity(tile) / intensity(largest tile) of the rate (see ``_tile_rate_factor``); split-K
+  adds fp32 partial-sum traffic. This makes skinny GEMMs (decode, GEMV) memory-bound, as
+  they are in practice.
+- **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
+  the CUDA cores / vector units (``vector_flops_per_s``).
+- **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
+
+No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
+kernels is ignored (the model errs slow for small working sets).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import final
+
+from chipwise.hardware.chip import Chip
+from chipwise.workload.ir import Op, OpKind
+
+from .base import Assumption, OpTime, PerfModel
+from .efficiency import Efficiency, efficiency_for
+from .roofline import Roof, achieved_fraction, compute_rate, op_bytes, op_flops
+
+# Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
+# CUTLASS 3 default sm90 TMA warp-specialized GEMM tile 128x256x64 (Hopper); Blackwell's
+# 2-SM UMMA 256x256 = 128x256 per SM; CUTLASS 2 sm80 default 128x128x32 (Ampere and
+# earlier); hipBLASLt MT256x256x64 macro tiles for large bf16 GEMMs on CDNA3/4;
+# Gaudi's MME is a 256x256 array (hardware.md "Intel Gaudi MME").
+_LARGEST_TILE: dict[str, tuple[int, int]] = {
+    "hopper": (128, 256),
+    "blackwell": (128, 256),
+    "ampere": (128, 128),
+    "ada": (128, 128),
+    "turing": (128, 128),
+    "volta": (128, 128),
+    "cdna2": (256, 256),
+    "cdna3": (256, 256),
+    "cdna4": (256, 256),
+    "gaudi": (256, 256),
+    "gaudi2": (256, 256),
+    "gaudi3": (256, 256),
+}
+DEFAULT_TILE = (128, 128)  # CUTLASS's generic default; used for architectures not above
+# Smaller tiles cuBLAS-like libraries also ship, tried when they are faster.
+_SMALL_TILES: tuple[tuple[int, int], ...] = ((128, 128), (64, 128), (128, 64), (64, 64))
+TILE_K = 64  # K step of one main-loop iteration (CUTLASS tk for 16-bit types); K pads to it
+# Prologue + epilogue of a tile in K elements: ~one main-loop step waiting on global memory
+# latency (~1 us HBM round trip ~= one 64-deep step on H100/A100) plus one step of epilogue
+# (converting and storing the accumulators). An estimate, not a fitted value.
+K_FILL = 2 * TILE_K
+SPLIT_K_FACTORS = (1, 2, 4, 8, 16)
+PARTIAL_SUM_BYTES = 4.0  # split-K partial products are fp32
+# Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
+# (Adinets & Merrill 2022), 4 passes for 32-bit keys.
+RADIX_SORT_PASSES = 4
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _intensity(tile: tuple[int, int]) -> float:
+    """Operand reuse of a tile: output elements per operand element loaded per K step."""
+    tm, tn = tile
+    return tm * tn / (tm + tn)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GemmPlan:
+    """The kernel the model picked for a GEMM, and what it costs."""
+
+    tile: tuple[int, int]
+    split_k: int
+    tiles: int
+    waves: int
+    utilisation: float  # useful output elements / (waves x SMs x tile)
+    k_efficiency: float
+    rate_factor: float
+    compute_s: float
+    memory_s: float
+
+
+def plan_gemm(
+    chip: Chip, eff: Efficiency, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float
+) -> GemmPlan:
+    """The fastest of the candidate kernels for one (M, N, K) x batch GEMM."""
+    sms = max(chip.units, 1)
+    largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
+    tiles_to_try = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
+    per_sm_flops_per_s = peak * eff.gemm_peak_fraction / sms
+    best: GemmPlan | None = None
+    for tile in tiles_to_try:
+        tm, tn = tile
+        rate_factor = min(1.0, _intensity(tile) / _intensity(largest))
+        for split in SPLIT_K_FACTORS:
+            if split > 1 and _ceil_div(k, split) < 2 * TILE_K:
+                break
+            k_per = _ceil_div(k, split)
+            k_pad = _ceil_div(k_per, TILE_K) * TILE_K
+            tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
+            waves = _ceil_div(tiles, sms)
+            tile_s = 2.0 * tm * tn * (k_pad + K_FILL) / (per_sm_flops_per_s * rate_factor)
+            compute_s = waves * tile_s
+            extra = 0.0 if split == 1 else 2.0 * batch * m * n * split * PARTIAL_SUM_BYTES
+            memory_s = (n_bytes + extra) / (chip.hbm_bytes_per_s * eff.hbm_fraction)
+            cand = GemmPlan(
+                tile=tile,
+                split_k=split,
+                tiles=tiles,
+                waves=waves,
+                utilisation=m * n * batch / (waves * sms * tm * tn),
+                k_efficiency=k / (k_pad * split + K_FILL * split) if k else 0.0,
+                rate_factor=rate_factor,
+                compute_s=compute_s,
+                memory_s=memory_s,
+            )
+            if best is None or max(cand.compute_s, cand.memory_s) < max(
+                best.compute_s, best.memory_s
+            ):
+                best = cand
+    assert best is not None
+    return best
+
+
+@final
+class GpuModel(PerfModel):
+    """Per-op times on an NVIDIA/AMD GPU or a GEMM-engine ASIC (Gaudi, Trainium)."""
+
+    def __init__(self, chip: Chip, efficiency: Efficiency | None = None) -> None:
+        super().__init__(chip)
+        self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
+
+    def op_time(self, op: Op) -> OpTime:
+        chip, eff = self.chip, self.efficiency
+        flops = op_flops(op)
+        n_bytes = op_bytes(op)
+        peak = compute_rate(chip, op) if (flops or op.tensor_op) else 0.0
+        bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
+        notes: list[str] = []
+        if op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
+            m, n, k = op.mnk
+            g = plan_gemm(chip, eff, m, n, k, op.batch, peak, n_bytes)
+            r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
+            notes.append(
+                f"tile {g.tile[0]}x{g.tile[1]} split-k {g.split_k}: {g.tiles} tiles in "
+                f"{g.waves} wave(s) on {chip.units} {chip.unit_name}s, "
+                f"utilisation {g.utilisation:.2f}, K efficiency {g.k_efficiency:.2f}"
+            )
+        elif op.tensor_op:
+            frac = (
+                eff.attention_peak_fraction
+                if op.kind is OpKind.ATTENTION
+                else eff.gemm_peak_fraction
+            )
+            r = Roof(
+                compute_s=flops / (peak * frac) if flops else 0.0,
+                memory_s=n_bytes / bandwidth,
+                overhead_s=eff.launch_overhead_s,
+            )
+        else:
+            traffic = n_bytes
+            if op.kind is OpKind.SORT:
+                traffic *= RADIX_SORT_PASSES
+                notes.append(f"radix sort: {RADIX_SORT_PASSES} passes over the data")
+            if op.kind is OpKind.COLLECTIVE:
+                notes.append("only local memory traffic timed; see collectives.collective_time")
+            frac = eff.gemm_peak_fraction if op.kind is OpKind.FP64 and op.mnk else 1.0
+            r = Roof(
+                compute_s=flops / (peak * frac) if flops else 0.0,
+                memory_s=traffic / bandwidth,
+                overhead_s=eff.launch_overhead_s,
+            )
+        one = r.seconds
+        return OpTime(
+            op=op,
+            seconds=one * op.count,
+            compute_s=r.compute_s * op.count,
+            memory_s=r.memory_s * op.count,
+            overhead_s=r.overhead_s * op.count,
+            bound=r.bound,
+            efficiency=achieved_fraction(flops, n_bytes, one, r, peak, chip.hbm_bytes_per_s),
+            notes=tuple(notes),
+        )
+
+    def assumptions(self) -> tuple[Assumption, ...]:
+        tile = _LARGEST_TILE.get(self.chip.architecture, DEFAULT_TILE)
+        return (
+            *self.efficiency.assumptions(),
+            Assumption(
+                name="gemm_tile",
+                value=f"{tile[0]}x{tile[1]}",
+                source="largest CTA tile per generation (CUTLASS/hipBLASLt defaults)",
+            ),
+            Assumption(
+                name="k_fill",
+                value=K_FILL,
+                source="estimate: one K step of HBM latency + one of epilogue per tile",
+            ),
+        )
+
+
+def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> float:
+    """Achieved / dense peak the model predicts for one GEMM (a convenience for reports)."""
+    op = Op(name="gemm", kind=OpKind.MATMUL, dtype=dtype, mnk=(m, n, k))
+    t = GpuModel(chip).op_time(op)
+    return 2.0 * m * n * k / t.seconds / chip.peak_flops_per_s(dtype) if t.seconds else 0.0
+
+
+__all__ = ["GemmPlan", "GpuModel", "gemm_efficiency", "math", "plan_gemm"]

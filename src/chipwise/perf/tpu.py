@@ -1,0 +1,247 @@
+"""TPU op times: systolic MXUs, (8, 128) memory tiles, the VPU, XLA fusion and slow paths.
+
+Legend: M, N, K = matmul dims; d = MXU side (``chip.matrix_unit_dim``: 128 through v5p,
+256 on v6e and TPU7x); VPU = the 8 x 128 vector unit; VMEM = on-core vector memory.
+
+Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
+
+- **MXU padding.** Matmul dims are padded to the MXU side d (S4: "matrix dimensions should be
+  padded to 128 (256 on v6e)"): the MXU does the padded FLOPs, so a matmul costs
+  2 x ceil(M/d)d x ceil(N/d)d x ceil(K/d)d / (peak x ``gemm_peak_fraction``). Dense peak is
+  per chip, so megacore (v4, v5p) and TPU7x's two TensorCores are already in it.
+- **Memory tiles.** Arrays live in HBM as (8, 128) tiles of their last two dims (S4), so
+  traffic is that of the padded arrays.
+- **VPU.** Element-wise, reduction, norm, softmax and sort FLOPs run on the VPU at
+  ``chip.vector_flops_per_s``, else ``VPU_FRACTION_OF_MXU`` of the bf16 MXU peak.
+- **XLA fusion.** An element-wise or norm op that consumes a matmul's output (directly or
+  through a chain of such ops) is fused into it: it neither re-reads that output from HBM
+  nor writes its own intermediate separately, and it is not a separate launch
+  (``fused_op_time``; ``graph.time_graph`` applies it in op order).
+- **Slow paths.** Gather/scatter, bitonic sort and dynamic shapes: see the constants below.
+- **fp64** does not exist on TPUs: an ``UnsupportedOpError``, never an emulated rate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import final
+
+from chipwise.errors import UnsupportedOpError
+from chipwise.hardware.chip import Chip
+from chipwise.units import DTYPE_BYTES
+from chipwise.workload.ir import Op, OpKind
+
+from .base import Assumption, OpTime, PerfModel
+from .efficiency import Efficiency, efficiency_for
+from .roofline import Roof, achieved_fraction, op_bytes, op_flops
+
+DEFAULT_MXU_DIM = 128  # v2-v5p MXU side (hardware.md TPU table), if the catalog lacks it
+TILE_SUBLANES = 8  # HBM/VMEM tile is (8, 128) 32-bit words (S4, "TPU memory layout")
+TILE_LANES = 128
+# S4's worked v5p example: VPU ~7e12 FLOP/s per core vs ~2e14 on the MXUs, ~30x less.
+VPU_FRACTION_OF_MXU = 1.0 / 30.0
+# Gather/scatter: XLA on the TensorCore moves (8, 128) tiles, so fetching one row of a
+# table brings in the 8 rows of its tile: up to 8x read amplification for random rows.
+# Scatter also writes the tile back (read-modify-write): 2 x 8. Physical reasoning from
+# the tile layout; SparseCore offload (v5p+, embeddings) can avoid it but XLA uses it only
+# for specific embedding ops.
+GATHER_AMPLIFICATION = float(TILE_SUBLANES)
+SCATTER_AMPLIFICATION = 2.0 * TILE_SUBLANES
+# Bitonic sort (Batcher 1968): log2(n) (log2(n) + 1) / 2 compare-exchange stages; each
+# element does a compare, a select of min and one of max per stage.
+SORT_OPS_PER_ELEMENT_STAGE = 3.0
+# Dynamic shapes: XLA compiles one program per shape. The usual fix is padding to
+# power-of-two buckets; for sizes uniform within a bucket [b, 2b) the expected padded /
+# actual size is 2 ln 2 ~= 1.39 (plus one compilation, seconds, per new bucket).
+DYNAMIC_BUCKET_PAD = 2.0 * math.log(2.0)
+
+FUSIBLE_KINDS = frozenset({OpKind.ELEMENTWISE, OpKind.NORM})
+FUSION_PRODUCERS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION}) | FUSIBLE_KINDS
+
+_NO_FP64 = (
+    "TPUs have no fp64 units: op {name!r} needs fp64 ({kind}). Run it on a GPU with an fp64 "
+    "rate (e.g. 'h100-sxm'), or cast to fp32 if the algorithm tolerates it"
+)
+
+
+def _pad(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def tiled_elements(shape: tuple[int, ...]) -> int:
+    """Elements of ``shape`` once its last two dims are padded to (8, 128) tiles."""
+    if not shape:
+        return 1
+    if len(shape) == 1:
+        return _pad(shape[0], TILE_SUBLANES * TILE_LANES)
+    lead = math.prod(shape[:-2])
+    return lead * _pad(shape[-2], TILE_SUBLANES) * _pad(shape[-1], TILE_LANES)
+
+
+def padding_factor(shape: tuple[int, ...]) -> float:
+    """Tiled / logical elements of an array (>= 1)."""
+    logical = math.prod(shape) if shape else 1
+    return tiled_elements(shape) / logical if logical else 1.0
+
+
+def vpu_rate(chip: Chip) -> float:
+    """The VPU's FLOP/s: the catalog's vector rate, else 1/30 of the bf16 MXU peak (S4)."""
+    if chip.vector_flops_per_s:
+        return chip.vector_flops_per_s
+    return chip.peak_flops_per_s("bf16") * VPU_FRACTION_OF_MXU
+
+
+def bitonic_stages(n: int) -> int:
+    """Compare-exchange stages of a bitonic sorting network over ``n`` elements."""
+    levels = max(1, math.ceil(math.log2(max(n, 2))))
+    return levels * (levels + 1) // 2
+
+
+@final
+class TpuModel(PerfModel):
+    """Per-op times on a Google TPU (one chip, all its TensorCores)."""
+
+    fuses_elementwise = True
+
+    def __init__(self, chip: Chip, efficiency: Efficiency | None = None) -> None:
+        super().__init__(chip)
+        self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
+        self.mxu_dim = chip.matrix_unit_dim or DEFAULT_MXU_DIM
+
+    # -- one op ---------------------------------------------------------------------------
+
+    def op_time(self, op: Op) -> OpTime:
+        return self._time(op, saved_bytes=0.0, fused_into=None)
+
+    def fused_op_time(self, op: Op, producer: Op) -> OpTime:
+        """``op`` fused into ``producer`` if it is element-wise/norm and the producer can host it.
+
+        The fused op does not read the producer's output from HBM, and its output replaces the
+        producer's (already counted) write; its own other inputs are still read.
+        """
+        if op.kind not in FUSIBLE_KINDS or producer.kind not in FUSION_PRODUCERS:
+            return self.op_time(op)
+        handoff = producer.bytes_written or op_bytes(producer) / 3.0
+        saved = min(op.bytes_read, handoff) + min(op.bytes_written, handoff)
+        return self._time(op, saved_bytes=saved, fused_into=producer)
+
+    def _time(self, op: Op, *, saved_bytes: float, fused_into: Op | None) -> OpTime:
+        chip, eff = self.chip, self.efficiency
+        if op.kind is OpKind.FP64 or op.dtype == "fp64":
+            raise UnsupportedOpError(_NO_FP64.format(name=op.name, kind=op.kind.value))
+        flops = op_flops(op)
+        n_bytes = op_bytes(op)
+        bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
+        overhead = 0.0 if fused_into is not None else eff.launch_overhead_s
+        notes: list[str] = []
+        peak: float
+        if op.tensor_op:
+            peak = chip.peak_flops_per_s(op.dtype)
+            frac = (
+                eff.attention_peak_fraction
+                if op.kind is OpKind.ATTENTION
+                else eff.gemm_peak_fraction
+            )
+            work = flops
+            traffic = n_bytes
+            if op.mnk is not None and all(op.mnk) and op.kind is not OpKind.ATTENTION:
+                work, traffic = self._padded_matmul(op, n_bytes)
+                if work > flops * 1.0001:
+                    notes.append(f"MXU padding to {self.mxu_dim}: {work / flops:.2f}x the FLOPs")
+            compute_s = work / (peak * frac) if work else 0.0
+        else:
+            peak = vpu_rate(chip)
+            work = flops
+            traffic = n_bytes * padding_factor(op.shape) if op.shape else n_bytes
+            traffic = max(traffic - saved_bytes, 0.0)
+            if op.kind is OpKind.GATHER:
+                traffic *= GATHER_AMPLIFICATION
+                notes.append(f"gather slow path: {GATHER_AMPLIFICATION:g}x tile traffic")
+            elif op.kind is OpKind.SCATTER:
+                traffic *= SCATTER_AMPLIFICATION
+                notes.append(f"scatter slow path: {SCATTER_AMPLIFICATION:g}x tile traffic")
+            elif op.kind is OpKind.SORT:
+                work, passes = self._bitonic(op)
+                traffic *= passes
+                notes.append(f"bitonic sort on the VPU, {passes} pass(es) over HBM")
+            elif op.kind is OpKind.COLLECTIVE:
+                notes.append("only local memory traffic timed; see collectives.collective_time")
+            compute_s = work / peak if work else 0.0
+        memory_s = traffic / bandwidth if traffic else 0.0
+        if fused_into is not None:
+            notes.append(f"fused into {fused_into.name!r} by XLA")
+        scale = 1.0
+        if op.dynamic:
+            scale = DYNAMIC_BUCKET_PAD
+            notes.append(
+                f"dynamic shape: padded to power-of-two buckets ({DYNAMIC_BUCKET_PAD:.2f}x); "
+                "XLA recompiles once per new bucket (seconds each)"
+            )
+        r = Roof(compute_s=compute_s * scale, memory_s=memory_s * scale, overhead_s=overhead)
+        one = r.seconds
+        return OpTime(
+            op=op,
+            seconds=one * op.count,
+            compute_s=r.compute_s * op.count,
+            memory_s=r.memory_s * op.count,
+            overhead_s=r.overhead_s * op.count,
+            bound=r.bound,
+            efficiency=achieved_fraction(flops, n_bytes, one, r, peak, chip.hbm_bytes_per_s),
+            notes=tuple(notes),
+        )
+
+    # -- pieces ---------------------------------------------------------------------------
+
+    def _padded_matmul(self, op: Op, n_bytes: float) -> tuple[float, float]:
+        """MXU FLOPs and (8, 128)-tiled HBM bytes of a matmul with known (M, N, K)."""
+        assert op.mnk is not None
+        m, n, k = op.mnk
+        d = self.mxu_dim
+        work = 2.0 * op.batch * _pad(m, d) * _pad(n, d) * _pad(k, d)
+        if op.bytes_moved:
+            # The importer counted the bytes; scale them by the tile padding of the operands.
+            logical = m * k + k * n + m * n
+            tiled = tiled_elements((m, k)) + tiled_elements((k, n)) + tiled_elements((m, n))
+            return work, n_bytes * tiled / logical
+        size = DTYPE_BYTES.get(op.dtype, 2.0)
+        tiled = tiled_elements((m, k)) + tiled_elements((k, n)) + tiled_elements((m, n))
+        return work, op.batch * tiled * size
+
+    def _bitonic(self, op: Op) -> tuple[float, int]:
+        """VPU FLOPs and HBM passes of a bitonic sort of the op's elements."""
+        size = DTYPE_BYTES.get(op.dtype, 4.0)
+        n = math.prod(op.shape) if op.shape else max(1, round(op.bytes_read / size))
+        levels = max(1, math.ceil(math.log2(max(n, 2))))
+        work = n * bitonic_stages(n) * SORT_OPS_PER_ELEMENT_STAGE
+        vmem = self.chip.sram_per_unit_bytes or 0.0
+        # Stages whose compare stride spans more than VMEM holds go through HBM.
+        passes = 1 + sum(
+            1 for i in range(1, levels + 1) for j in range(i) if (2**j) * size > vmem
+        ) if n * size > vmem else 1  # fmt: skip
+        return work, passes
+
+    def assumptions(self) -> tuple[Assumption, ...]:
+        return (
+            *self.efficiency.assumptions(),
+            Assumption(name="mxu_dim", value=self.mxu_dim, source="catalog matrix_unit_dim (S5)"),
+            Assumption(
+                name="vpu_fraction_of_mxu",
+                value=VPU_FRACTION_OF_MXU,
+                source="scaling-book tpus.md v5p example (used when the catalog has no VPU rate)",
+            ),
+            Assumption(
+                name="gather_amplification",
+                value=GATHER_AMPLIFICATION,
+                source="(8, 128) tile layout: a random row fetch moves its 8-row tile",
+            ),
+            Assumption(
+                name="dynamic_bucket_pad",
+                value=round(DYNAMIC_BUCKET_PAD, 3),
+                source="power-of-two shape buckets, sizes uniform in a bucket: 2 ln 2",
+            ),
+            Assumption(
+                name="xla_fusion",
+                value="element-wise/norm after matmul fused",
+                source="XLA fuses element-wise consumers into the producing fusion",
+            ),
+        )
