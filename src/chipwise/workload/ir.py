@@ -41,6 +41,20 @@ class OpKind(StrEnum):
 
 TENSOR_KINDS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION})
 
+# FLOPs per element for ops the importers count by size rather than by formula (torch's
+# flop_counter counts only matmul/conv/attention). Per element of the largest tensor the op
+# touches. A counting convention, not a measurement: layer norm ~7 (mean, centre, square,
+# mean, scale, affine mul, add), softmax ~5 (max, subtract, exp, sum, divide), everything
+# else 1. These ops are memory-bound on every catalog chip; the count matters mainly for
+# FP64 codes and for the vector-unit side of a roofline.
+FLOPS_PER_ELEMENT: dict[OpKind, float] = {
+    OpKind.ELEMENTWISE: 1.0,
+    OpKind.REDUCTION: 1.0,
+    OpKind.NORM: 7.0,
+    OpKind.SOFTMAX: 5.0,
+    OpKind.FP64: 1.0,
+}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
@@ -143,6 +157,7 @@ class TransformerSpec:
     sliding_window: int = 0
     source: str = ""  # where the architecture figures came from
     published_params: float = 0.0  # the published total, for the 2 % check
+    learned_positions: int = 0  # rows of a learned absolute position table (GPT-2, BERT)
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):
@@ -207,6 +222,7 @@ class NonMLKind:
     title: str
     requirements: tuple[Requirement, ...]
     description: str = ""
+    sources: tuple[str, ...] = ()  # where the "why not on a TPU" evidence comes from
 
 
 Model = TransformerSpec | Graph | Primitive | NonMLKind
