@@ -1,0 +1,462 @@
+"""Read a Hugging Face-style ``config.json`` into a ``TransformerSpec``.
+
+Two readers produce the same dictionary shape and share one mapping to ``TransformerSpec``:
+
+* ``transformers``: ``AutoConfig.from_pretrained(path, local_files_only=True)`` when
+  transformers is installed and knows the file's ``model_type``. It fills the defaults a
+  file leaves out exactly as the model code would (no network, no ``trust_remote_code``).
+* ``builtin``: the raw JSON with family defaults of our own (``_FAMILIES``), for unknown
+  model types and installs without transformers.
+
+Keys read (first present wins): width ``hidden_size | n_embd | d_model``; layers
+``num_hidden_layers | n_layer | num_layers``; heads ``num_attention_heads | n_head |
+num_heads``; KV heads ``num_key_value_heads | num_kv_heads | multi_query_group_num``
+(default: = heads); head dim ``head_dim | d_kv | kv_channels`` (default: width / heads);
+MLP width ``intermediate_size | n_inner | d_ff | ffn_hidden_size | ffn_dim``; vocabulary
+``vocab_size``. Multimodal configs (Gemma 3, Llama 4) nest the text model in ``text_config``.
+MoE: ``num_local_experts | num_experts | n_routed_experts``, ``num_experts_per_tok |
+experts_per_token``, ``moe_intermediate_size``, ``n_shared_experts``, and the family's
+layer pattern (``first_k_dense_replace``/``moe_layer_freq``, ``decoder_sparse_step``/
+``mlp_only_layers``, ``interleave_moe_layer_step``/``moe_layers``). MLA: ``q_lora_rank``,
+``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``.
+
+Gated MLP (three matrices): an explicit ``"gated_mlp": true|false`` key wins; else the
+family decides (Llama, Mistral, Mixtral, Qwen, Gemma, DeepSeek, gpt-oss: gated; GPT-2,
+GPT-J, BERT, Falcon: not; T5 by ``feed_forward_proj``); else an unknown family is gated when
+``hidden_act`` is SiLU/Swish, since that activation ships almost only as SwiGLU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from chipwise.errors import ExtractionError, WorkloadError
+from chipwise.workload.ir import TransformerSpec
+
+Reader = Literal["auto", "transformers", "builtin"]
+
+_HIDDEN = ("hidden_size", "n_embd", "d_model")
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
+_HEADS = ("num_attention_heads", "n_head", "num_heads")
+_KV_HEADS = ("num_key_value_heads", "num_kv_heads", "multi_query_group_num")
+_HEAD_DIM = ("head_dim", "d_kv", "kv_channels")
+_FFN = ("intermediate_size", "n_inner", "d_ff", "ffn_hidden_size", "ffn_dim")
+_VOCAB = ("vocab_size", "padded_vocab_size")
+_MAX_POS = ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length")
+_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_top_k")
+_SILU = frozenset({"silu", "swish", "swiglu"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Family:
+    """Defaults a family's model code applies when its config leaves a key out."""
+
+    gated: bool | None  # None: decide from hidden_act
+    tied: bool = False
+    ffn_4x: bool = False  # MLP width defaults to 4 x hidden (GPT-2 style)
+    encoder_only: bool = False
+    learned_positions: bool = False  # a learned absolute position table
+    shared_experts: int = 0  # shared experts the model code always builds
+
+
+_LLAMA_LIKE = _Family(gated=True)
+_GEMMA = _Family(gated=True, tied=True)
+_BERT = _Family(gated=False, tied=True, encoder_only=True, learned_positions=True)
+_FAMILIES: dict[str, _Family] = {
+    **dict.fromkeys(
+        (
+            "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+            "deepseek_v2", "deepseek_v3", "gpt_oss", "phi3", "olmo", "olmo2", "granite",
+        ),
+        _LLAMA_LIKE,
+    ),
+    "llama4": _Family(gated=True, shared_experts=1),
+    "llama4_text": _Family(gated=True, shared_experts=1),
+    **dict.fromkeys(("gemma", "gemma2", "gemma3", "gemma3_text"), _GEMMA),
+    "gpt2": _Family(gated=False, tied=True, ffn_4x=True, learned_positions=True),
+    "gptj": _Family(gated=False, ffn_4x=True),
+    "gpt_neox": _Family(gated=False),
+    "falcon": _Family(gated=False, tied=True, ffn_4x=True),
+    "opt": _Family(gated=False, tied=True, learned_positions=True),
+    **dict.fromkeys(("bert", "roberta", "xlm-roberta", "electra", "distilbert"), _BERT),
+    "t5": _Family(gated=False, tied=True),
+    "mt5": _Family(gated=False, tied=False),
+}  # fmt: skip
+_UNKNOWN = _Family(gated=None)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (a file, or a directory holding ``config.json``)."""
+    file = path / "config.json" if path.is_dir() else path
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise WorkloadError(f"no such config file: {file}") from err
+    except OSError as err:
+        raise WorkloadError(f"cannot read config {file}: {err.strerror}") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise WorkloadError(
+            f"config {file} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from err
+    if not isinstance(data, dict):
+        raise WorkloadError(f"config {file} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def load_config(
+    path: str | Path, *, reader: Reader = "auto", name: str | None = None
+) -> TransformerSpec:
+    """Read a ``config.json`` (or a directory holding one) into a ``TransformerSpec``.
+
+    Args:
+        path: the file, or a directory with ``config.json`` in it.
+        reader: ``auto`` uses transformers when installed and it knows the ``model_type``,
+            else the built-in reader; ``transformers`` and ``builtin`` force one.
+        name: the spec's name (default: the file's stem, or the directory's name).
+
+    Raises:
+        WorkloadError: unreadable or invalid JSON, a missing or malformed key.
+        ExtractionError: transformers was asked for and cannot read the file.
+    """
+    p = Path(path)
+    file = p / "config.json" if p.is_dir() else p
+    raw = read_config_file(p)
+    label = name or (p.name if p.is_dir() else p.stem)
+    config: Mapping[str, Any] = raw
+    if reader != "builtin":
+        via_hf = _transformers_dict(file, raw, required=reader == "transformers")
+        if via_hf is not None:
+            config = via_hf
+    return spec_from_config(
+        config,
+        name=label,
+        origin=str(file),
+        source=_text(raw.get("_source")) or f"config file {file}",
+        published_params=_published(raw, file),
+    )
+
+
+def spec_from_config(
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    origin: str = "",
+    source: str = "",
+    published_params: float = 0.0,
+) -> TransformerSpec:
+    """Map a config dictionary (raw JSON or ``AutoConfig.to_dict()``) to a ``TransformerSpec``.
+
+    ``origin`` names the file in error messages.
+    """
+    where = origin or name
+    cfg = _text_model(config)
+    model_type = _text(cfg.get("model_type")) or _text(config.get("model_type"))
+    family = _FAMILIES.get(model_type, _UNKNOWN)
+
+    d_model = _required_int(cfg, _HIDDEN, where)
+    n_heads = _required_int(cfg, _HEADS, where)
+    vocab = _required_int(cfg, _VOCAB, where)
+    encoder_decoder = bool(cfg.get("is_encoder_decoder")) or model_type in ("t5", "mt5")
+    first_stack = _required_int(cfg, _LAYERS, where)
+    n_layers = first_stack
+    n_encoder_layers = 0
+    if encoder_decoder:
+        n_encoder_layers = first_stack
+        n_layers = _optional_int(cfg, ("num_decoder_layers",), where) or first_stack
+
+    n_kv_heads = _optional_int(cfg, _KV_HEADS, where)
+    if n_kv_heads is None:
+        n_kv_heads = 1 if cfg.get("multi_query") is True else n_heads
+
+    kv_lora_rank = _optional_int(cfg, ("kv_lora_rank",), where) or 0
+    qk_rope = _optional_int(cfg, ("qk_rope_head_dim",), where) or 0
+    qk_nope = _optional_int(cfg, ("qk_nope_head_dim",), where) or 0
+    v_head_dim = _optional_int(cfg, ("v_head_dim",), where) or 0
+    if kv_lora_rank:
+        # MLA: a query/key head is nope + rope wide; transformers' DeepseekV3Config sets
+        # head_dim = qk_rope_head_dim, so the head_dim key is not used here.
+        if not (qk_rope and qk_nope and v_head_dim):
+            raise WorkloadError(
+                f"config {where}: MLA (kv_lora_rank) needs qk_rope_head_dim, "
+                "qk_nope_head_dim and v_head_dim"
+            )
+        head_dim = qk_nope + qk_rope
+    else:
+        head_dim = _optional_int(cfg, _HEAD_DIM, where) or d_model // n_heads
+
+    moe = _moe_fields(cfg, model_type, family, n_layers, where)
+    d_ff = _dense_width(cfg, family, d_model, moe, where)
+
+    spec = TransformerSpec(
+        name=name,
+        n_layers=n_layers,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        d_ff=d_ff,
+        vocab_size=vocab,
+        gated_mlp=_gated(cfg, config, model_type, family, where),
+        tied_embeddings=_tied(cfg, config, family, where),
+        n_experts=moe.n_experts,
+        experts_per_token=moe.experts_per_token,
+        n_shared_experts=moe.n_shared_experts,
+        moe_d_ff=moe.moe_d_ff,
+        first_dense_layers=moe.first_dense_layers,
+        moe_layer_step=moe.moe_layer_step,
+        q_lora_rank=_optional_int(cfg, ("q_lora_rank",), where) or 0,
+        kv_lora_rank=kv_lora_rank,
+        qk_rope_head_dim=qk_rope,
+        qk_nope_head_dim=qk_nope,
+        v_head_dim=v_head_dim,
+        n_encoder_layers=n_encoder_layers,
+        causal=not family.encoder_only,
+        sliding_window=_sliding_window(cfg, where),
+        source=source,
+        published_params=published_params,
+        learned_positions=_learned_positions(cfg, family, where),
+    )
+    max_positions = _optional_int(cfg, _MAX_POS, where)
+    return replace(spec, max_seq_len=max_positions) if max_positions else spec
+
+
+# --- pieces of the mapping --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Moe:
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    moe_d_ff: int = 0
+    first_dense_layers: int = 0
+    moe_layer_step: int = 1
+
+
+def _moe_fields(
+    cfg: Mapping[str, Any], model_type: str, family: _Family, n_layers: int, where: str
+) -> _Moe:
+    n_experts = _optional_int(cfg, _EXPERTS, where) or 0
+    if n_experts <= 1:  # a single "expert" is a dense MLP
+        return _Moe()
+    top_k = _optional_int(cfg, _TOP_K, where)
+    if top_k is None:
+        raise WorkloadError(
+            f"config {where}: {n_experts} experts but no 'num_experts_per_tok'; add it"
+        )
+    # Mixtral, gpt-oss and Llama 4 put the expert width in intermediate_size.
+    moe_d_ff = _optional_int(cfg, ("moe_intermediate_size",), where) or _optional_int(
+        cfg, _FFN, where
+    )
+    if not moe_d_ff:
+        raise WorkloadError(f"config {where}: missing 'moe_intermediate_size'; add it")
+    shared = _optional_int(cfg, ("n_shared_experts", "num_shared_experts"), where)
+    shared_width = _optional_int(cfg, ("shared_expert_intermediate_size",), where) or 0
+    if shared is None:
+        # Qwen2-MoE: one shared expert of its own width, counted in expert-width units.
+        shared = shared_width // moe_d_ff if shared_width else family.shared_experts
+    first, step = _moe_pattern(_moe_layers(cfg, model_type, n_layers, where), n_layers, where)
+    return _Moe(
+        n_experts=n_experts,
+        experts_per_token=top_k,
+        n_shared_experts=shared,
+        moe_d_ff=moe_d_ff,
+        first_dense_layers=first,
+        moe_layer_step=step,
+    )
+
+
+def _moe_layers(cfg: Mapping[str, Any], model_type: str, n_layers: int, where: str) -> list[int]:
+    """The 0-based MoE layer indices, by each family's rule in its transformers model code."""
+    explicit = cfg.get("moe_layers")
+    if isinstance(explicit, list) and explicit:
+        return sorted(int(i) for i in explicit)
+    if model_type in ("llama4", "llama4_text"):
+        step = _optional_int(cfg, ("interleave_moe_layer_step",), where) or 1
+        return list(range(step - 1, n_layers, step))
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        step = _optional_int(cfg, ("decoder_sparse_step",), where) or 1
+        dense = {int(i) for i in cfg.get("mlp_only_layers") or ()}
+        return [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0]
+    # DeepSeek rule, also the generic one: layer >= first_k_dense_replace, every freq-th.
+    first = _optional_int(cfg, ("first_k_dense_replace",), where) or 0
+    freq = _optional_int(cfg, ("moe_layer_freq",), where) or 1
+    return [i for i in range(n_layers) if i >= first and i % freq == 0]
+
+
+def _moe_pattern(layers: list[int], n_layers: int, where: str) -> tuple[int, int]:
+    """Express MoE layer indices as ``(first_dense_layers, moe_layer_step)``, or refuse."""
+    if not layers:
+        raise WorkloadError(f"config {where}: the expert settings leave no MoE layer")
+    first = layers[0]
+    step = layers[1] - layers[0] if len(layers) > 1 else n_layers
+    expected = list(range(first, n_layers, step))
+    if layers != expected:
+        raise WorkloadError(
+            f"config {where}: MoE layers {layers[:8]}... are not 'first k dense, then every "
+            "n-th'; chipwise cannot represent this pattern yet"
+        )
+    return first, step
+
+
+def _dense_width(
+    cfg: Mapping[str, Any], family: _Family, d_model: int, moe: _Moe, where: str
+) -> int:
+    """Width of the dense (non-expert) MLPs."""
+    mlp = _optional_int(cfg, ("intermediate_size_mlp",), where)  # Llama 4 dense layers
+    if mlp:
+        return mlp
+    width = _optional_int(cfg, _FFN, where)
+    if width:
+        return width
+    if family.ffn_4x:
+        return 4 * d_model
+    if moe.n_experts:
+        return moe.moe_d_ff
+    raise WorkloadError(f"config {where}: missing 'intermediate_size' (MLP width); add it")
+
+
+def _gated(
+    cfg: Mapping[str, Any],
+    top: Mapping[str, Any],
+    model_type: str,
+    family: _Family,
+    where: str,
+) -> bool:
+    for source in (cfg, top):
+        explicit = source.get("gated_mlp")
+        if explicit is not None:
+            if not isinstance(explicit, bool):
+                raise WorkloadError(
+                    f"config {where}: 'gated_mlp' must be true or false, not {explicit!r}"
+                )
+            return explicit
+    if model_type in ("t5", "mt5"):
+        return _text(cfg.get("feed_forward_proj")).startswith("gated-")
+    if family.gated is not None:
+        return family.gated
+    act = _text(cfg.get("hidden_act") or cfg.get("activation_function")).lower()
+    return act in _SILU
+
+
+def _tied(cfg: Mapping[str, Any], top: Mapping[str, Any], family: _Family, where: str) -> bool:
+    for source in (cfg, top):
+        value = source.get("tie_word_embeddings")
+        if value is not None:
+            if not isinstance(value, bool):
+                raise WorkloadError(
+                    f"config {where}: 'tie_word_embeddings' must be true or false, not {value!r}"
+                )
+            return value
+    return family.tied
+
+
+def _sliding_window(cfg: Mapping[str, Any], where: str) -> int:
+    if cfg.get("use_sliding_window") is False:
+        return 0
+    return _optional_int(cfg, ("sliding_window",), where) or 0
+
+
+def _learned_positions(cfg: Mapping[str, Any], family: _Family, where: str) -> int:
+    if not family.learned_positions:
+        return 0
+    return _optional_int(cfg, _MAX_POS, where) or 0
+
+
+def _text_model(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The text decoder's keys: ``text_config`` for multimodal wrappers, else the config."""
+    inner = config.get("text_config")
+    if isinstance(inner, Mapping) and not any(config.get(k) is not None for k in _HIDDEN):
+        return inner
+    return config
+
+
+# --- typed access -------------------------------------------------------------------------
+
+
+def _first(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any] | None:
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            return key, value
+    return None
+
+
+def _as_int(key: str, value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WorkloadError(f"config {where}: {key!r} must be an integer, not {value!r}")
+    if value != int(value):
+        raise WorkloadError(f"config {where}: {key!r} must be a whole number, not {value!r}")
+    return int(value)
+
+
+def _optional_int(cfg: Mapping[str, Any], keys: tuple[str, ...], where: str) -> int | None:
+    found = _first(cfg, keys)
+    return None if found is None else _as_int(found[0], found[1], where)
+
+
+def _required_int(cfg: Mapping[str, Any], keys: tuple[str, ...], where: str) -> int:
+    found = _first(cfg, keys)
+    if found is None:
+        others = f" (or {' / '.join(keys[1:])})" if len(keys) > 1 else ""
+        raise WorkloadError(f"config {where}: missing {keys[0]!r}{others}; add it to the file")
+    return _as_int(found[0], found[1], where)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _published(raw: Mapping[str, Any], file: Path) -> float:
+    value = raw.get("_published_params", 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise WorkloadError(f"config {file}: '_published_params' must be a number >= 0")
+    return float(value)
+
+
+# --- transformers -------------------------------------------------------------------------
+
+
+def _transformers_dict(
+    file: Path, raw: Mapping[str, Any], *, required: bool
+) -> dict[str, Any] | None:
+    """``AutoConfig.to_dict()`` for ``file``, or None where transformers cannot help."""
+    model_type = _text(raw.get("model_type"))
+    try:  # optional dependency; imported here so chipwise starts without it
+        auto = importlib.import_module("transformers.models.auto.configuration_auto")
+        hf_logging = importlib.import_module("transformers.utils.logging")
+    except ImportError as err:
+        if required:
+            raise ExtractionError(
+                "transformers is not installed; pip install 'chipwise[hf]'"
+            ) from err
+        return None
+    if model_type not in auto.CONFIG_MAPPING_NAMES:
+        if required:
+            raise ExtractionError(
+                f"config {file}: transformers does not know model_type {model_type!r}"
+            )
+        return None
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # no log lines about configs we only read
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = auto.AutoConfig.from_pretrained(str(file), local_files_only=True)
+    except Exception as err:  # transformers raises many types for a config it rejects
+        raise ExtractionError(
+            f"config {file}: transformers could not read it ({type(err).__name__}: {err})"
+        ) from err
+    finally:
+        hf_logging.set_verbosity(level)
+    result: dict[str, Any] = config.to_dict()
+    return result

@@ -1,0 +1,184 @@
+"""The model zoo: Hugging Face-style ``config.json`` files shipped as package data.
+
+Each preset is ``configs/<id>.json`` with the model's published config keys plus
+``_source`` (the HF repository or paper, with its date), ``_published_params`` (the
+published total parameter count, checked within 2 % by the tests) and, for MoE models,
+``_published_active_params``. Look-up takes the id, an alias or the HF repository name,
+case- and punctuation-insensitively; an unknown name raises ``WorkloadError`` with close
+matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from chipwise.errors import WorkloadError
+from chipwise.workload.config import spec_from_config
+from chipwise.workload.ir import TransformerSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preset:
+    """One zoo entry: an id (also the config file's stem), a display title, aliases."""
+
+    id: str
+    title: str
+    aliases: tuple[str, ...] = ()
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        id="gpt2", title="GPT-2 (124M)", aliases=("gpt-2", "gpt2-small", "openai-community/gpt2")
+    ),
+    Preset(id="gpt3-175b", title="GPT-3 175B", aliases=("gpt3", "gpt-3", "gpt-3-175b")),
+    Preset(id="gptj-6b", title="GPT-J 6B", aliases=("gpt-j", "gpt-j-6b", "EleutherAI/gpt-j-6b")),
+    Preset(id="llama2-7b", title="Llama 2 7B", aliases=("meta-llama/Llama-2-7b-hf",)),
+    Preset(id="llama2-13b", title="Llama 2 13B", aliases=("meta-llama/Llama-2-13b-hf",)),
+    Preset(id="llama2-70b", title="Llama 2 70B", aliases=("meta-llama/Llama-2-70b-hf",)),
+    Preset(
+        id="llama3-8b",
+        title="Llama 3 / 3.1 8B",
+        aliases=(
+            "llama3.1-8b",
+            "meta-llama/Meta-Llama-3-8B",
+            "meta-llama/Llama-3.1-8B",
+            "meta-llama/Meta-Llama-3.1-8B",
+        ),
+    ),
+    Preset(
+        id="llama3-70b",
+        title="Llama 3 / 3.1 / 3.3 70B",
+        aliases=(
+            "llama3.1-70b",
+            "llama3.3-70b",
+            "meta-llama/Meta-Llama-3-70B",
+            "meta-llama/Llama-3.1-70B",
+            "meta-llama/Llama-3.3-70B-Instruct",
+        ),
+    ),
+    Preset(
+        id="llama3-405b",
+        title="Llama 3.1 405B",
+        aliases=("llama3.1-405b", "meta-llama/Llama-3.1-405B", "meta-llama/Meta-Llama-3.1-405B"),
+    ),
+    Preset(id="mistral-7b", title="Mistral 7B v0.1", aliases=("mistralai/Mistral-7B-v0.1",)),
+    Preset(
+        id="mixtral-8x7b",
+        title="Mixtral 8x7B",
+        aliases=("mixtral", "mistralai/Mixtral-8x7B-v0.1"),
+    ),
+    Preset(
+        id="mixtral-8x22b",
+        title="Mixtral 8x22B",
+        aliases=("mistralai/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-Instruct-v0.1"),
+    ),
+    Preset(
+        id="gemma3-12b",
+        title="Gemma 3 12B (text)",
+        aliases=("google/gemma-3-12b-pt", "google/gemma-3-12b-it"),
+    ),
+    Preset(
+        id="qwen3-235b-a22b",
+        title="Qwen3 235B-A22B",
+        aliases=("qwen3-235b", "Qwen/Qwen3-235B-A22B"),
+    ),
+    Preset(
+        id="deepseek-v3",
+        title="DeepSeek-V3 671B",
+        aliases=("deepseek-v3-671b", "deepseek3-671b", "deepseek-ai/DeepSeek-V3"),
+    ),
+    Preset(id="gpt-oss-120b", title="gpt-oss-120b", aliases=("openai/gpt-oss-120b",)),
+    Preset(
+        id="llama4-maverick",
+        title="Llama 4 Maverick 17B-128E (text)",
+        aliases=(
+            "llama4-17b-128e",
+            "meta-llama/Llama-4-Maverick-17B-128E",
+            "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        ),
+    ),
+    Preset(
+        id="bert-large",
+        title="BERT-Large",
+        aliases=("bert-large-uncased", "bert-large-cased", "google-bert/bert-large-uncased"),
+    ),
+    Preset(id="t5-large", title="T5-Large (v1.0)", aliases=("google-t5/t5-large",)),
+)
+
+
+def _normalise(name: str) -> str:
+    """'Llama-3.1 8B' -> 'llama3.18b', 'meta-llama/Llama-3.1-8B' -> 'metallamallama3.18b'."""
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+def _index(presets: tuple[Preset, ...]) -> dict[str, Preset]:
+    index: dict[str, Preset] = {}
+    for preset in presets:
+        for name in (preset.id, *preset.aliases):
+            key = _normalise(name)
+            if key in index and index[key].id != preset.id:
+                raise AssertionError(f"zoo alias {name!r} names {index[key].id} and {preset.id}")
+            index[key] = preset
+    return index
+
+
+_INDEX = _index(PRESETS)
+
+
+def preset_ids() -> tuple[str, ...]:
+    """Every zoo id, in listing order."""
+    return tuple(p.id for p in PRESETS)
+
+
+def find_preset(name: str) -> Preset | None:
+    """The preset ``name`` (id or alias, any case or punctuation) names, or None."""
+    return _INDEX.get(_normalise(name))
+
+
+def close_presets(name: str, n: int = 3) -> list[str]:
+    """Zoo ids whose id or alias is close to ``name`` (for 'did you mean')."""
+    names = {n_.lower(): p.id for p in PRESETS for n_ in (p.id, *p.aliases)}
+    close = difflib.get_close_matches(name.lower(), list(names), n=n * 2, cutoff=0.6)
+    return list(dict.fromkeys(names[c] for c in close))[:n]
+
+
+def resolve_preset(name: str) -> Preset:
+    """Find a preset by id or alias; an unknown name raises with close matches."""
+    preset = find_preset(name)
+    if preset is not None:
+        return preset
+    close = close_presets(name)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise WorkloadError(f"unknown model {name!r}{hint} (see 'chipwise workload list')")
+
+
+def preset_config(name: str) -> dict[str, Any]:
+    """The raw config dictionary of a preset (keys as in the shipped JSON)."""
+    preset = resolve_preset(name)
+    text = resources.files(__name__).joinpath("configs", f"{preset.id}.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@cache
+def _load(preset_id: str) -> TransformerSpec:
+    raw = preset_config(preset_id)
+    published = raw.get("_published_params", 0.0)
+    return spec_from_config(
+        raw,
+        name=preset_id,
+        origin=f"zoo:{preset_id}",
+        source=str(raw.get("_source", "")),
+        published_params=float(published),
+    )
+
+
+def load_preset(name: str) -> TransformerSpec:
+    """The ``TransformerSpec`` of a zoo model (built-in reader: the files are complete)."""
+    return _load(resolve_preset(name).id)
