@@ -61,8 +61,13 @@ def test_roofline_model_is_a_lower_bound_at_datasheet_peaks() -> None:
 
 
 def test_arithmetic_intensity_of_a_square_gemm() -> None:
-    op = Op(name="mm", kind=OpKind.MATMUL, flops=2 * 1024**3, bytes_read=2 * 2 * 1024**2,
-            bytes_written=2 * 1024**2)  # fmt: skip
+    op = Op(
+        name="mm",
+        kind=OpKind.MATMUL,
+        flops=2 * 1024**3,
+        bytes_read=2 * 2 * 1024**2,
+        bytes_written=2 * 1024**2,
+    )
     assert arithmetic_intensity(op) == pytest.approx(2 * 1024**3 / (6 * 1024**2))
 
 

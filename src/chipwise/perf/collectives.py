@@ -168,9 +168,10 @@ def default_torus_axes(chip: Chip, n: int) -> tuple[int, ...]:
     """Lay ``n`` chips out over the torus: fill whole axes first (largest divisor <= axis)."""
     topo = chip.scale_up.topology
     dims = 3 if topo == "torus-3d" else 2
-    full = TORUS_2D_FULL_AXIS if dims == 2 else max(
-        TORUS_3D_CUBE, round(chip.scale_up.domain_chips ** (1 / 3))
-    )  # fmt: skip
+    if dims == 2:
+        full = TORUS_2D_FULL_AXIS
+    else:
+        full = max(TORUS_3D_CUBE, round(chip.scale_up.domain_chips ** (1 / 3)))
     axes: list[int] = []
     left = n
     while left > 1 and len(axes) < dims:
@@ -189,9 +190,13 @@ def _wraps(chip: Chip, axis: int) -> bool:
 
 
 def _torus(
-    kind: str, s: float, axes: tuple[int, ...], wrap: tuple[bool, ...], alpha: float,
+    kind: str,
+    s: float,
+    axes: tuple[int, ...],
+    wrap: tuple[bool, ...],
+    alpha: float,
     link_bw: float,
-) -> _Cost:  # fmt: skip
+) -> _Cost:
     """All axes at once; each a bidirectional ring (2 links) or a line (half of that)."""
     n = math.prod(axes)
     if n <= 1:

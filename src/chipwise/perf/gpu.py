@@ -29,7 +29,6 @@ kernels is ignored (the model errs slow for small working sets).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import final
 
@@ -99,46 +98,53 @@ class GemmPlan:
     memory_s: float
 
 
+def gemm_candidate(
+    chip: Chip,
+    eff: Efficiency,
+    gemm: tuple[int, int, int, int],
+    tile: tuple[int, int],
+    split: int,
+    peak: float,
+    n_bytes: float,
+) -> GemmPlan:
+    """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch)."""
+    m, n, k, batch = gemm
+    sms = max(chip.units, 1)
+    largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
+    tm, tn = tile
+    rate_factor = min(1.0, _intensity(tile) / _intensity(largest))
+    per_sm_flops_per_s = peak * eff.gemm_peak_fraction / sms * rate_factor
+    k_pad = _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
+    tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
+    waves = _ceil_div(tiles, sms)
+    compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
+    partials = 0.0 if split == 1 else 2.0 * batch * m * n * split * PARTIAL_SUM_BYTES
+    return GemmPlan(
+        tile=tile,
+        split_k=split,
+        tiles=tiles,
+        waves=waves,
+        utilisation=m * n * batch / (waves * sms * tm * tn),
+        k_efficiency=k / (split * (k_pad + K_FILL)),
+        rate_factor=rate_factor,
+        compute_s=compute_s,
+        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.hbm_fraction),
+    )
+
+
 def plan_gemm(
     chip: Chip, eff: Efficiency, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float
 ) -> GemmPlan:
-    """The fastest of the candidate kernels for one (M, N, K) x batch GEMM."""
-    sms = max(chip.units, 1)
+    """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
-    tiles_to_try = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
-    per_sm_flops_per_s = peak * eff.gemm_peak_fraction / sms
-    best: GemmPlan | None = None
-    for tile in tiles_to_try:
-        tm, tn = tile
-        rate_factor = min(1.0, _intensity(tile) / _intensity(largest))
-        for split in SPLIT_K_FACTORS:
-            if split > 1 and _ceil_div(k, split) < 2 * TILE_K:
-                break
-            k_per = _ceil_div(k, split)
-            k_pad = _ceil_div(k_per, TILE_K) * TILE_K
-            tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
-            waves = _ceil_div(tiles, sms)
-            tile_s = 2.0 * tm * tn * (k_pad + K_FILL) / (per_sm_flops_per_s * rate_factor)
-            compute_s = waves * tile_s
-            extra = 0.0 if split == 1 else 2.0 * batch * m * n * split * PARTIAL_SUM_BYTES
-            memory_s = (n_bytes + extra) / (chip.hbm_bytes_per_s * eff.hbm_fraction)
-            cand = GemmPlan(
-                tile=tile,
-                split_k=split,
-                tiles=tiles,
-                waves=waves,
-                utilisation=m * n * batch / (waves * sms * tm * tn),
-                k_efficiency=k / (k_pad * split + K_FILL * split) if k else 0.0,
-                rate_factor=rate_factor,
-                compute_s=compute_s,
-                memory_s=memory_s,
-            )
-            if best is None or max(cand.compute_s, cand.memory_s) < max(
-                best.compute_s, best.memory_s
-            ):
-                best = cand
-    assert best is not None
-    return best
+    tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
+    candidates = [
+        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes)
+        for tile in tiles
+        for split in SPLIT_K_FACTORS
+        if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
+    ]
+    return min(candidates, key=lambda c: max(c.compute_s, c.memory_s))
 
 
 @final
@@ -225,4 +231,4 @@ def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> 
     return 2.0 * m * n * k / t.seconds / chip.peak_flops_per_s(dtype) if t.seconds else 0.0
 
 
-__all__ = ["GemmPlan", "GpuModel", "gemm_efficiency", "math", "plan_gemm"]
+__all__ = ["GemmPlan", "GpuModel", "gemm_candidate", "gemm_efficiency", "plan_gemm"]

@@ -110,8 +110,9 @@ def vector_rate(chip: Chip) -> float:
     )
 
 
-def achieved_fraction(flops: float, n_bytes: float, seconds: float, roof_: Roof, peak: float,
-                      bandwidth: float) -> float:  # fmt: skip
+def achieved_fraction(
+    flops: float, n_bytes: float, seconds: float, roof_: Roof, peak: float, bandwidth: float
+) -> float:
     """Achieved / peak for the op's limiting resource."""
     if seconds <= 0:
         return 0.0

@@ -214,10 +214,11 @@ class TpuModel(PerfModel):
         levels = max(1, math.ceil(math.log2(max(n, 2))))
         work = n * bitonic_stages(n) * SORT_OPS_PER_ELEMENT_STAGE
         vmem = self.chip.sram_per_unit_bytes or 0.0
-        # Stages whose compare stride spans more than VMEM holds go through HBM.
-        passes = 1 + sum(
-            1 for i in range(1, levels + 1) for j in range(i) if (2**j) * size > vmem
-        ) if n * size > vmem else 1  # fmt: skip
+        # Stages whose compare stride spans more than VMEM holds go through HBM; the rest
+        # run on blocks held in VMEM, one pass per run of such stages (counted once here).
+        passes = 1
+        if n * size > vmem:
+            passes += sum(1 for i in range(1, levels + 1) for j in range(i) if 2**j * size > vmem)
         return work, passes
 
     def assumptions(self) -> tuple[Assumption, ...]:

@@ -1,0 +1,145 @@
+"""GpuModel: tiles, waves, pipeline fill, memory-bound ops, dtypes, and model_for."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from chipwise.errors import UnsupportedOpError
+from chipwise.hardware import chip
+from chipwise.perf.efficiency import Efficiency
+from chipwise.perf.gpu import K_FILL, GpuModel, gemm_candidate, plan_gemm
+from chipwise.perf.models import model_for
+from chipwise.perf.tpu import TpuModel
+from chipwise.workload.ir import Op, OpKind
+
+H100 = chip("h100-sxm")  # 132 SMs, 989 TFLOP/s bf16, 3.35 TB/s, hopper: 128x256 tiles
+A100 = chip("a100-sxm-80gb")  # 108 SMs, 312 TFLOP/s bf16, ampere: 128x128 tiles
+
+# Round numbers so the hand arithmetic below is easy to follow.
+EFF = Efficiency(
+    gemm_peak_fraction=0.8,
+    attention_peak_fraction=0.5,
+    hbm_fraction=0.9,
+    launch_overhead_s=2e-6,
+    scale_up_fraction=0.8,
+    scale_out_fraction=0.8,
+    collective_latency_s=1e-6,
+)
+
+
+def mm(m: int, n: int, k: int, dtype: str = "bf16", **kw: object) -> Op:
+    return Op(name="mm", kind=OpKind.MATMUL, dtype=dtype, mnk=(m, n, k), **kw)  # type: ignore[arg-type]
+
+
+def test_4096_cube_bf16_on_h100_is_compute_bound_by_hand() -> None:
+    # tiles = (4096/128) x (4096/256) = 512 -> ceil(512/132) = 4 waves.
+    # per-SM rate = 989e12 x 0.8 / 132; one tile = 2 x 128 x 256 x (4096 + K_FILL) FLOPs.
+    per_sm = 989e12 * 0.8 / 132
+    tile_s = 2 * 128 * 256 * (4096 + K_FILL) / per_sm
+    t = GpuModel(H100, EFF).op_time(mm(4096, 4096, 4096))
+    assert t.bound == "compute"
+    assert t.seconds == pytest.approx(4 * tile_s + 2e-6, rel=1e-9)
+    assert t.overhead_s == pytest.approx(2e-6)
+    assert "4 wave(s)" in t.notes[0]
+
+
+def test_one_row_matmul_is_memory_bound_by_hand() -> None:
+    # M=1: the weights (8192 x 8192 bf16 = 134 MB) dominate; read once at 0.9 x 3.35 TB/s.
+    t = GpuModel(H100, EFF).op_time(mm(1, 8192, 8192))
+    weights = 8192 * 8192 * 2
+    io = (8192 + 8192) * 2
+    assert t.bound == "memory"
+    assert t.memory_s == pytest.approx((weights + io) / (3.35e12 * 0.9), rel=0.02)
+    assert t.efficiency > 0.85  # near the achievable bandwidth, as a GEMV kernel is
+
+
+def test_one_more_tile_than_sms_costs_a_second_wave() -> None:
+    # N=256 -> 1 tile column; M = 128 x 132 fills one wave exactly; one more row adds a wave.
+    def cost(m: int) -> float:
+        return gemm_candidate(H100, EFF, (m, 256, 8192, 1), (128, 256), 1, 989e12, 0.0).compute_s
+
+    assert cost(128 * 132 + 1) / cost(128 * 132) == pytest.approx(2.0)
+
+
+def test_kernel_choice_softens_a_spilled_wave() -> None:
+    # The model, like cuBLAS, then prefers another tile or split-K: dearer, but < 2x.
+    g = GpuModel(H100, EFF)
+    full = g.op_time(mm(128 * 132, 256, 8192)).compute_s
+    spill = g.op_time(mm(128 * 132 + 1, 256, 8192)).compute_s
+    assert full < spill < 2 * full
+
+
+def test_short_k_loses_to_pipeline_fill() -> None:
+    plan = plan_gemm(H100, EFF, 8192, 8192, 128, 1, 989e12, 0.0)
+    assert plan.k_efficiency == pytest.approx(128 / (128 + K_FILL))
+
+
+def test_ampere_uses_128x128_tiles_and_hopper_128x256() -> None:
+    a = plan_gemm(A100, EFF, 8192, 8192, 8192, 1, 312e12, 0.0)
+    h = plan_gemm(H100, EFF, 8192, 8192, 8192, 1, 989e12, 0.0)
+    assert a.tile == (128, 128)
+    assert h.tile == (128, 256)
+
+
+def test_fp8_runs_at_the_fp8_rate() -> None:
+    g = GpuModel(H100, EFF)
+    assert g.op_time(mm(8192, 8192, 8192, "fp8")).compute_s == pytest.approx(
+        g.op_time(mm(8192, 8192, 8192, "bf16")).compute_s / 2, rel=0.01
+    )
+
+
+def test_fp64_matmul_uses_the_fp64_rate() -> None:
+    g = GpuModel(H100, EFF)
+    bf16 = g.op_time(mm(8192, 8192, 8192)).compute_s
+    fp64 = g.op_time(mm(8192, 8192, 8192, "fp64")).compute_s
+    assert fp64 / bf16 == pytest.approx(989 / 67, rel=0.01)
+
+
+@pytest.mark.parametrize(("gpu", "dtype"), [(A100, "fp8"), (H100, "int4")])
+def test_unsupported_dtype_raises_naming_it(gpu: object, dtype: str) -> None:
+    with pytest.raises(UnsupportedOpError, match=dtype):
+        GpuModel(gpu, EFF).op_time(mm(1024, 1024, 1024, dtype))  # type: ignore[arg-type]
+
+
+def test_attention_runs_at_the_attention_fraction() -> None:
+    op = Op(name="attn", kind=OpKind.ATTENTION, flops=1e15, bytes_read=1e9, bytes_written=1e8)
+    t = GpuModel(H100, EFF).op_time(op)
+    assert t.compute_s == pytest.approx(1e15 / (989e12 * 0.5))
+
+
+def test_elementwise_streams_at_the_hbm_fraction() -> None:
+    op = Op(
+        name="add", kind=OpKind.ELEMENTWISE, flops=1e9, bytes_read=2e9, bytes_written=1e9, count=10
+    )
+    t = GpuModel(H100, EFF).op_time(op)
+    assert t.bound == "memory"
+    assert t.seconds == pytest.approx(10 * (3e9 / (3.35e12 * 0.9) + 2e-6))
+
+
+def test_count_multiplies_time() -> None:
+    g = GpuModel(H100, EFF)
+    one = g.op_time(mm(4096, 4096, 4096))
+    assert g.op_time(mm(4096, 4096, 4096, count=7)).seconds == pytest.approx(7 * one.seconds)
+
+
+def test_same_peak_spread_over_more_sms_hurts_a_small_gemm() -> None:
+    # 128 tiles fill 132 SMs; on 264 half-speed SMs half of them idle (a real effect:
+    # small GEMMs cannot use a wider chip).
+    more = dataclasses.replace(H100, units=264)
+    op = mm(2048, 2048, 4096)
+    assert GpuModel(more, EFF).op_time(op).seconds > GpuModel(H100, EFF).op_time(op).seconds
+
+
+def test_model_for_picks_by_kind() -> None:
+    assert isinstance(model_for(H100), GpuModel)
+    assert isinstance(model_for(chip("gaudi3")), GpuModel)  # asic: GEMM engine + HBM
+    tpu = dataclasses.replace(H100, kind="tpu", architecture="tpu-test", vendor="google")
+    assert isinstance(model_for(tpu), TpuModel)
+
+
+def test_assumptions_cite_every_efficiency_parameter() -> None:
+    names = {a.name for a in GpuModel(H100).assumptions()}
+    assert {"gemm_peak_fraction", "hbm_fraction", "launch_overhead_s", "gemm_tile"} <= names
+    assert all(a.source for a in GpuModel(H100).assumptions())
