@@ -1,1 +1,95 @@
-"""chipwise.cost"""
+"""What it costs: cloud prices per run and per serving day, energy and carbon, owned-hardware TCO.
+
+Every function is pure over frozen values and takes an ``Assumptions`` (defaults from
+``data/assumptions.toml``, each with unit, source and date); every result carries the
+assumptions it used, and cloud results carry their ``PriceOffer`` (provider, pricing, region,
+source, date).
+"""
+
+from chipwise.cost.assumptions import (
+    Assumptions,
+    AssumptionSource,
+    CostError,
+    default_assumptions,
+    load_assumptions,
+)
+from chipwise.cost.energy import (
+    Activity,
+    ChipPower,
+    PerfPerWatt,
+    RunEnergy,
+    activity,
+    chip_power,
+    chip_power_at,
+    energy_of_run,
+    energy_of_serving,
+    perf_per_watt,
+    power_w,
+)
+from chipwise.cost.pricing import (
+    CLOUDS,
+    PRICINGS,
+    RunCost,
+    ServingCost,
+    ServingLoad,
+    TrainingRun,
+    cheapest,
+    cost_of_run,
+    costs_of_run,
+    offers_in,
+    price_serving,
+    price_step,
+    replicas_for,
+    requests_per_s_per_replica,
+    serving_costs,
+)
+from chipwise.cost.tco import (
+    BreakEven,
+    NotPurchasable,
+    OwnedCost,
+    OwnedRunCost,
+    break_even,
+    owned_cost,
+    owned_cost_of_run,
+)
+
+__all__ = [
+    "CLOUDS",
+    "PRICINGS",
+    "Activity",
+    "AssumptionSource",
+    "Assumptions",
+    "BreakEven",
+    "ChipPower",
+    "CostError",
+    "NotPurchasable",
+    "OwnedCost",
+    "OwnedRunCost",
+    "PerfPerWatt",
+    "RunCost",
+    "RunEnergy",
+    "ServingCost",
+    "ServingLoad",
+    "TrainingRun",
+    "activity",
+    "break_even",
+    "cheapest",
+    "chip_power",
+    "chip_power_at",
+    "cost_of_run",
+    "costs_of_run",
+    "default_assumptions",
+    "energy_of_run",
+    "energy_of_serving",
+    "load_assumptions",
+    "offers_in",
+    "owned_cost",
+    "owned_cost_of_run",
+    "perf_per_watt",
+    "power_w",
+    "price_serving",
+    "price_step",
+    "replicas_for",
+    "requests_per_s_per_replica",
+    "serving_costs",
+]
