@@ -1,0 +1,415 @@
+"""The ops of one transformer layer on one chip, for a micro-batch under a parallelism plan.
+
+Shape legend (see ``workload/ir.py``): B = micro-batch (sequences), S = sequence length,
+D = model width, H = query heads, Hkv = key/value heads, Dh = head dim, F = MLP width,
+V = vocabulary, E = routed experts, k = experts per token, T = tokens one chip holds
+in a layer (B * S / cp). Matmuls are ``(M x K) @ (K x N)``.
+
+Sharding (Megatron-LM conventions, Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4):
+``tp`` splits heads and the MLP width (column- then row-parallel), ``cp`` splits the
+sequence (ring attention), ``ep`` spreads routed experts over ranks. Key/value heads that
+do not divide by ``tp`` are replicated (one per rank). MLA down-projections (DeepSeek-V2
+§2.1) are replicated over ``tp``; up-projections split by heads.
+
+Every op here has ``count == 1``; callers multiply by layers, so the per-op timing cache
+hits across pipeline stages. Forward ops only; ``backward_ops`` derives the backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from chipwise.errors import PlanError
+from chipwise.units import dtype_bytes
+from chipwise.workload.ir import Op, OpKind, TransformerSpec
+
+# FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
+# backward = 2.5 x forward FLOPs (Dao 2023, "FlashAttention-2", §3.1-3.2).
+ATTENTION_BACKWARD_FLOPS_RATIO = 2.5
+# A memory-bound op's backward reads the saved input and the output gradient and writes
+# the input gradient: about twice the forward's traffic.
+ELEMENTWISE_BACKWARD_BYTES_RATIO = 2.0
+# Cross-entropy over the logits runs in fp32 (Megatron, MaxText, torchtitan all upcast).
+LOSS_DTYPE = "fp32"
+# RMSNorm/LayerNorm statistics and softmax are computed in fp32 but read/write the
+# activation dtype; their traffic is in the activation dtype.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shard:
+    """How one chip sees the model: tensor, context and expert parallel degrees."""
+
+    tp: int = 1
+    cp: int = 1
+    ep: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dtypes:
+    """The dtypes one precision setting uses: matmul inputs, activations, KV cache."""
+
+    matmul: str
+    act: str
+
+    @staticmethod
+    def for_precision(precision: str) -> Dtypes:
+        """fp8/int8: matmuls in the low precision, everything else bf16 (Transformer Engine's
+        recipe, Micikevicius et al. 2022 §4); fp32/fp16/bf16: everything in that dtype."""
+        if precision in ("fp8", "int8", "int4"):
+            return Dtypes(matmul=precision, act="bf16")
+        return Dtypes(matmul=precision, act=precision)
+
+
+def heads_per_rank(spec: TransformerSpec, tp: int) -> tuple[int, int]:
+    """(query heads, key/value heads) one tensor-parallel rank holds."""
+    if spec.n_heads % tp:
+        raise PlanError(
+            f"tp={tp} does not divide {spec.name}'s {spec.n_heads} attention heads; "
+            f"choose tp among {', '.join(str(d) for d in _divisors(spec.n_heads) if d <= 64)}"
+        )
+    kv = spec.n_kv_heads // tp if spec.n_kv_heads >= tp else 1
+    return spec.n_heads // tp, kv
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1) -> Op:
+    """A GEMM; inputs in the matmul dtype, output in the activation dtype."""
+    a = dtype_bytes(dt.matmul)
+    o = dtype_bytes(dt.act)
+    return Op(
+        name=name,
+        kind=OpKind.MATMUL,
+        dtype=dt.matmul,
+        flops=2.0 * batch * m * n * k,
+        bytes_read=batch * (m * k + k * n) * a,
+        bytes_written=batch * m * n * o,
+        shape=(m, n),
+        mnk=(m, n, k),
+        batch=batch,
+    )
+
+
+def _memop(name: str, kind: OpKind, elements: float, reads: float, writes: float, dtype: str,
+           flops_per_element: float = 1.0) -> Op:  # fmt: skip
+    """A memory-bound op over ``elements`` values, reading ``reads`` and writing ``writes``
+    tensors of that size."""
+    b = dtype_bytes(dtype)
+    return Op(
+        name=name,
+        kind=kind,
+        dtype=dtype,
+        flops=flops_per_element * elements,
+        bytes_read=reads * elements * b,
+        bytes_written=writes * elements * b,
+        shape=(int(elements),),
+    )
+
+
+def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float:
+    """Query-key pairs one sequence's attention computes (flash skips masked blocks)."""
+    if window and window < s_kv:
+        full = s_q * window
+        return full - (window * window / 2.0 if causal else 0.0)
+    return s_q * s_kv / 2.0 if causal else float(s_q * s_kv)
+
+
+def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int,
+               qk_dim: int, v_dim: int, spec: TransformerSpec, dt: Dtypes) -> Op:  # fmt: skip
+    """Fused (flash) attention: QK^T, softmax, PV in one kernel. Causal masks halve the
+    FLOPs (flash skips fully masked tiles). Traffic: Q, K, V read once, O written once."""
+    pairs = causal_pairs(s_q, s_kv, causal=spec.causal, window=spec.sliding_window)
+    flops = 2.0 * b * heads * pairs * (qk_dim + v_dim)
+    a = dtype_bytes(dt.act)
+    read = b * (s_q * heads * qk_dim + s_kv * kv_heads * (qk_dim + v_dim)) * a
+    written = b * s_q * heads * v_dim * a
+    return Op(
+        name=name,
+        kind=OpKind.ATTENTION,
+        dtype=dt.act,
+        flops=flops,
+        bytes_read=read,
+        bytes_written=written,
+        shape=(b, heads, s_q, v_dim),
+        mnk=(s_q, s_kv, qk_dim),
+        batch=b * heads,
+    )
+
+
+def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
+                  s_kv: int | None = None) -> list[Op]:  # fmt: skip
+    """Norm, projections, attention core, output projection and residual add.
+
+    ``s`` is the query length one chip processes per sequence (already divided by cp);
+    ``s_kv`` the key length attended to (the whole sequence under cp ring attention).
+    """
+    d = spec.d_model
+    h, hkv = heads_per_rank(spec, shard.tp)
+    t = b * s
+    kv_len = s if s_kv is None else s_kv
+    # Sequence parallelism (Korthikanti §4.2.2) splits norms and residuals over tp.
+    t_sp = max(1, t // shard.tp)
+    ops = [_memop("attn_norm", OpKind.NORM, t_sp * d, 1, 1, dt.act, flops_per_element=4)]
+    if spec.uses_mla:
+        qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+        v = spec.v_head_dim or spec.head_dim
+        if spec.q_lora_rank:
+            ops.append(_matmul("q_down", t, spec.q_lora_rank, d, dt))
+            ops.append(_memop("q_norm", OpKind.NORM, t * spec.q_lora_rank, 1, 1, dt.act, 4))
+            ops.append(_matmul("q_up", t, h * qk, spec.q_lora_rank, dt))
+        else:
+            ops.append(_matmul("q_proj", t, h * qk, d, dt))
+        ops.append(_matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, dt))
+        ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
+        ops.append(_matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, dt))
+        ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt))
+        ops.append(_matmul("o_proj", t, d, h * v, dt))
+    else:
+        dh = spec.head_dim
+        ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, dt))
+        ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
+        ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt))
+        ops.append(_matmul("o_proj", t, d, h * dh, dt))
+    ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
+    return ops
+
+
+def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
+         *, batch: int = 1) -> list[Op]:  # fmt: skip
+    """Up (and gate) projection, activation, down projection; ``batch`` groups (experts)."""
+    up_n = width * (2 if gated else 1)
+    act = _memop(
+        f"{prefix}_act",
+        OpKind.ELEMENTWISE,
+        batch * t * width,
+        2 if gated else 1,
+        1,
+        dt.act,
+        flops_per_element=8,
+    )
+    return [
+        _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch),
+        act,
+        _matmul(f"{prefix}_down", t, d, width, dt, batch=batch),
+    ]
+
+
+def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
+            moe: bool) -> list[Op]:  # fmt: skip
+    """Norm, dense MLP or MoE (router, dispatch, experts, shared experts), residual add."""
+    d = spec.d_model
+    t = b * s
+    t_sp = max(1, t // shard.tp)
+    ops = [_memop("mlp_norm", OpKind.NORM, t_sp * d, 1, 1, dt.act, flops_per_element=4)]
+    if not moe:
+        ops += _mlp("mlp", t, d, _split(spec.d_ff, shard.tp, "d_ff"), spec.gated_mlp, dt)
+    else:
+        e, k = spec.n_experts, spec.experts_per_token
+        width = spec.moe_d_ff or spec.d_ff
+        if e % shard.ep:
+            raise PlanError(f"ep={shard.ep} does not divide {spec.name}'s {e} experts")
+        local_experts = e // shard.ep
+        # Balanced routing: each rank receives as many token-expert pairs as it sends.
+        per_expert = max(1, round(t * k / local_experts))
+        ops.append(_matmul("router", t, e, d, Dtypes(matmul="fp32", act="fp32")))
+        ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, "fp32", 4))
+        ops.append(_memop("moe_permute", OpKind.COPY, t * k * d, 1, 1, dt.act, 0))
+        ops += _mlp(
+            "expert",
+            per_expert,
+            d,
+            _split(width, shard.tp, "moe_d_ff"),
+            spec.gated_mlp,
+            dt,
+            batch=local_experts,
+        )
+        ops.append(_memop("moe_unpermute", OpKind.COPY, t * k * d, 1, 1, dt.act, 1))
+        if spec.n_shared_experts:
+            shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
+            ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)
+    ops.append(_memop("mlp_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
+    return ops
+
+
+def _split(n: int, parts: int, what: str) -> int:
+    if n % parts:
+        raise PlanError(f"tp={parts} does not divide {what}={n}; choose a tp that divides it")
+    return n // parts
+
+
+def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
+              moe: bool) -> tuple[Op, ...]:  # fmt: skip
+    """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip."""
+    if seq_len % shard.cp:
+        raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
+    dt = Dtypes.for_precision(precision)
+    s = seq_len // shard.cp
+    # Under cp each chip's s/cp queries meet all S keys; causal_pairs(S/cp, S) = S^2/(2 cp),
+    # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
+    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=dt, s_kv=seq_len)
+    ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
+    return tuple(ops)
+
+
+def embedding_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard,
+                  precision: str) -> tuple[Op, ...]:  # fmt: skip
+    """Token embedding look-up (a gather of T rows of D)."""
+    dt = Dtypes.for_precision(precision)
+    t = b * seq_len // shard.cp
+    return (_memop("embedding", OpKind.GATHER, t * spec.d_model, 1, 1, dt.act, 0),)
+
+
+def head_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
+             loss: bool = True) -> tuple[Op, ...]:  # fmt: skip
+    """Final norm, LM head (vocab split over tp) and the fp32 cross-entropy loss."""
+    dt = Dtypes.for_precision(precision)
+    t = b * seq_len // shard.cp
+    v = -(-spec.vocab_size // shard.tp)
+    ops = [
+        _memop("final_norm", OpKind.NORM, max(1, t // shard.tp) * spec.d_model, 1, 1, dt.act, 4),
+        _matmul("lm_head", t, v, spec.d_model, dt),
+    ]
+    if loss:
+        # Upcast logits, softmax, log, gather the target: ~read twice, write once in fp32.
+        ops.append(_memop("loss", OpKind.SOFTMAX, t * v, 2, 1, LOSS_DTYPE, 5))
+    return tuple(ops)
+
+
+def backward_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
+    """The backward of a forward op list: dgrad and wgrad for each matmul (same FLOPs each),
+    2.5x for flash attention, twice the traffic for memory-bound ops."""
+    out: list[Op] = []
+    for op in forward:
+        if op.kind is OpKind.MATMUL and op.mnk is not None:
+            m, n, k = op.mnk
+            a = op.bytes_read / max(1, op.batch) / max(1, m * k + k * n)  # input bytes/elem
+            o = op.bytes_written / max(1, op.batch) / max(1, m * n)
+            dgrad = replace(
+                op,
+                name=f"{op.name}_dgrad",
+                mnk=(m, k, n),
+                shape=(m, k),
+                backward=True,
+                bytes_read=op.batch * (m * n + n * k) * a,
+                bytes_written=op.batch * m * k * o,
+            )
+            wgrad = replace(
+                op,
+                name=f"{op.name}_wgrad",
+                mnk=(k, n, m),
+                shape=(k, n),
+                backward=True,
+                bytes_read=op.batch * (m * k + m * n) * a,
+                bytes_written=op.batch * k * n * o,
+            )
+            out += [dgrad, wgrad]
+        elif op.kind is OpKind.ATTENTION:
+            out.append(
+                replace(
+                    op,
+                    name=f"{op.name}_bwd",
+                    backward=True,
+                    flops=op.flops * ATTENTION_BACKWARD_FLOPS_RATIO,
+                    # reads Q, K, V, O, dO; writes dQ, dK, dV
+                    bytes_read=op.bytes_read + 2 * op.bytes_written,
+                    bytes_written=op.bytes_read,
+                )
+            )
+        elif op.kind is OpKind.GATHER:
+            # embedding backward: scatter-add of T rows into the table
+            out.append(replace(op, name=f"{op.name}_bwd", kind=OpKind.SCATTER, backward=True))
+        else:
+            r = ELEMENTWISE_BACKWARD_BYTES_RATIO
+            out.append(
+                replace(
+                    op,
+                    name=f"{op.name}_bwd",
+                    backward=True,
+                    flops=op.flops * r,
+                    bytes_read=op.bytes_read * r,
+                    bytes_written=op.bytes_written * r,
+                )
+            )
+    return tuple(out)
+
+
+def selective_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
+    """What selective activation recomputation re-runs: the attention core and the cheap
+    memory-bound ops (norms, activation functions, rope), not the projections
+    (Korthikanti et al. 2022 §5; MaxText's 'minimal' remat policy keeps matmul outputs)."""
+    return tuple(op for op in forward if op.kind is not OpKind.MATMUL)
+
+
+def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: Shard,
+                     precision: str, kv_dtype: str, moe: bool) -> tuple[Op, ...]:  # fmt: skip
+    """One decode step of one layer: ``batch`` new tokens attending to ``context`` cached
+    tokens each. Projections are skinny GEMMs (M = batch) that read every weight; attention
+    reads the whole KV cache."""
+    dt = Dtypes.for_precision(precision)
+    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=dt, s_kv=context)
+    ops = [_decode_attention(op, spec, batch, context, shard, kv_dtype) if op.kind is
+           OpKind.ATTENTION else op for op in ops]  # fmt: skip
+    ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)
+    return tuple(ops)
+
+
+def kv_bytes_per_token_per_layer(spec: TransformerSpec, tp: int, kv_dtype: str) -> float:
+    """KV-cache bytes one chip holds per token per layer (MLA caches the shared latent)."""
+    b = dtype_bytes(kv_dtype)
+    if spec.uses_mla:
+        return (spec.kv_lora_rank + spec.qk_rope_head_dim) * b
+    _, hkv = heads_per_rank(spec, tp)
+    return 2 * hkv * spec.head_dim * b
+
+
+def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, shard: Shard,
+                      kv_dtype: str) -> Op:  # fmt: skip
+    """Decode attention is a read of the cache: memory-bound, flops 4 x ctx x heads x Dh."""
+    h, _ = heads_per_rank(spec, shard.tp)
+    ctx = min(context, spec.sliding_window) if spec.sliding_window else context
+    cache = batch * ctx * kv_bytes_per_token_per_layer(spec, shard.tp, kv_dtype)
+    dh = spec.head_dim if not spec.uses_mla else spec.kv_lora_rank + spec.qk_rope_head_dim
+    return replace(
+        op,
+        flops=4.0 * batch * ctx * h * dh,
+        bytes_read=cache + op.bytes_written,
+        mnk=(1, ctx, dh),
+        batch=batch * h,
+    )
+
+
+# ---- parameter counts per layer (for memory and weight traffic) ----------------------
+
+
+def attention_params(spec: TransformerSpec) -> float:
+    """Parameters of one attention block (unsharded)."""
+    d = spec.d_model
+    if spec.uses_mla:
+        qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+        v = spec.v_head_dim or spec.head_dim
+        h = spec.n_heads
+        q = (d * spec.q_lora_rank + spec.q_lora_rank * h * qk) if spec.q_lora_rank else d * h * qk
+        kv = d * (spec.kv_lora_rank + spec.qk_rope_head_dim)
+        kv += spec.kv_lora_rank * h * (spec.qk_nope_head_dim + v)
+        return float(q + kv + h * v * d)
+    dh = spec.head_dim
+    return float(d * (spec.n_heads + 2 * spec.n_kv_heads) * dh + spec.n_heads * dh * d)
+
+
+def mlp_params(spec: TransformerSpec, *, moe: bool) -> tuple[float, float]:
+    """(dense-or-shared params, routed-expert params) of one MLP block (unsharded)."""
+    mats = 3 if spec.gated_mlp else 2
+    d = spec.d_model
+    if not moe:
+        return float(mats * d * spec.d_ff), 0.0
+    width = spec.moe_d_ff or spec.d_ff
+    shared = mats * d * width * spec.n_shared_experts + d * spec.n_experts  # + router
+    return float(shared), float(mats * d * width * spec.n_experts)
+
+
+def embedding_params(spec: TransformerSpec) -> tuple[float, float]:
+    """(input embedding, LM head) parameters; the head is shared when tied."""
+    e = float(spec.vocab_size * spec.d_model)
+    return e, 0.0 if spec.tied_embeddings else e

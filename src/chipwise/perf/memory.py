@@ -1,0 +1,218 @@
+"""Bytes per chip: weights, gradients, optimizer states, activations, KV cache, reserve.
+
+ZeRO levels (Rajbhandari et al. 2020, "ZeRO", §5) as chipwise's plan axes model them:
+
+* ``dp``   ZeRO-1: weights and gradients replicated, optimizer states sharded over the
+           data-parallel ranks (Megatron-LM's ``--use-distributed-optimizer``, the default
+           in NeMo and in Megatron's published benchmark scripts). Same traffic as
+           plain data parallelism (reduce-scatter grads + all-gather weights).
+* ``fsdp`` ZeRO-3: weights, gradients and optimizer states all sharded (PyTorch FSDP,
+           MaxText's ``fsdp`` axis); weights are gathered layer by layer.
+* ZeRO-0 (plain DDP) and ZeRO-2 are not separate plan choices.
+
+Mixed-precision Adam keeps 16 bytes per parameter (ZeRO §3.1): 2 (bf16 weights) + 2 (bf16
+grads) + 12 (fp32 master copy, m, v). fp32 training: 4 + 4 + 8.
+
+Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation", §4):
+the tensors each layer saves for its backward, per token, divided by ``tp`` under sequence
+parallelism and by ``cp``. chipwise derives them from the architecture (GQA, gated MLPs,
+MoE) instead of the paper's GPT-only 34*s*b*h; with flash attention the 5*a*s^2*b softmax
+term is gone and dropout masks are not kept (modern LLMs train without dropout).
+Recompute: ``selective`` drops what is cheap to recompute (norm outputs, the activation
+function's output, the attention output); ``full`` keeps only each layer's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chipwise.hardware.chip import Chip
+from chipwise.perf.base import MemoryUse, Plan
+from chipwise.perf.layers import (
+    attention_params,
+    embedding_params,
+    heads_per_rank,
+    kv_bytes_per_token_per_layer,
+    mlp_params,
+)
+from chipwise.perf.parallel import layers_per_stage
+from chipwise.units import GB, dtype_bytes
+from chipwise.workload.ir import TransformerSpec
+
+# ZeRO §3.1: mixed-precision Adam.
+WEIGHT_BYTES = {"fp32": 4.0, "default": 2.0}  # the compute copy (bf16; fp8 casts per step)
+GRAD_BYTES = {"fp32": 4.0, "default": 2.0}
+OPTIMIZER_BYTES = {"fp32": 8.0, "default": 12.0}  # (master) + Adam m + v
+# Framework reserve. GPU: CUDA context, cuBLAS/NCCL workspaces (~1.5 GB measured by
+# `torch.cuda.mem_get_info` before/after init on H100, PyTorch forum reports 0.5-2 GB) plus
+# caching-allocator fragmentation (~5 % of capacity, PyTorch memory docs' "reserved but
+# unallocated"). TPU: XLA allocates statically (no fragmentation); runtime ~0.5 GB.
+RESERVE_FIXED_BYTES = {"gpu": 1.5 * GB, "tpu": 0.5 * GB, "asic": 1.5 * GB}
+RESERVE_FRACTION = {"gpu": 0.05, "tpu": 0.02, "asic": 0.05}
+# Logits stay alive for the loss: bf16 logits plus their bf16 gradient (the fp32 upcast is
+# fused into the loss in Megatron's fused cross-entropy, MaxText and torch.compile).
+LOGITS_BYTES_PER_ELEMENT = 4.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageParams:
+    """Parameters one chip holds on its busiest pipeline stage (before fsdp sharding)."""
+
+    dense: float  # sharded by tp
+    experts: float  # sharded by tp and ep
+    total: float  # dense + experts, after tp/ep sharding
+
+
+def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
+    """Parameters of the heaviest stage of ``plan`` on one chip (tp/ep/pp applied, not fsdp)."""
+    per_stage = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
+    moe_layers = spec.n_moe_layers
+    # MoE layers spread evenly over stages (first dense layers on stage 0 are ignored).
+    moe_per_stage = -(-moe_layers // plan.pp)
+    dense_layers = per_stage - min(per_stage, moe_per_stage)
+    attn = attention_params(spec)
+    dense_mlp, _ = mlp_params(spec, moe=False)
+    shared, routed = mlp_params(spec, moe=True) if spec.is_moe else (0.0, 0.0)
+    emb, head = embedding_params(spec)
+    # pp=1 holds both ends; otherwise the heavier end (first: embedding, last: head).
+    ends = emb + head if plan.pp == 1 else max(emb, head)
+    dense = per_stage * attn + dense_layers * dense_mlp + moe_per_stage * shared + ends
+    experts = moe_per_stage * routed
+    return StageParams(
+        dense=dense,
+        experts=experts,
+        total=dense / plan.tp + experts / (plan.tp * plan.ep),
+    )
+
+
+def activation_bytes_per_token_layer(
+    spec: TransformerSpec, plan: Plan, precision: str, *, moe: bool
+) -> float:
+    """Bytes one layer saves per token for its backward, on one chip (tp, cp applied)."""
+    a = 2.0 if precision not in ("fp32",) else 4.0
+    d = spec.d_model
+    h, hkv = heads_per_rank(spec, 1)
+    if spec.uses_mla:
+        qkv = h * (spec.qk_nope_head_dim + spec.qk_rope_head_dim) * 2 + h * (
+            spec.v_head_dim or spec.head_dim
+        )
+        attn_out = h * (spec.v_head_dim or spec.head_dim)
+        extra = spec.kv_lora_rank + spec.q_lora_rank
+    else:
+        qkv = (h + 2 * hkv) * spec.head_dim
+        attn_out = h * spec.head_dim
+        extra = 0
+    mats = 3 if spec.gated_mlp else 2
+    if moe:
+        width = spec.moe_d_ff or spec.d_ff
+        k = spec.experts_per_token
+        up = (mats - 1) * width * (k + spec.n_shared_experts)
+        act_out = width * (k + spec.n_shared_experts)
+        permuted = d * k  # the routed copies of each token
+    else:
+        up = (mats - 1) * spec.d_ff
+        act_out = spec.d_ff
+        permuted = 0
+    # layer input and post-attention residual (the norms' inputs), Q/K/V, MLP up outputs
+    keep_always = 2 * d + qkv + up + permuted + extra
+    # norm outputs, attention output, activation-function output: cheap to recompute
+    cheap = 2 * d + attn_out + act_out
+    if plan.recompute == "full":
+        elems = d / plan.tp  # only the layer input (sequence-parallel shard)
+    elif plan.recompute == "selective":
+        elems = keep_always / plan.tp
+    else:
+        elems = (keep_always + cheap) / plan.tp
+    return elems * a
+
+
+def layer_working_bytes(spec: TransformerSpec, plan: Plan, precision: str, tokens: float) -> float:
+    """The one layer whose activations are rebuilt during backward under full recompute."""
+    none = Plan(tp=plan.tp, cp=plan.cp, recompute="none")
+    moe = spec.is_moe
+    return activation_bytes_per_token_layer(spec, none, precision, moe=moe) * tokens
+
+
+def in_flight_microbatches(plan: Plan, microbatches: int) -> float:
+    """Micro-batches whose activations the busiest (first) stage holds at once.
+
+    1F1B keeps ``pp`` in flight (Narayanan et al. 2021 §2.2); interleaving adds
+    ``(pp - 1) / vp`` (Korthikanti §4.2.3, the (1 + (p-1)/(p*v)) factor)."""
+    if plan.pp == 1:
+        return 1.0
+    base = float(min(plan.pp, microbatches))
+    if plan.vp > 1:
+        base *= 1 + (plan.pp - 1) / (plan.pp * plan.vp)
+    return base
+
+
+def reserve_bytes(chip: Chip) -> float:
+    kind = chip.kind if chip.kind in RESERVE_FIXED_BYTES else "gpu"
+    return RESERVE_FIXED_BYTES[kind] + RESERVE_FRACTION[kind] * chip.hbm_capacity_bytes
+
+
+def train_memory(
+    spec: TransformerSpec,
+    plan: Plan,
+    *,
+    seq_len: int,
+    microbatches: int,
+    precision: str,
+    chip: Chip,
+) -> MemoryUse:
+    """Per-chip bytes for training ``spec`` under ``plan`` (the busiest pipeline stage)."""
+    key = "fp32" if precision == "fp32" else "default"
+    p = stage_params(spec, plan).total
+    weights = p * WEIGHT_BYTES[key] / plan.fsdp
+    grads = p * GRAD_BYTES[key] / plan.fsdp
+    optimizer = p * OPTIMIZER_BYTES[key] / (plan.fsdp * plan.dp)
+    tokens = plan.microbatch * seq_len / plan.cp  # tokens per micro-batch on this chip
+    layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
+    moe_frac = spec.n_moe_layers / spec.n_layers
+    per_token_layer = (1 - moe_frac) * activation_bytes_per_token_layer(
+        spec, plan, precision, moe=False
+    ) + (moe_frac * activation_bytes_per_token_layer(spec, plan, precision, moe=True))
+    acts = per_token_layer * layers * tokens * in_flight_microbatches(plan, microbatches)
+    if plan.recompute == "full":
+        acts += layer_working_bytes(spec, plan, precision, tokens)
+    logits = tokens * (-(-spec.vocab_size // plan.tp)) * LOGITS_BYTES_PER_ELEMENT
+    # ZeRO-3 gathers a layer (and prefetches the next) at full size.
+    gather = 0.0
+    if plan.fsdp > 1:
+        gather = 2 * p / layers * WEIGHT_BYTES[key] if layers else 0.0
+    return MemoryUse(
+        weights_bytes=weights,
+        grads_bytes=grads,
+        optimizer_bytes=optimizer,
+        activations_bytes=acts + logits,
+        other_bytes=gather + reserve_bytes(chip),
+    )
+
+
+def serve_memory(
+    spec: TransformerSpec,
+    plan: Plan,
+    *,
+    batch: int,
+    context: int,
+    precision: str,
+    kv_dtype: str,
+    prefill_tokens: int,
+    chip: Chip,
+) -> MemoryUse:
+    """Per-chip bytes for serving: weights, the KV cache of ``batch`` x ``context`` tokens,
+    and the largest transient (one prefill's activations and logits)."""
+    wbytes = dtype_bytes(precision) if precision != "fp32" else 4.0
+    p = stage_params(spec, plan).total
+    layers = layers_per_stage(spec.n_layers, plan.pp)
+    kv = batch * context * layers * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
+    act_bytes = 2.0 if precision != "fp32" else 4.0
+    width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
+    transient = prefill_tokens * (4 * spec.d_model + width / plan.tp) * act_bytes
+    logits = batch * (-(-spec.vocab_size // plan.tp)) * 4.0
+    return MemoryUse(
+        weights_bytes=p * wbytes,
+        kv_cache_bytes=kv,
+        activations_bytes=transient + logits,
+        other_bytes=reserve_bytes(chip),
+    )

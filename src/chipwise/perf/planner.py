@@ -1,0 +1,281 @@
+"""Find the fastest parallelism plan that fits, for training and for serving.
+
+The search enumerates factorizations of the chip count into ``tp x cp x pp x fsdp x dp``
+(``ep`` out of ``fsdp x dp`` for MoE), micro-batch sizes that divide the per-rank batch,
+interleaving ``vp`` and recompute none/selective/full, subject to:
+
+* ``tp`` within one scale-up domain and dividing the heads (Megatron practice: TP over
+  NVLink/ICI only);
+* ``cp`` only for long sequences (>= ``CP_MIN_SEQ_LEN``);
+* memory: for each layout only the cheapest recompute that fits is timed (less recompute
+  is never slower), and a layout whose memory with full recompute exceeds the chip is
+  skipped before any timing.
+
+Per-layer op timings are cached by shape inside one ``StepModel``, so the search times a
+few hundred distinct ops and then composes thousands of plans arithmetically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+
+from chipwise.errors import DoesNotFitError, PlanError
+from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction
+from chipwise.perf.memory import train_memory
+from chipwise.perf.parallel import check_plan, domain_chips
+from chipwise.perf.serve import ServeModel
+from chipwise.perf.step import StepModel
+from chipwise.units import format_bytes
+
+# Context parallelism is worth its ring traffic only for long sequences (Megatron CP docs
+# recommend it from 8k-32k tokens up; below that attention is a small share of the step).
+CP_MIN_SEQ_LEN = 16384
+MAX_TP = 64
+MAX_MICROBATCH = 64
+VP_CHOICES = (1, 2, 4)
+RECOMPUTE_ORDER: tuple[Recompute, ...] = ("none", "selective", "full")
+PLAN_KEYS = frozenset(f.name for f in fields(Plan))
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def given_keys(text: str) -> dict[str, int | str]:
+    """The key=value pairs a ``--plan`` string names (validated by ``parse_plan`` rules)."""
+    from chipwise.perf.base import parse_plan
+
+    parse_plan(text)  # raises PlanError on bad syntax or keys
+    out: dict[str, int | str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, raw = (s.strip() for s in part.split("=", 1))
+        out[key] = raw if key == "recompute" else int(raw)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainChoice:
+    """The planner's answer: the chosen prediction, and why."""
+
+    prediction: TrainPrediction
+    candidates: int  # layouts considered
+    fitting: int  # layouts that fit
+    runner_up: TrainPrediction | None
+    fixed: Mapping[str, int | str]
+
+    @property
+    def reason(self) -> str:
+        p = self.prediction
+        fixed = ", ".join(f"{k}={v}" for k, v in self.fixed.items())
+        parts = [
+            f"planner chose {p.plan} as the fastest of {self.fitting} fitting plans "
+            f"({self.candidates} considered{'; fixed: ' + fixed if fixed else ''})"
+        ]
+        if self.runner_up is not None:
+            slower = self.runner_up.step_time_s / p.step_time_s - 1
+            parts.append(f"next best {self.runner_up.plan} is {slower:.1%} slower")
+        parts.append(
+            f"memory {format_bytes(p.memory.total_bytes)} of {format_bytes(p.capacity_bytes)}"
+        )
+        if not p.fits:
+            parts.append("NO PLAN FITS: this is the least-memory plan under the constraints")
+        return "; ".join(parts)
+
+
+def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
+             fixed: Mapping[str, int | str]) -> Iterator[Plan]:  # fmt: skip
+    """Every (tp, cp, pp, vp, fsdp, dp, ep, microbatch) layout, recompute 'none'."""
+    spec, chip = model.spec, model.chip
+    domain = domain_chips(chip, chips)
+
+    def allowed(key: str, values: list[int]) -> list[int]:
+        if key in fixed:  # kept as given; check_plan and train() reject impossible values
+            return [int(fixed[key])]
+        return values
+
+    tps = allowed("tp", [t for t in divisors(chips) if t <= min(domain, MAX_TP)
+                         and spec.n_heads % t == 0])  # fmt: skip
+    for tp in tps:
+        rest_tp = chips // tp
+        cps = [1]
+        if seq_len >= CP_MIN_SEQ_LEN or "cp" in fixed:
+            cps = [c for c in divisors(rest_tp) if seq_len % (2 * c) == 0 or c == 1]
+        for cp in allowed("cp", cps):
+            rest_cp = rest_tp // cp
+            pps = [p for p in divisors(rest_cp) if p <= spec.n_layers]
+            for pp in allowed("pp", pps):
+                data = rest_cp // pp
+                if global_batch % data and "dp" not in fixed and "fsdp" not in fixed:
+                    continue
+                vps = [v for v in VP_CHOICES if (v == 1 or pp > 1) and pp * v <= spec.n_layers]
+                for fsdp in allowed("fsdp", divisors(data)):
+                    if data % fsdp:
+                        continue
+                    dp = data // fsdp
+                    if "dp" in fixed and int(fixed["dp"]) != dp:
+                        continue
+                    if global_batch % data:
+                        continue
+                    per_rank = global_batch // data
+                    eps = [1]
+                    if spec.is_moe:
+                        eps = [e for e in divisors(data) if spec.n_experts % e == 0]
+                    mbs = [b for b in divisors(per_rank) if b <= MAX_MICROBATCH]
+                    for ep in allowed("ep", eps):
+                        for vp in allowed("vp", vps):
+                            for mb in allowed("microbatch", mbs):
+                                if per_rank % mb:
+                                    continue
+                                yield Plan(dp=dp, fsdp=fsdp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
+                                           microbatch=mb)  # fmt: skip
+
+
+def plan_training(
+    model: StepModel,
+    *,
+    chips: int,
+    seq_len: int,
+    global_batch: int,
+    fixed: Mapping[str, int | str] | None = None,
+    allow_unfit: bool = False,
+) -> TrainChoice:
+    """The fastest fitting training plan on ``chips`` chips (keys in ``fixed`` are kept).
+
+    Raises ``DoesNotFitError`` (with the least bytes any plan needs) when nothing fits,
+    unless ``allow_unfit``, which returns the least-memory plan flagged ``fits=False``.
+    """
+    fixed = dict(fixed or {})
+    unknown = set(fixed) - PLAN_KEYS
+    if unknown:
+        raise PlanError(f"plan: unknown key(s) {sorted(unknown)}")
+    capacity = model.chip.hbm_capacity_bytes
+    recomputes: tuple[Recompute, ...] = RECOMPUTE_ORDER
+    if "recompute" in fixed:
+        recomputes = (str(fixed["recompute"]),)  # type: ignore[assignment]
+    best: TrainPrediction | None = None
+    second: TrainPrediction | None = None
+    least: tuple[float, Plan] | None = None
+    candidates = fitting = 0
+    for layout in _layouts(model, chips, seq_len, global_batch, fixed):
+        try:
+            check_plan(layout, chips, model.chip, model.spec)
+        except PlanError:
+            continue
+        candidates += 1
+        m = global_batch // layout.data_parallel // layout.microbatch
+        chosen: Plan | None = None
+        for rc in recomputes:
+            plan = replace(layout, recompute=rc)
+            need = train_memory(
+                model.spec, plan, seq_len=seq_len, microbatches=m,
+                precision=model.precision, chip=model.chip,
+            ).total_bytes  # fmt: skip
+            if least is None or need < least[0]:
+                least = (need, plan)
+            if need <= capacity:
+                chosen = plan
+                break
+        if chosen is None:
+            continue
+        try:
+            pred = model.train(chosen, seq_len=seq_len, global_batch=global_batch)
+        except PlanError:
+            continue
+        fitting += 1
+        if best is None or pred.step_time_s < best.step_time_s:
+            best, second = pred, best
+        elif second is None or pred.step_time_s < second.step_time_s:
+            second = pred
+    if best is None:
+        if least is None:
+            raise PlanError(
+                f"no parallel layout of {chips} chips can run {model.spec.name} with global "
+                f"batch {global_batch} (constraints: {fixed or 'none'}); use a batch that is "
+                f"a multiple of the data-parallel ranks or fewer fixed plan keys"
+            )
+        if allow_unfit:
+            pred = model.train(least[1], seq_len=seq_len, global_batch=global_batch)
+            return TrainChoice(prediction=pred, candidates=candidates, fitting=0,
+                               runner_up=None, fixed=fixed)  # fmt: skip
+        raise DoesNotFitError(
+            f"{model.spec.name} does not fit on {chips} x {model.chip.id} "
+            f"({format_bytes(capacity)} each) under any plan: the least-memory plan "
+            f"{least[1]} needs {format_bytes(least[0])} per chip; use more chips, a chip "
+            f"with more memory, or a smaller batch/sequence",
+            needed_bytes=least[0],
+            capacity_bytes=capacity,
+        )
+    return TrainChoice(
+        prediction=best, candidates=candidates, fitting=fitting, runner_up=second, fixed=fixed
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeChoice:
+    prediction: InferPrediction
+    candidates: int
+    fitting: int
+    fixed: Mapping[str, int | str]
+
+    @property
+    def reason(self) -> str:
+        p = self.prediction
+        return (
+            f"planner chose {p.plan} as the highest-throughput of {self.fitting} fitting "
+            f"serving plans ({self.candidates} considered); memory "
+            f"{format_bytes(p.memory.total_bytes)} of {format_bytes(p.capacity_bytes)}"
+            + ("" if p.fits else "; NO PLAN FITS: least-memory plan shown")
+        )
+
+
+def plan_serving(
+    model: ServeModel,
+    *,
+    chips: int,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    fixed: Mapping[str, int | str] | None = None,
+    allow_unfit: bool = False,
+) -> ServeChoice:
+    """The serving plan (tp x pp x dp replicas) with the most output tokens/s that fits."""
+    fixed = dict(fixed or {})
+    spec, chip = model.spec, model.chip
+    domain = domain_chips(chip, chips)
+    best: InferPrediction | None = None
+    least: InferPrediction | None = None
+    candidates = fitting = 0
+    for tp in divisors(chips):
+        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+            continue
+        for pp in divisors(chips // tp):
+            if pp > spec.n_layers or ("pp" in fixed and fixed["pp"] != pp):
+                continue
+            dp = chips // (tp * pp)
+            if ("dp" in fixed and fixed["dp"] != dp) or dp > batch:
+                continue
+            plan = Plan(dp=dp, tp=tp, pp=pp)
+            candidates += 1
+            pred = model.serve(plan, batch=batch, input_len=input_len, output_len=output_len)
+            if least is None or pred.memory.total_bytes < least.memory.total_bytes:
+                least = pred
+            if not pred.fits:
+                continue
+            fitting += 1
+            if best is None or pred.output_tokens_per_s > best.output_tokens_per_s:
+                best = pred
+    if best is None:
+        if least is not None and allow_unfit:
+            return ServeChoice(prediction=least, candidates=candidates, fitting=0, fixed=fixed)
+        need = least.memory.total_bytes if least else 0.0
+        raise DoesNotFitError(
+            f"{spec.name} serving batch {batch} x {input_len + output_len} tokens does not fit "
+            f"on {chips} x {chip.id} ({format_bytes(chip.hbm_capacity_bytes)} each) under any "
+            f"plan (least needs {format_bytes(need)} per chip); use more chips, a smaller "
+            f"batch or a lower --precision",
+            needed_bytes=need,
+            capacity_bytes=chip.hbm_capacity_bytes,
+        )
+    return ServeChoice(prediction=best, candidates=candidates, fitting=fitting, fixed=fixed)

@@ -1,0 +1,398 @@
+"""Compose one training step from per-op times, collectives, the pipeline and the optimizer.
+
+For a plan, one chip on the busiest pipeline stage runs ``m`` micro-batches, each through
+``L / pp`` layers forward and backward (backward = dgrad + wgrad for every matmul; full
+recompute adds a forward, selective the attention core and cheap elementwise ops). Each op
+is timed by the per-op model of the chip (``OpTimer``). On top:
+
+* tensor parallelism: per layer 2 all-reduces of the activations forward and 2 backward
+  (Shoeybi et al. 2019 §3; as reduce-scatter + all-gather under sequence parallelism,
+  same bytes), on the scale-up domain when ``tp`` fits there, partly overlapped;
+* context parallelism: the ring exchange of K/V (forward) and K/V + their gradients
+  (backward), hidden behind attention when it is long enough;
+* expert parallelism: 2 all-to-alls per MoE layer forward (dispatch, combine), 2 backward;
+* FSDP (ZeRO-3): all-gather of the stage's weights forward and again backward, and a
+  reduce-scatter of its gradients, overlapped with compute (exposed = max(0, comm -
+  compute)) except the first layer's gather, which nothing hides;
+* data parallel (ZeRO-1): reduce-scatter of gradients overlapped with the last
+  micro-batch's backward, all-gather of updated weights with the next forward;
+* pipeline: bubble = (pp - 1) / vp of one micro-batch's stage time (Narayanan et al. 2021
+  §2.2), plus point-to-point sends of activations;
+* the optimizer step: Adam, memory-bound over the chip's shard of the weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chipwise.errors import PlanError
+from chipwise.hardware.chip import Chip
+from chipwise.perf.base import Assumption, Breakdown, OpTime, PerfModel, Plan, TrainPrediction
+from chipwise.perf.graph import time_graph
+from chipwise.perf.layers import (
+    Shard,
+    backward_ops,
+    embedding_ops,
+    head_ops,
+    heads_per_rank,
+    layer_ops,
+    selective_recompute_ops,
+)
+from chipwise.perf.memory import GRAD_BYTES, WEIGHT_BYTES, stage_params, train_memory
+from chipwise.perf.parallel import (
+    Collective,
+    Group,
+    Network,
+    check_plan,
+    groups,
+    layers_per_stage,
+)
+from chipwise.units import dtype_bytes
+from chipwise.workload.accounting import model_flops_per_token
+from chipwise.workload.ir import Graph, Op, OpKind, TransformerSpec
+
+# ---- step-level constants (each an assumption reported with every prediction) -------------
+
+# Share of tensor-parallel collective time hidden behind GEMMs. Megatron/NeMo overlap TP
+# communication with the neighbouring GEMMs (userbuffers "tp-comm-overlap", Transformer
+# Engine) and XLA with collective matmuls; neither hides all of it (NVIDIA NeMo docs,
+# "Communication overlap": "partially hidden"). Half is assumed.
+TP_OVERLAP = 0.5
+# Share of FSDP/DP traffic's time that compute can hide: collectives and GEMMs share HBM and
+# (on GPUs) SMs, so overlap is imperfect (PyTorch FSDP paper, Zhao et al. 2023 §6.2:
+# communication-compute overlap recovers most but not all of the comm time).
+DATA_PARALLEL_OVERLAP = 0.9
+# Expert-parallel all-to-alls sit between router and experts with data dependencies; they
+# are exposed (DeepSeek-V3's DualPipe overlap is not a default anywhere).
+EP_OVERLAP = 0.0
+# Point-to-point activation sends between pipeline stages: Megatron overlaps them only in
+# the interleaved schedule (--overlap-p2p-communication needs vp > 1).
+P2P_OVERLAP_INTERLEAVED = 1.0
+# Adam step bytes per parameter: read fp32 master, m, v and the grad; write master, m, v
+# and the bf16 compute copy (mixed precision).
+ADAM_READ_BYTES = 4 + 4 + 4 + 2
+ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
+# Host-side work per step (data loader, logging, Python) not hidden by the device queue.
+STEP_OVERHEAD_S = 0.0
+
+
+def step_assumptions() -> tuple[Assumption, ...]:
+    """The step-level constants as reportable assumptions."""
+    src = "perf/step.py"
+    return (
+        Assumption(name="tp_overlap", value=TP_OVERLAP, source=f"{src} (NeMo comm overlap)"),
+        Assumption(
+            name="data_parallel_overlap",
+            value=DATA_PARALLEL_OVERLAP,
+            source=f"{src} (PyTorch FSDP paper §6.2)",
+        ),
+        Assumption(name="ep_overlap", value=EP_OVERLAP, source=f"{src} (no default overlap)"),
+        Assumption(name="step_overhead_s", value=STEP_OVERHEAD_S, source=src),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Seconds of device time by what limits it."""
+
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    overhead_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.memory_s + self.overhead_s
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.compute_s + other.compute_s,
+            self.memory_s + other.memory_s,
+            self.overhead_s + other.overhead_s,
+        )
+
+    def scaled(self, k: float) -> Cost:
+        return Cost(self.compute_s * k, self.memory_s * k, self.overhead_s * k)
+
+
+def _cost(times: list[OpTime]) -> Cost:
+    """Sum op times: launch overheads apart, the rest by the op's limiting resource."""
+    c = m = o = 0.0
+    for t in times:
+        o += t.overhead_s
+        rest = t.seconds - t.overhead_s
+        if t.bound == "compute":
+            c += rest
+        else:
+            m += rest
+    return Cost(c, m, o)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerCost:
+    """One layer, one micro-batch, one chip."""
+
+    fwd: Cost
+    bwd: Cost
+    selective: Cost  # what selective recompute re-runs
+    attention_fwd_s: float
+    attention_bwd_s: float
+    op_times: tuple[OpTime, ...]
+
+
+class StepModel:
+    """Times training steps of one model on one chip type, caching per-shape timings.
+
+    The planner reuses one ``StepModel`` for every candidate plan: per-layer costs depend
+    only on (micro-batch, tp, cp, ep, layer kind), and collectives on (kind, bytes, group).
+    """
+
+    def __init__(
+        self,
+        spec: TransformerSpec,
+        chip: Chip,
+        precision: str,
+        model: PerfModel,
+        network: Network,
+    ) -> None:
+        self.spec = spec
+        self.chip = chip
+        self.precision = precision
+        self.model = model
+        self.network = network
+        self.model_assumptions = model.assumptions()
+        self._layers: dict[tuple[int, int, int, int, int, bool], LayerCost] = {}
+        self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
+        self._comm: dict[tuple[str, float, Group], float] = {}
+        self._ops: dict[Op, OpTime] = {}
+        chip.peak_flops_per_s(precision)  # raises early for a dtype the chip lacks
+
+    # ---- cached pieces ------------------------------------------------------------------
+
+    def time_ops(self, ops: tuple[Op, ...]) -> list[OpTime]:
+        """Times of an op sequence in execution order (the model's fusion rule applies)."""
+        return list(time_graph(Graph(name=self.spec.name, ops=ops), self.model).op_times)
+
+    def time_op(self, op: Op) -> OpTime:
+        t = self._ops.get(op)
+        if t is None:
+            t = self.model.op_time(op)
+            self._ops[op] = t
+        return t
+
+    def comm(self, kind: Collective, n_bytes: float, group: Group) -> float:
+        key = (kind, n_bytes, group)
+        t = self._comm.get(key)
+        if t is None:
+            t = self.network.time_s(kind, n_bytes, group)
+            self._comm[key] = t
+        return t
+
+    def layer(self, b: int, seq_len: int, tp: int, cp: int, ep: int, moe: bool) -> LayerCost:
+        key = (b, seq_len, tp, cp, ep, moe)
+        cached = self._layers.get(key)
+        if cached is not None:
+            return cached
+        shard = Shard(tp=tp, cp=cp, ep=ep)
+        fwd_ops = layer_ops(
+            self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe
+        )
+        fwd = self.time_ops(fwd_ops)
+        bwd = self.time_ops(tuple(reversed(backward_ops(fwd_ops))))
+        sel = self.time_ops(selective_recompute_ops(fwd_ops))
+        attn_f = sum(t.seconds for t in fwd if t.op.kind is OpKind.ATTENTION)
+        attn_b = sum(t.seconds for t in bwd if t.op.kind is OpKind.ATTENTION)
+        cost = LayerCost(
+            fwd=_cost(fwd),
+            bwd=_cost(bwd),
+            selective=_cost(sel),
+            attention_fwd_s=attn_f,
+            attention_bwd_s=attn_b,
+            op_times=tuple(fwd + bwd),
+        )
+        self._layers[key] = cost
+        return cost
+
+    def ends(self, b: int, seq_len: int, tp: int, cp: int) -> tuple[Cost, Cost]:
+        """(embedding fwd+bwd, head + loss fwd+bwd) for one micro-batch."""
+        key = (b, seq_len, tp, cp)
+        cached = self._ends.get(key)
+        if cached is not None:
+            return cached
+        shard = Shard(tp=tp, cp=cp)
+        emb = embedding_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
+        head = head_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
+        e = _cost(self.time_ops(emb) + self.time_ops(backward_ops(emb)))
+        h = _cost(self.time_ops(head) + self.time_ops(tuple(reversed(backward_ops(head)))))
+        self._ends[key] = (e, h)
+        return e, h
+
+    # ---- the step -----------------------------------------------------------------------
+
+    def train(self, plan: Plan, *, seq_len: int, global_batch: int) -> TrainPrediction:
+        """One training step under ``plan`` (which must already match the chip count)."""
+        spec, chip = self.spec, self.chip
+        check_plan(plan, plan.chips, chip, spec)
+        ranks = plan.data_parallel
+        if global_batch % ranks:
+            raise PlanError(
+                f"global batch {global_batch} does not divide over dp*fsdp={ranks} ranks; "
+                f"choose a batch that is a multiple of {ranks}"
+            )
+        per_rank = global_batch // ranks
+        if per_rank % plan.microbatch:
+            raise PlanError(
+                f"microbatch={plan.microbatch} does not divide the {per_rank} sequences per "
+                f"data-parallel rank; choose a divisor of {per_rank}"
+            )
+        m = per_rank // plan.microbatch
+        b = plan.microbatch
+        g = groups(plan, chip)
+        act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
+        tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
+
+        layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
+        n_moe = -(-spec.n_moe_layers // plan.pp) if spec.is_moe else 0
+        n_moe = min(n_moe, layers)
+        kinds = [(False, layers - n_moe), (True, n_moe)]
+
+        # per micro-batch, per stage
+        work = Cost()
+        exposed = 0.0
+        fwd_s = bwd_s = 0.0
+        op_times: tuple[OpTime, ...] = ()
+        for moe, count in kinds:
+            if count == 0:
+                continue
+            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe)
+            op_times = op_times or lc.op_times
+            per = lc.fwd + lc.bwd
+            recompute = Cost()
+            if plan.recompute == "full":
+                recompute = lc.fwd
+            elif plan.recompute == "selective":
+                recompute = lc.selective
+            per = per + recompute
+            work = work + per.scaled(count)
+            fwd_s += lc.fwd.total_s * count
+            bwd_s += (lc.bwd.total_s + recompute.total_s) * count
+            exposed += count * self._layer_comm(plan, g, lc, tokens, act, moe)
+        emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
+        ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
+        work = work + ends
+        stage_s = work.total_s + exposed  # one micro-batch through this stage
+
+        bubble = (plan.pp - 1) / plan.vp * stage_s
+        p2p = self._p2p(plan, g, tokens, act, m)
+        fsdp_exposed = m * self._fsdp(plan, g, fwd_s, bwd_s, layers)
+        dp_exposed = self._dp(plan, g, fwd_s, bwd_s)
+        opt = self._optimizer(plan)
+        step = m * stage_s + bubble + p2p + fsdp_exposed + dp_exposed + opt.total_s
+        step += STEP_OVERHEAD_S
+
+        comm_exposed = m * exposed + p2p + fsdp_exposed + dp_exposed
+        breakdown = Breakdown(
+            compute_s=m * work.compute_s,
+            memory_s=m * work.memory_s + opt.memory_s + opt.compute_s,
+            communication_s=comm_exposed,
+            bubble_s=bubble,
+            overhead_s=m * work.overhead_s + opt.overhead_s + STEP_OVERHEAD_S,
+        )
+        memory = train_memory(
+            spec, plan, seq_len=seq_len, microbatches=m, precision=self.precision, chip=chip
+        )
+        return TrainPrediction(
+            workload=spec.name,
+            chip_id=chip.id,
+            chips=plan.chips,
+            precision=self.precision,
+            plan=plan,
+            seq_len=seq_len,
+            global_batch=global_batch,
+            step_time_s=step,
+            model_flops_per_token=model_flops_per_token(spec, seq_len),
+            memory=memory,
+            capacity_bytes=chip.hbm_capacity_bytes,
+            breakdown=breakdown,
+            assumptions=step_assumptions() + self.model_assumptions,
+            op_times=op_times,
+        )
+
+    # ---- communication pieces -------------------------------------------------------------
+
+    def _layer_comm(
+        self, plan: Plan, g: dict[str, Group], lc: LayerCost, tokens: int, act: float, moe: bool
+    ) -> float:
+        """Exposed communication of one layer, one micro-batch (fwd + bwd + recompute)."""
+        spec = self.spec
+        t = 0.0
+        if plan.tp > 1:
+            ar = self.comm("all_reduce", tokens * spec.d_model * act, g["tp"])
+            n = 4 + (2 if plan.recompute == "full" else 0)
+            t += n * ar * (1 - TP_OVERLAP)
+        if plan.cp > 1:
+            _, hkv = heads_per_rank(spec, plan.tp)
+            kv_dim = (
+                spec.kv_lora_rank + spec.qk_rope_head_dim
+                if spec.uses_mla
+                else 2 * hkv * spec.head_dim
+            )
+            chunk = tokens * kv_dim * act
+            ring = (plan.cp - 1) * self.comm("p2p", chunk, g["cp"])
+            t += max(0.0, ring - lc.attention_fwd_s) + max(0.0, 2 * ring - lc.attention_bwd_s)
+        if moe and plan.ep > 1:
+            a2a = self.comm("all_to_all", tokens * spec.experts_per_token * spec.d_model * act,
+                            g["ep"])  # fmt: skip
+            n = 4 + (2 if plan.recompute == "full" else 0)
+            t += n * a2a * (1 - EP_OVERLAP)
+        return t
+
+    def _p2p(self, plan: Plan, g: dict[str, Group], tokens: int, act: float, m: int) -> float:
+        if plan.pp == 1:
+            return 0.0
+        send = self.comm("p2p", tokens * self.spec.d_model * act / plan.tp, g["pp"])
+        fill_drain = 2 * (plan.pp - 1) * send
+        steady = 2 * m * plan.vp * send
+        hidden = P2P_OVERLAP_INTERLEAVED if plan.vp > 1 else 0.0
+        return fill_drain + steady * (1 - hidden)
+
+    def _weight_bytes(self, plan: Plan) -> tuple[float, float]:
+        """(weights, grads) bytes of this chip's stage after tp/ep, before fsdp."""
+        key = "fp32" if self.precision == "fp32" else "default"
+        p = stage_params(self.spec, plan).total
+        return p * WEIGHT_BYTES[key], p * GRAD_BYTES[key]
+
+    def _fsdp(
+        self, plan: Plan, g: dict[str, Group], fwd_s: float, bwd_s: float, layers: int
+    ) -> float:
+        """Exposed ZeRO-3 traffic per micro-batch."""
+        if plan.fsdp == 1:
+            return 0.0
+        w, gr = self._weight_bytes(plan)
+        ag = self.comm("all_gather", w, g["fsdp"])
+        rs = self.comm("reduce_scatter", gr, g["fsdp"])
+        first_layer = ag / max(1, layers)
+        hide = DATA_PARALLEL_OVERLAP
+        return max(0.0, ag - hide * fwd_s) + max(0.0, ag + rs - hide * bwd_s) + first_layer
+
+    def _dp(self, plan: Plan, g: dict[str, Group], fwd_s: float, bwd_s: float) -> float:
+        """Exposed ZeRO-1 traffic per step (grads reduce-scatter, weights all-gather)."""
+        if plan.dp == 1:
+            return 0.0
+        w, gr = self._weight_bytes(plan)
+        rs = self.comm("reduce_scatter", gr / plan.fsdp, g["dp"])
+        ag = self.comm("all_gather", w / plan.fsdp, g["dp"])
+        hide = DATA_PARALLEL_OVERLAP
+        return max(0.0, rs - hide * bwd_s) + max(0.0, ag - hide * fwd_s)
+
+    def _optimizer(self, plan: Plan) -> Cost:
+        params = stage_params(self.spec, plan).total / (plan.fsdp * plan.dp)
+        op = Op(
+            name="adam",
+            kind=OpKind.ELEMENTWISE,
+            dtype="fp32",
+            flops=12.0 * params,
+            bytes_read=ADAM_READ_BYTES * params,
+            bytes_written=ADAM_WRITE_BYTES * params,
+            shape=(int(params),),
+        )
+        return _cost([self.time_op(op)])

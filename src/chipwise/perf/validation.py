@@ -1,0 +1,264 @@
+"""Predicted vs published measurements: the proof that the model is any good.
+
+Reads ``cases-public.csv`` from the shared validation directory (``$CHIPWISE_VALIDATION_DIR``
+or ``../shared/validation`` next to the repository) and chipwise's own
+``perf/data/measurements.csv`` (more published rows, each with its source). Every row is
+predicted with ``predict`` and reported with its error, including bad ones; rows that cannot
+be predicted are listed with the reason. Workload paths in a CSV are relative to that CSV's
+directory.
+
+A row's plan is a *partial* plan: the keys it gives are kept, the planner chooses the rest
+(micro-batch, recompute, ...), as the framework's config would have. A row with no plan is
+planned from scratch. Error = predicted / measured - 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from chipwise.errors import ChipwiseError, WorkloadError
+from chipwise.hardware.catalog import chip as find_chip
+from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
+from chipwise.perf.planner import given_keys
+from chipwise.perf.predict import predict
+from chipwise.workload.config import load_config
+from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
+from chipwise.workload.presets import load_preset
+
+ENV_DIR = "CHIPWISE_VALIDATION_DIR"
+PUBLIC_CASES = "cases-public.csv"
+METRICS = (
+    "tokens_per_s_per_chip",
+    "output_tokens_per_s",
+    "ttft_s",
+    "tpot_s",
+    "achieved_tflops",
+    "achieved_bytes_per_s",
+    "bus_bytes_per_s",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """One measured row, ready to predict."""
+
+    id: str
+    workload: str
+    phase: str  # train | infer | microbench
+    chip: str
+    chips: int
+    precision: str
+    seq_len: int
+    global_batch: int
+    batch: int
+    input_len: int
+    output_len: int
+    plan: str
+    metric: str
+    value: float
+    usable: bool
+    notes: str
+    source: str  # the CSV it came from (and, for own rows, the publication)
+    base_dir: Path
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """A case and what chipwise predicted for it."""
+
+    case: Case
+    predicted: float | None = None
+    why: str = ""  # reason a row could not be predicted
+    plan: str = ""
+    fits: bool | None = None
+    kind: str = ""  # gpu | tpu | asic
+
+    @property
+    def error(self) -> float | None:
+        if self.predicted is None or not self.case.value:
+            return None
+        return self.predicted / self.case.value - 1.0
+
+    @property
+    def group(self) -> str:
+        return f"{self.case.phase}-{self.kind}" if self.kind else self.case.phase
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stats:
+    rows: int
+    median_abs_error: float
+    p90_abs_error: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    results: tuple[Result, ...]
+
+    def stats(self, group: str | None = None) -> Stats | None:
+        """Median and 90th percentile of |error| over predicted rows (of ``group``: 'train',
+        'train-gpu', 'train-tpu', 'infer', 'microbench'; None = all)."""
+        errs = [
+            abs(r.error)
+            for r in self.results
+            if r.error is not None and (group is None or r.case.phase == group or r.group == group)
+        ]
+        if not errs:
+            return None
+        return Stats(
+            rows=len(errs),
+            median_abs_error=float(np.median(errs)),
+            p90_abs_error=float(np.percentile(errs, 90)),
+        )
+
+    def summary(self) -> dict[str, Stats]:
+        groups = ("all", "train", "train-gpu", "train-tpu", "infer", "microbench")
+        out: dict[str, Stats] = {}
+        for g in groups:
+            s = self.stats(None if g == "all" else g)
+            if s is not None:
+                out[g] = s
+        return out
+
+
+def validation_dir() -> Path:
+    """The shared validation directory: ``$CHIPWISE_VALIDATION_DIR`` or ../shared/validation
+    from the repository root."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[3]
+    return repo.parent / "shared" / "validation"
+
+
+def own_measurements_path() -> Path:
+    return Path(str(resources.files("chipwise.perf").joinpath("data", "measurements.csv")))
+
+
+def _int(text: str) -> int:
+    return int(float(text)) if text.strip() else 0
+
+
+def read_cases(path: Path) -> tuple[Case, ...]:
+    """The rows of one cases CSV (the shared file's columns; extra columns ignored)."""
+    rows: list[Case] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for raw in csv.DictReader(fh):
+            source = raw.get("source") or path.name
+            rows.append(
+                Case(
+                    id=raw["id"],
+                    workload=raw["workload"],
+                    phase=raw["phase"],
+                    chip=raw["chip"],
+                    chips=_int(raw["chips"]) or 1,
+                    precision=raw["precision"].strip() or "bf16",
+                    seq_len=_int(raw["seq_len"]),
+                    global_batch=_int(raw["global_batch"]),
+                    batch=_int(raw["batch"]),
+                    input_len=_int(raw["input_len"]),
+                    output_len=_int(raw["output_len"]),
+                    plan=raw["plan"].strip(),
+                    metric=raw["metric"],
+                    value=float(raw["value"]),
+                    usable=raw["usable"].strip().lower() == "yes",
+                    notes=raw.get("notes", ""),
+                    source=source,
+                    base_dir=path.parent,
+                )
+            )
+    return tuple(rows)
+
+
+def load_cases(paths: Iterable[Path] | None = None) -> tuple[Case, ...]:
+    """The public cases plus chipwise's own measurements (missing files are skipped)."""
+    if paths is None:
+        paths = (validation_dir() / PUBLIC_CASES, own_measurements_path())
+    out: list[Case] = []
+    for p in paths:
+        if p.exists():
+            out.extend(read_cases(p))
+    return tuple(out)
+
+
+def load_model(text: str, base_dir: Path, precision: str = "bf16") -> Model:
+    """A workload string: a primitive, a config path (relative to ``base_dir``), or a zoo id."""
+    head, _, rest = text.partition(":")
+    if head in ("matmul", "copy", "allreduce") and rest:
+        if head == "matmul":
+            dims = rest.split(":")[0].split("x")
+            if len(dims) != 3:
+                raise WorkloadError(f"{text!r}: write matmul:MxNxK")
+            m, n, k = (int(d) for d in dims)
+            dtype = rest.split(":")[1] if ":" in rest else precision
+            return Primitive(kind="matmul", mnk=(m, n, k), dtype=dtype)
+        return Primitive(kind=head, n_bytes=float(rest))
+    path = (base_dir / text) if not Path(text).is_absolute() else Path(text)
+    if text.endswith(".json") or path.exists():
+        return load_config(path)
+    return load_preset(text)
+
+
+def run_case(case: Case) -> Result:
+    """Predict one case; a row that cannot be predicted says why."""
+    if not case.usable:
+        return Result(case=case, why="marked usable=no in the source: " + case.notes[:120])
+    if case.metric not in METRICS:
+        return Result(case=case, why=f"metric {case.metric!r} is not one chipwise predicts")
+    try:
+        chip = find_chip(case.chip)
+        model = load_model(case.workload, case.base_dir, case.precision)
+        phase: Training | Inference
+        if case.phase == "infer":
+            phase = Inference(batch=case.batch, input_len=case.input_len,
+                              output_len=case.output_len)  # fmt: skip
+        else:
+            phase = Training(seq_len=case.seq_len or 4096, global_batch=case.global_batch or 1)
+        keys = given_keys(case.plan) if case.plan else {}
+        pred = predict(
+            Workload(model=model, phase=phase), chip, case.chips, case.precision,
+            plan_keys=keys, allow_unfit=True,
+        )  # fmt: skip
+    except ChipwiseError as err:
+        return Result(case=case, why=f"{type(err).__name__}: {err}")
+    value = _metric(pred, case.metric)
+    if value is None:
+        return Result(case=case, why=f"prediction has no {case.metric}")
+    plan = "" if isinstance(pred, PrimitivePrediction) else str(pred.plan)
+    fits = None if isinstance(pred, PrimitivePrediction) else pred.fits
+    return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind)
+
+
+def _metric(
+    pred: TrainPrediction | InferPrediction | PrimitivePrediction, metric: str
+) -> float | None:
+    if isinstance(pred, TrainPrediction) and metric == "tokens_per_s_per_chip":
+        return pred.tokens_per_s_per_chip
+    if isinstance(pred, InferPrediction):
+        return {
+            "output_tokens_per_s": pred.output_tokens_per_s,
+            "ttft_s": pred.ttft_s,
+            "tpot_s": pred.tpot_s,
+        }.get(metric)
+    if isinstance(pred, PrimitivePrediction):
+        return {
+            "achieved_tflops": pred.achieved_tflops,
+            "achieved_bytes_per_s": pred.achieved_bytes_per_s,
+            "bus_bytes_per_s": pred.bus_bytes_per_s,
+        }.get(metric)
+    return None
+
+
+def run_validation(kind: str | None = None, cases: Sequence[Case] | None = None) -> Report:
+    """Predict every case (of phase ``kind``: train | infer | microbench, or all)."""
+    chosen = load_cases() if cases is None else tuple(cases)
+    if kind is not None:
+        chosen = tuple(c for c in chosen if c.phase == kind)
+    return Report(results=tuple(run_case(c) for c in chosen))
