@@ -1,5 +1,6 @@
 """Command-line interface: ``chipwise``. Each command group lives in its own module."""
 
+from chipwise.cli import bench as _bench  # noqa: F401  (registers commands)
 from chipwise.cli import chips as _chips  # noqa: F401  (registers commands)
 from chipwise.cli.app import app, main
 

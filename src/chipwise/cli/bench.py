@@ -1,0 +1,219 @@
+"""``chipwise bench``, ``bench list``, ``bench compare``, ``calibrate``, ``profile``.
+
+Measure the local device, keep the results in the measurement store (SQLite), fit the
+performance model's efficiency parameters to them, and time a real model against the
+prediction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from chipwise.bench import store
+from chipwise.bench.devices import DEVICE_REQUESTS, detect_device
+from chipwise.bench.micro import BenchConfig, BenchResult, Case, run_benchmarks
+from chipwise.bench.store import BENCHMARKS, Measurement
+from chipwise.cli.app import app
+from chipwise.cli.output import console, err_console, print_json
+from chipwise.errors import MeasurementError
+from chipwise.hardware import default_catalog
+from chipwise.units import GIGA, TERA, format_seconds
+
+bench_app = typer.Typer(
+    help=(
+        "Measure this machine's GPU, TPU or CPU (GEMM, memory bandwidth, attention, "
+        "all-reduce) and keep the results in the measurement store."
+    ),
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(bench_app, name="bench")
+
+DB_HELP = "Measurement store (SQLite). Default: $CHIPWISE_DB, else the user data dir."
+
+
+def _split(text: str | None, known: tuple[str, ...], what: str) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    items = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    bad = [i for i in items if i not in known]
+    if bad or not items:
+        raise MeasurementError(f"unknown {what} {bad[0] if bad else text!r}; choose from "
+                               f"{', '.join(known)} (comma-separated)")  # fmt: skip
+    return items
+
+
+def _peak_fraction(m: Measurement) -> float | None:
+    """Achieved / catalog peak: FLOP/s for GEMM and attention, bandwidth for memory ops."""
+    if m.chip_id is None:
+        return None
+    chip = default_catalog().chip(m.chip_id)
+    if m.benchmark in ("gemm", "attention"):
+        if not chip.supports(m.dtype):
+            return None
+        return m.achieved_flops_per_s / chip.peak_flops_per_s(m.dtype)
+    if m.benchmark in ("copy", "elementwise", "reduction"):
+        return m.achieved_bytes_per_s / chip.hbm_bytes_per_s
+    if m.benchmark == "allreduce":
+        return m.achieved_bytes_per_s / chip.scale_up.bytes_per_s_per_chip
+    return None
+
+
+def _g(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def measurements_table(rows: tuple[Measurement, ...], *, stored: bool) -> Table:
+    """Measurements as a rich table, rates in fixed units. Stored rows show their id (and
+    their device, when there are several); fresh ones their fastest run too."""
+    with_device = stored and len({m.device_name for m in rows}) > 1
+    table = Table(box=box.SIMPLE_HEAD)
+    if stored:
+        table.add_column("id", justify="right")
+    if with_device:
+        table.add_column("device", max_width=16, no_wrap=True)
+    table.add_column("benchmark", no_wrap=True)
+    table.add_column("shape", no_wrap=True)
+    table.add_column("dtype")
+    table.add_column("median", justify="right")
+    if not stored:
+        table.add_column("min", justify="right")
+    table.add_column("TFLOP/s", justify="right")
+    table.add_column("GB/s", justify="right")
+    table.add_column("%peak", justify="right")
+    for m in rows:
+        fraction = _peak_fraction(m)
+        times = [format_seconds(m.time_s)]
+        if not stored:
+            times.append(format_seconds(m.time_s_min))
+        cells = [
+            m.benchmark,
+            m.shape,
+            m.dtype,
+            *times,
+            _g(m.achieved_flops_per_s / TERA) if m.flops else "",
+            _g(m.achieved_bytes_per_s / GIGA),
+            f"{fraction:.0%}" if fraction is not None else "",
+        ]
+        if with_device:
+            cells = [m.chip_id or m.device_name, *cells]
+        if stored:
+            cells = [str(m.id), *cells]
+        table.add_row(*cells)
+    return table
+
+
+def _device_dict(result: BenchResult) -> dict[str, Any]:
+    d = result.device
+    return {
+        "name": d.name, "kind": d.kind, "vendor": d.vendor, "library": d.library,
+        "library_version": d.library_version, "driver_version": d.driver_version,
+        "host": d.host, "count": d.count, "memory_bytes": d.memory_bytes, "chip_id": d.chip_id,
+    }  # fmt: skip
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    quick: bool = typer.Option(False, "--quick", help="Tiny sizes: a smoke test in seconds."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    device: str = typer.Option(
+        "auto", "--device", help=f"Which device: {' | '.join(DEVICE_REQUESTS)}."
+    ),
+    dtypes: str | None = typer.Option(
+        None,
+        "--dtypes",
+        help="GEMM/attention dtypes, e.g. 'bf16,fp32' (default: bf16,fp32 "
+        "on GPUs and TPUs, fp32 on a CPU).",
+    ),
+    only: str | None = typer.Option(
+        None, "--only", help=f"Only these benchmarks: {','.join(BENCHMARKS)}."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not write to the store."),
+) -> None:
+    """Run microbenchmarks on the local device and store the results."""
+    if ctx.invoked_subcommand is not None:
+        return
+    config = BenchConfig(
+        quick=quick,
+        dtypes=_split(dtypes, ("fp64", "fp32", "tf32", "bf16", "fp16"), "dtype"),
+        benchmarks=_split(only, BENCHMARKS, "benchmark") or BENCHMARKS,
+    )
+    dev = detect_device(device)
+    if not as_json and not quiet:
+        err_console.print(f"benchmarking {dev.label}")
+    show = not quiet and err_console.is_terminal
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not show,
+    ) as progress:
+        task = progress.add_task("bench", total=None)
+
+        def on_case(case: Case, index: int, total: int) -> None:
+            progress.update(task, description=case.label, completed=index, total=total)
+
+        result = run_benchmarks(dev, config, on_case=on_case)
+    path = store.resolve_db(db)
+    if not no_store:
+        store.add_measurements(path, result.measurements)
+    if as_json:
+        print_json(
+            {
+                "schema_version": store.SCHEMA_VERSION,
+                "run_id": result.run_id,
+                "db": None if no_store else str(path),
+                "device": _device_dict(result),
+                "measurements": [store.measurement_to_dict(m) for m in result.measurements],
+                "notes": list(result.notes),
+            }
+        )
+        return
+    console.print(result.device.label, soft_wrap=True, highlight=False)
+    console.print(measurements_table(result.measurements, stored=False))
+    for note in result.notes:
+        console.print(f"note: {note}", soft_wrap=True)
+    where = "not stored (--no-store)" if no_store else f"stored in {path}"
+    console.print(
+        f"{len(result.measurements)} measurements, run {result.run_id}, {where}", soft_wrap=True
+    )
+
+
+@bench_app.command("list")
+def list_measurements(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    device: str | None = typer.Option(
+        None, "--device", help="Part of a device name, or a chip id (e.g. 'h100')."
+    ),
+    benchmark: str | None = typer.Option(None, "--benchmark", help=" | ".join(BENCHMARKS)),
+    run_id: str | None = typer.Option(None, "--run", help="Only this run id."),
+) -> None:
+    """List stored measurements."""
+    rows = store.list_measurements(db, device=device, benchmark=benchmark, run_id=run_id)
+    if as_json:
+        print_json(store.export_json(rows))
+        return
+    if not rows:
+        console.print(
+            f"no measurements in {store.resolve_db(db)}; run 'chipwise bench'", soft_wrap=True
+        )
+        return
+    console.print(measurements_table(rows, stored=True))
+    runs = len({m.run_id for m in rows})
+    devices = ", ".join(sorted({m.chip_id or m.device_name for m in rows}))
+    console.print(
+        f"{len(rows)} measurements from {runs} run(s) on {devices}, in {store.resolve_db(db)}"
+    )
