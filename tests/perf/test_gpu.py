@@ -6,9 +6,14 @@ import dataclasses
 
 import pytest
 
-from chipwise.errors import UnsupportedOpError
-from chipwise.hardware import chip
-from chipwise.perf.efficiency import Efficiency
+from chipwise.errors import CatalogError, UnsupportedOpError
+from chipwise.hardware import chip, default_catalog
+from chipwise.perf.efficiency import (
+    Efficiency,
+    default_efficiency_table,
+    efficiency_for,
+    parse_efficiency_table,
+)
 from chipwise.perf.gpu import K_FILL, GpuModel, gemm_candidate, plan_gemm
 from chipwise.perf.models import model_for
 from chipwise.perf.tpu import TpuModel
@@ -143,3 +148,59 @@ def test_assumptions_cite_every_efficiency_parameter() -> None:
     names = {a.name for a in GpuModel(H100).assumptions()}
     assert {"gemm_peak_fraction", "hbm_fraction", "launch_overhead_s", "gemm_tile"} <= names
     assert all(a.source for a in GpuModel(H100).assumptions())
+
+
+# ---- efficiency table ---------------------------------------------------------------------
+
+
+def test_every_catalog_chip_resolves_every_efficiency_parameter() -> None:
+    for c in default_catalog().chips:
+        e = efficiency_for(c)
+        assert 0 < e.gemm_peak_fraction <= 1
+        assert all(a.source for a in e.assumptions()), c.id
+
+
+def test_every_chip_entry_in_the_table_names_a_catalog_chip() -> None:
+    ids = {c.id for c in default_catalog().chips}
+    assert set(default_efficiency_table().chip) <= ids
+
+
+def test_most_specific_entry_wins() -> None:
+    gb200 = efficiency_for(chip("gb200"))
+    b200 = efficiency_for(chip("b200"))
+    assert gb200.gemm_peak_fraction == pytest.approx(0.729)  # [chip.gb200]
+    assert b200.gemm_peak_fraction == pytest.approx(0.776)  # [architecture.blackwell]
+    assert gb200.hbm_fraction == b200.hbm_fraction  # inherited from [kind.gpu]
+    assert "chip gb200" in gb200.basis
+
+
+def test_an_unknown_architecture_gets_defaults_and_says_so() -> None:
+    odd = dataclasses.replace(H100, id="odd", architecture="future-arch", vendor="nvidia")
+    e = efficiency_for(odd)
+    assert "no entry for architecture 'future-arch'" in e.basis
+
+
+def test_calibrated_values_replace_and_cite_their_source() -> None:
+    e = efficiency_for(H100).with_values(source="calibrate 2026-01-01", gemm_peak_fraction=0.7)
+    assert e.gemm_peak_fraction == 0.7
+    assert e.sources["gemm_peak_fraction"] == "calibrate 2026-01-01"
+    slower = GpuModel(H100, e).op_time(mm(8192, 8192, 8192)).seconds
+    assert slower > GpuModel(H100).op_time(mm(8192, 8192, 8192)).seconds
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"kind": {"gpu": {"hbm_fraction": {"value": 1.2, "source": "typo"}}}},
+        {"kind": {"gpu": {"hbm_fractoin": {"value": 0.8, "source": "misspelt key"}}}},
+        {"kind": {"gpu": {"hbm_fraction": {"value": 0.8}}}},
+    ],
+)
+def test_a_bad_efficiency_file_is_a_catalog_error(bad: dict[str, object]) -> None:
+    with pytest.raises(CatalogError, match=r"efficiency\.toml"):
+        parse_efficiency_table(bad)
+
+
+def test_an_efficiency_fraction_above_one_is_rejected() -> None:
+    with pytest.raises(ValueError, match="gemm_peak_fraction"):
+        dataclasses.replace(EFF, gemm_peak_fraction=1.5)

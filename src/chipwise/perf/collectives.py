@@ -44,9 +44,9 @@ COLLECTIVE_KINDS: tuple[str, ...] = get_args(CollectiveKind)
 
 # Links per chip of each torus (hardware.md, ICI: 4 neighbours in 2D, 6 in 3D).
 TORUS_LINKS = {"torus-2d": 4, "torus-3d": 6}
-# Wraparound (hardware.md, ICI): only on full axes; 16-long on v5e/v6e 2D pods; on v4/v5p
-# (3D) any multiple of 4, i.e. whole 4x4x4 cubes joined through the optical switches.
-TORUS_2D_FULL_AXIS = 16
+# Wraparound (hardware.md, ICI): only on full axes; 16-long on v5e/v6e 2D pods (the pod
+# side, sqrt(domain_chips)); on v4/v5p (3D) any multiple of 4, i.e. whole 4x4x4 cubes joined
+# through the optical switches.
 TORUS_3D_CUBE = 4
 # A scale-out hop adds NIC + switch latency over a scale-up hop (InfiniBand/RoCE port-to-port
 # is ~1-2 us more than NVLink; nccl-tests small-message all-reduce over 2 nodes ~45 us, see
@@ -164,29 +164,37 @@ def _switch(kind: str, s: float, n: int, alpha: float, bw: float, nvls_bw: float
     return best
 
 
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
 def default_torus_axes(chip: Chip, n: int) -> tuple[int, ...]:
-    """Lay ``n`` chips out over the torus: fill whole axes first (largest divisor <= axis)."""
-    topo = chip.scale_up.topology
-    dims = 3 if topo == "torus-3d" else 2
-    if dims == 2:
-        full = TORUS_2D_FULL_AXIS
-    else:
-        full = max(TORUS_3D_CUBE, round(chip.scale_up.domain_chips ** (1 / 3)))
-    axes: list[int] = []
-    left = n
-    while left > 1 and len(axes) < dims:
-        a = max(d for d in range(1, min(full, left) + 1) if left % d == 0)
-        if len(axes) == dims - 1:
-            a = left
-        axes.append(a)
-        left //= a
-    return tuple(axes) or (1,)
+    """The most cube-like box of ``n`` chips on the chip's torus (how slices are shaped).
+
+    v6e-256 -> (16, 16), v6e-8 -> (2, 4), v5p-128's 64 chips -> (4, 4, 4).
+    """
+    dims = 3 if chip.scale_up.topology == "torus-3d" else 2
+    best: tuple[int, ...] = (n,)
+    best_spread = float("inf")
+    for a in _divisors(n):
+        rest = n // a
+        options = [(a, rest)] if dims == 2 else [(a, b, rest // b) for b in _divisors(rest)]
+        for axes in options:
+            spread = max(axes) / min(axes)
+            if spread < best_spread:
+                best, best_spread = tuple(sorted(axes)), spread
+    return tuple(a for a in best if a > 1) or (1,)
+
+
+def _full_axis(chip: Chip) -> int:
+    """Length of a full axis of a 2D pod: sqrt(domain_chips) (16 on v5e/v6e, 32 on v3)."""
+    return max(1, math.isqrt(chip.scale_up.domain_chips))
 
 
 def _wraps(chip: Chip, axis: int) -> bool:
     if chip.scale_up.topology == "torus-3d":
         return axis % TORUS_3D_CUBE == 0
-    return axis >= TORUS_2D_FULL_AXIS
+    return axis >= _full_axis(chip)
 
 
 def _torus(

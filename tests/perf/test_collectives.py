@@ -1,0 +1,156 @@
+"""Collectives: alpha-beta per algorithm, NVLS, hierarchical, ICI torus, bus-byte convention."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from chipwise.errors import PlanError
+from chipwise.hardware import chip
+from chipwise.perf.collectives import (
+    GroupLayout,
+    bus_bytes,
+    collective_time,
+    default_torus_axes,
+    exposed,
+)
+from chipwise.perf.efficiency import Efficiency
+
+A100 = chip("a100-sxm-80gb")  # NVLink 3 switch, 300 GB/s one way, no NVLS
+H100 = chip("h100-sxm")  # NVLink 4 switch, 450 GB/s one way, NVLS
+V6E = chip("tpu-v6e")  # 2D torus, 400 GB/s one way per chip over 4 links, 16x16 pod
+V5P = chip("tpu-v5p")  # 3D torus, 600 GB/s one way per chip over 6 links
+
+EFF = Efficiency(
+    gemm_peak_fraction=0.8,
+    attention_peak_fraction=0.7,
+    hbm_fraction=0.9,
+    launch_overhead_s=2e-6,
+    scale_up_fraction=0.8,
+    scale_out_fraction=0.5,
+    collective_latency_s=1e-6,
+)
+GB = 1e9
+
+
+@pytest.mark.parametrize(
+    ("kind", "factor"),
+    [("all-reduce", 2 * 7 / 8), ("all-gather", 7 / 8), ("reduce-scatter", 7 / 8),
+     ("all-to-all", 7 / 8)],
+)  # fmt: skip
+def test_bus_bytes_follow_nccl(kind: str, factor: float) -> None:
+    assert bus_bytes(kind, 1e9, 8) == pytest.approx(factor * 1e9)
+
+
+def test_ring_all_reduce_on_a100_by_hand() -> None:
+    # 8 GPUs: 2 x 7 steps of 1 us, plus 2 x 7/8 x 1 GB at 0.8 x 300 GB/s.
+    t = collective_time("all-reduce", GB, 8, A100, efficiency=EFF)
+    assert t.algorithm == "ring"
+    assert t.latency_s == pytest.approx(14e-6)
+    assert t.bandwidth_s == pytest.approx(2 * 7 / 8 * GB / (0.8 * 300e9))
+    assert t.bus_bytes_per_s == pytest.approx(0.8 * 300e9, rel=0.01)
+
+
+def test_all_gather_is_half_an_all_reduce_on_a_ring() -> None:
+    ag = collective_time("all-gather", GB, 8, A100, efficiency=EFF)
+    ar = collective_time("all-reduce", GB, 8, A100, efficiency=EFF)
+    assert ag.bandwidth_s == pytest.approx(ar.bandwidth_s / 2)
+
+
+def test_small_all_reduce_prefers_the_tree() -> None:
+    t = collective_time("all-reduce", 1e3, 8, A100, efficiency=EFF)
+    assert t.algorithm == "tree"
+    assert t.latency_s == pytest.approx(2 * 3 * 1e-6)
+
+
+def test_nvls_bus_bandwidth_exceeds_the_link_rate_on_h100() -> None:
+    eff = dataclasses.replace(EFF, nvls_fraction=0.6)
+    t = collective_time("all-reduce", 8 * GB, 8, H100, efficiency=eff)
+    assert t.algorithm == "nvls"
+    assert t.alg_bytes_per_s == pytest.approx(0.6 * 450e9, rel=0.01)
+    assert t.bus_bytes_per_s > 450e9  # the switch reduces: busBw is not wire bandwidth
+
+
+def test_a_group_of_one_costs_nothing() -> None:
+    assert collective_time("all-reduce", GB, 1, H100, efficiency=EFF).seconds == 0.0
+
+
+def test_a_group_past_the_nvlink_domain_goes_hierarchical() -> None:
+    t = collective_time("all-reduce", GB, 16, A100, efficiency=EFF)
+    assert t.algorithm.startswith("hierarchical")
+    # Across 2 nodes, each GPU sends its 1/8 share over its own NIC (50 GB/s x 0.5).
+    assert A100.scale_out is not None
+    outer = GB / 8 / (A100.scale_out.bytes_per_s_per_chip * 0.5)
+    inner = collective_time("all-reduce", GB, 8, A100, efficiency=EFF).bandwidth_s
+    assert t.bandwidth_s == pytest.approx(inner + outer)
+
+
+def test_one_chip_per_domain_uses_only_the_scale_out_network() -> None:
+    t = collective_time("all-reduce", GB, 4, H100, efficiency=EFF, spans_domains=True)
+    assert H100.scale_out is not None
+    assert t.bandwidth_s == pytest.approx(
+        2 * 3 / 4 * GB / (H100.scale_out.bytes_per_s_per_chip * 0.5)
+    )
+
+
+def test_spanning_without_a_scale_out_network_is_a_plan_error() -> None:
+    lone = dataclasses.replace(A100, scale_out=None)
+    with pytest.raises(PlanError, match="no scale-out network"):
+        collective_time("all-reduce", GB, 16, lone, efficiency=EFF)
+
+
+def test_unknown_kind_is_a_plan_error_naming_the_choices() -> None:
+    with pytest.raises(PlanError, match="all-gather"):
+        collective_time("allreduce", GB, 8, H100)
+
+
+def test_v6e_pod_uses_both_axes_with_wraparound_by_hand() -> None:
+    # 16 x 16 with wraparound: 2 axes x 2 links x (400/4 GB/s x 0.8) = 320 GB/s of bus rate.
+    t = collective_time("all-reduce", GB, 256, V6E, efficiency=EFF)
+    assert t.algorithm == "torus 16x16 rings"
+    assert t.bandwidth_s == pytest.approx(2 * 255 / 256 * GB / (4 * 100e9 * 0.8))
+    assert t.latency_s == pytest.approx(2 * (15 + 15) * 1e-6)
+
+
+def test_partial_axes_have_no_wraparound_and_half_the_bandwidth() -> None:
+    # A 4x4 sub-slice of a v6e pod: no wraparound on either axis (full axis is 16).
+    wrapped = GroupLayout(chips_per_domain=16, torus_axes=(4, 4), wraparound=(True, True))
+    sub = collective_time("all-gather", GB, 16, V6E, efficiency=EFF)
+    full = collective_time("all-gather", GB, 16, V6E, efficiency=EFF, spans_domains=wrapped)
+    assert sub.bandwidth_s == pytest.approx(2 * full.bandwidth_s)
+
+
+def test_v5p_cube_axes_wrap() -> None:
+    assert default_torus_axes(V5P, 64) == (4, 4, 4)
+    t = collective_time("all-gather", GB, 64, V5P, efficiency=EFF)
+    # 3 axes x 2 links x (600/6 GB/s x 0.8)
+    assert t.bandwidth_s == pytest.approx(63 / 64 * GB / (6 * 100e9 * 0.8))
+
+
+def test_tpu_slices_talk_over_dcn() -> None:
+    t = collective_time("all-reduce", GB, 512, V6E, efficiency=EFF)
+    assert "hierarchical" in t.algorithm and "DCN" in t.algorithm
+
+
+def test_bad_layout_is_a_plan_error() -> None:
+    with pytest.raises(PlanError, match="torus axes"):
+        GroupLayout(chips_per_domain=16, torus_axes=(4, 8))
+
+
+@pytest.mark.parametrize(
+    ("comm", "compute", "overlap", "left"),
+    [
+        (10.0, 100.0, 1.0, 0.0),
+        (10.0, 100.0, 0.0, 10.0),
+        (10.0, 4.0, 1.0, 6.0),
+        (10.0, 100.0, 0.3, 7.0),
+    ],
+)
+def test_exposed_communication(comm: float, compute: float, overlap: float, left: float) -> None:
+    assert exposed(comm, compute, overlap) == pytest.approx(left)
+
+
+def test_exposed_rejects_a_fraction_outside_0_1() -> None:
+    with pytest.raises(ValueError, match="overlap_fraction"):
+        exposed(1.0, 1.0, 1.5)
