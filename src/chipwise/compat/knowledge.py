@@ -37,9 +37,18 @@ PLATFORM_NAMES: Mapping[Platform, str] = {
     "google-tpu": "Google TPU",
 }
 Status = Literal[
-    "yes", "partial", "experimental", "fork", "plugin", "preview", "planned", "no",
-    "via-backend", "unknown", "n/a",
-]  # fmt: skip
+    "yes",
+    "partial",
+    "experimental",
+    "fork",
+    "plugin",
+    "preview",
+    "planned",
+    "no",
+    "via-backend",
+    "unknown",
+    "n/a",
+]
 Effort = Literal["small", "medium", "large"]
 Verdict = Literal["runs", "runs-with-changes", "does-not-run"]
 VERDICT_ORDER: tuple[Verdict, ...] = ("runs", "runs-with-changes", "does-not-run")
@@ -91,12 +100,24 @@ DEFAULT_PORTING: Mapping[Status, str] = {
 # Signal ids whose AST or text patterns are coded in code.py / manifests.py.
 CODED_SIGNAL_IDS: frozenset[str] = frozenset(
     {
-        "cuda-kernel", "cpp-extension", "triton-kernel", "cupy-raw-kernel", "torch-cuda-api",
-        "nccl-backend", "fp64-device", "fp64-host", "jax-traced-control-flow",
-        "flash-attention-2-flag", "cuda-build-pin", "rocm-build-pin", "xpu-build-pin",
-        "tpu-build-pin", "tpu-strategy", "tpu-device-use",
+        "cuda-kernel",
+        "cpp-extension",
+        "triton-kernel",
+        "cupy-raw-kernel",
+        "torch-cuda-api",
+        "nccl-backend",
+        "fp64-device",
+        "fp64-host",
+        "jax-traced-control-flow",
+        "flash-attention-2-flag",
+        "cuda-build-pin",
+        "rocm-build-pin",
+        "xpu-build-pin",
+        "tpu-build-pin",
+        "tpu-strategy",
+        "tpu-device-use",
     }
-)  # fmt: skip
+)
 
 _DATA_FILE = "packages.toml"
 _ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -120,6 +141,7 @@ class _RuleFile(_Frozen):
     porting: dict[Platform, str] = Field(default_factory=dict)
     effort: dict[Platform, Effort] = Field(default_factory=dict)
     caveats: dict[Platform, str] = Field(default_factory=dict)
+    satisfied_by: dict[Platform, list[str]] = Field(default_factory=dict)
     tpu_path: bool = False
     pypi_names: list[str] = Field(default_factory=list)
     import_names: list[str] = Field(default_factory=list)
@@ -196,6 +218,7 @@ class Rule:
     porting: Mapping[Platform, str]
     effort: Mapping[Platform, Effort]
     caveats: Mapping[Platform, str]
+    satisfied_by: Mapping[Platform, tuple[str, ...]]
     why: str
     sources: tuple[str, ...]
     tpu_path: bool = False
@@ -283,6 +306,7 @@ def _package_rule(p: PackageFile) -> Rule:
         porting=porting,
         effort=dict(p.effort),
         caveats=dict(p.caveats),
+        satisfied_by={k: tuple(v) for k, v in p.satisfied_by.items()},
         why=f"{p.category}: {p.notes}",
         sources=tuple(p.sources),
         tpu_path=p.tpu_path,
@@ -300,6 +324,7 @@ def _signal_rule(s: SignalFile) -> Rule:
         porting=dict(s.porting),
         effort=dict(s.effort),
         caveats=dict(s.caveats),
+        satisfied_by={k: tuple(v) for k, v in s.satisfied_by.items()},
         why=s.why,
         sources=tuple(s.sources),
         tpu_path=s.tpu_path,
@@ -351,6 +376,10 @@ def knowledge_from_file(file: KnowledgeFile) -> Knowledge:
         if r.id in by_id:
             raise ScanError(f"{_DATA_FILE}: duplicate rule id {r.id!r}")
         by_id[r.id] = r
+    for r in rules:
+        unknown = sorted({i for ids in r.satisfied_by.values() for i in ids} - by_id.keys())
+        if unknown:
+            raise ScanError(f"{_DATA_FILE}: {r.id}: satisfied_by names unknown rules {unknown}")
     missing = sorted(CODED_SIGNAL_IDS - {r.id for r in rules if r.kind == "signal"})
     if missing:
         raise ScanError(f"{_DATA_FILE}: coded signals without a [[signal]] table: {missing}")
