@@ -19,8 +19,19 @@ from chipwise.perf.models import model_for
 from chipwise.perf.tpu import TpuModel
 from chipwise.workload.ir import Op, OpKind
 
-H100 = chip("h100-sxm")  # 132 SMs, 989 TFLOP/s bf16, 3.35 TB/s, hopper: 128x256 tiles
-A100 = chip("a100-sxm-80gb")  # 108 SMs, 312 TFLOP/s bf16, ampere: 128x128 tiles
+# Catalog chips pinned to their datasheet figures, so the hand arithmetic below stays valid
+# whatever the catalog later refines.
+H100 = dataclasses.replace(
+    chip("h100-sxm"),  # hopper: 128x256 tiles
+    units=132,
+    hbm_bytes_per_s=3.35e12,
+    dense_flops_per_s={"fp64": 67e12, "fp32": 67e12, "bf16": 989e12, "fp8": 1979e12},
+)
+A100 = dataclasses.replace(
+    chip("a100-sxm-80gb"),  # ampere: 128x128 tiles
+    units=108,
+    dense_flops_per_s={"fp32": 19.5e12, "bf16": 312e12},
+)
 
 # Round numbers so the hand arithmetic below is easy to follow.
 EFF = Efficiency(

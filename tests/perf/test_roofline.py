@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from chipwise.errors import UnsupportedOpError
@@ -15,7 +17,9 @@ from chipwise.perf.roofline import (
 )
 from chipwise.workload.ir import Op, OpKind
 
-H100 = chip("h100-sxm")
+H100 = dataclasses.replace(
+    chip("h100-sxm"), hbm_bytes_per_s=3.35e12, dense_flops_per_s={"bf16": 989e12}
+)  # pinned to the datasheet so the arithmetic below holds
 
 
 @pytest.mark.parametrize(
