@@ -19,7 +19,8 @@ re-routed and shows as MATMUL + SOFTMAX.
 
 Bytes: an op reads its distinct input tensors and writes its outputs. Floating tensors
 count at the TARGET dtype (``dtype=``, bf16 by default), integer and bool tensors at their
-own size, float64 tensors at 8 bytes (the op becomes FP64). View ops (view, transpose,
+own size, float64 tensors at 8 bytes (the op becomes FP64). A gather (embedding look-up)
+reads the rows it fetches, not its whole table. View ops (view, transpose,
 expand, ...) move no data and are not recorded. The optimizer step is not included.
 
 Factory contract, for ``load_torch_factory("pkg.mod:build")`` or ``"path/file.py:build"``:
@@ -245,6 +246,8 @@ def _make_recorder(torch: Any, trace: _Trace, counter: Any, tracker: Any) -> Tor
             distinct = list({id(t): t for t in inputs}.values())
             bytes_read = sum(_tensor_bytes(torch, t, trace.elem_bytes) for t in distinct)
             bytes_written = sum(_tensor_bytes(torch, t, trace.elem_bytes) for t in outputs)
+            if kind == OpKind.GATHER and inputs:  # reads the rows it fetches, not the table
+                bytes_read += bytes_written - _tensor_bytes(torch, inputs[0], trace.elem_bytes)
             flops = float(counter.get_total_flops() - before)
             dtype = trace.dtype
             if any(t.dtype in fp64 for t in (*inputs, *outputs)):
