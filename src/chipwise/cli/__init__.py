@@ -2,6 +2,7 @@
 
 from chipwise.cli import bench as _bench  # noqa: F401  (registers commands)
 from chipwise.cli import chips as _chips  # noqa: F401  (registers commands)
+from chipwise.cli import workload as _workload  # noqa: F401  (registers commands)
 from chipwise.cli.app import app, main
 
 __all__ = ["app", "main"]
