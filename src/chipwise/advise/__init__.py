@@ -1,1 +1,20 @@
-"""chipwise.advise"""
+"""What to choose: enumerate chips x counts x plans, rank by the objective, explain with the
+article's situations."""
+
+from chipwise.advise.candidates import Option
+from chipwise.advise.recommend import Excluded, NonMLAnswer, Recommendation, recommend
+from chipwise.advise.request import AdviseError, AdviseRequest, Finding, ProjectFacts
+from chipwise.advise.situations import Reason
+
+__all__ = [
+    "AdviseError",
+    "AdviseRequest",
+    "Excluded",
+    "Finding",
+    "NonMLAnswer",
+    "Option",
+    "ProjectFacts",
+    "Reason",
+    "Recommendation",
+    "recommend",
+]

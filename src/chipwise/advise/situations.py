@@ -1,0 +1,266 @@
+"""The article's "when to use which" table as explicit, tested rules.
+
+| Situation (the article's words)                                  | Better choice |
+| Training massive models at Google-scale                          | TPU           |
+| Local development, mixed workloads, wide framework support       | GPU           |
+| You need CUDA-specific libraries                                 | GPU           |
+| You're already deep in the Google Cloud / TensorFlow / JAX world | TPU           |
+| You want hardware you can actually own                           | GPU           |
+
+Each rule fires only when its situation applies, and cites the number or scan finding behind
+it. Where the numbers contradict the article's rule of thumb, the reason says so
+(``agrees_with_article=False``) instead of repeating the article.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from chipwise.advise.candidates import Option, objective_key
+from chipwise.advise.request import AdviseRequest
+from chipwise.perf.base import TrainPrediction
+from chipwise.units import GB, format_seconds
+from chipwise.workload.accounting import params_total
+from chipwise.workload.ir import NonMLKind, Training, TransformerSpec
+
+Favours = Literal["gpu", "tpu"]
+
+# "Massive" per the article: we call a training job massive from 50B parameters or 1T tokens,
+# the scale of the public runs that used pods (PaLM 540B, Llama-3 405B: 15.6T tokens).
+MASSIVE_PARAMS = 50e9
+MASSIVE_TOKENS = 1e12
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reason:
+    """Why the recommendation leans one way, with the evidence for it."""
+
+    rule: str
+    situation: str  # the article's wording
+    favours: Favours
+    text: str
+    evidence: tuple[str, ...] = ()
+    agrees_with_article: bool | None = None  # None: the rule is about fit, not numbers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """What the rules look at."""
+
+    request: AdviseRequest
+    best_gpu: Option | None
+    best_tpu: Option | None
+    pick: Option | None
+    single_chip_gpu: Option | None  # the best allowed 1-chip option on a purchasable GPU
+
+
+def describe(o: Option) -> str:
+    """A short line with the numbers of an option."""
+    parts = [f"{o.chip.id} ×{o.total_chips}"]
+    if o.days is not None:
+        parts.append(f"{o.days:,.1f} days" if o.days >= 1 else format_seconds(o.days * 86400))
+    if isinstance(o.prediction, TrainPrediction):
+        parts.append(f"{o.prediction.tokens_per_s_per_chip:,.0f} tok/s/chip")
+    if o.usd is not None:
+        per = "/day" if o.days is None else ""
+        parts.append(f"${o.usd:,.0f}{per}")
+    if o.kwh is not None:
+        parts.append(f"{o.kwh:,.0f} kWh")
+    return ", ".join(parts)
+
+
+def _compare(ctx: Context) -> tuple[Favours, str] | None:
+    """Which of best GPU / best TPU wins on the objective, and by how much."""
+    g, t = ctx.best_gpu, ctx.best_tpu
+    if g is None or t is None:
+        return None
+    key = objective_key(ctx.request)
+    kg, kt = key(g)[0], key(t)[0]
+    if kg == kt:
+        return None
+    winner: Favours = "tpu" if kt < kg else "gpu"
+    ratio = max(kg, kt) / min(kg, kt)
+    metric = {"time": "faster", "cost": "cheaper", "energy": "less energy"}[ctx.request.objective]
+    return winner, f"{ratio:.2f}× {metric}"
+
+
+def massive_training(ctx: Context) -> Reason | None:
+    wl = ctx.request.workload
+    if not isinstance(wl.phase, Training) or not isinstance(wl.model, TransformerSpec):
+        return None
+    params = params_total(wl.model)
+    tokens = ctx.request.tokens or 0.0
+    if params < MASSIVE_PARAMS and tokens < MASSIVE_TOKENS:
+        return None
+    situation = "Training massive models at Google-scale → TPU"
+    scale = f"{params / 1e9:,.0f}B parameters, {tokens / 1e12:,.2g}T tokens"
+    cmp = _compare(ctx)
+    if cmp is None:
+        only = ctx.best_tpu or ctx.best_gpu
+        if only is None:
+            return None
+        return Reason(
+            rule="massive-training",
+            situation=situation,
+            favours=(only.chip.kind == "tpu" and "tpu") or "gpu",
+            text=f"Training at scale ({scale}); only one kind of chip is allowed here.",
+            evidence=(describe(only),),
+        )
+    winner, by = cmp
+    assert ctx.best_gpu is not None and ctx.best_tpu is not None
+    evidence = (f"best TPU: {describe(ctx.best_tpu)}", f"best GPU: {describe(ctx.best_gpu)}")
+    if winner == "tpu":
+        text = (
+            f"Training at scale ({scale}): the numbers agree with the article; "
+            f"the best TPU option is {by} than the best GPU option."
+        )
+    else:
+        text = (
+            f"Training at scale ({scale}): the numbers contradict the article's rule of "
+            f"thumb; the best GPU option is {by} than the best TPU option."
+        )
+    return Reason(
+        rule="massive-training",
+        situation=situation,
+        favours=winner,
+        text=text,
+        evidence=evidence,
+        agrees_with_article=winner == "tpu",
+    )
+
+
+def local_development(ctx: Context) -> Reason | None:
+    req = ctx.request
+    one = ctx.single_chip_gpu
+    pytorch = req.framework == "pytorch" or (
+        req.project is not None and "pytorch" in req.project.frameworks
+    )
+    if one is None and not pytorch:
+        return None
+    situation = "Local development, mixed workloads, wide framework support → GPU"
+    evidence: list[str] = []
+    if one is not None:
+        mem = one.prediction.memory.total_bytes / GB
+        cap = one.chip.hbm_capacity_bytes / GB
+        evidence.append(
+            f"fits on one {one.chip.id} ({mem:,.0f} of {cap:,.0f} GB), a GPU you can put in a "
+            f"workstation or rent anywhere: {describe(one)}"
+        )
+    if pytorch:
+        evidence.append(
+            "PyTorch runs natively on CUDA and ROCm; on TPU it needs torch_xla/torchax "
+            "(the article: 'PyTorch support exists but is less mature')"
+        )
+    return Reason(
+        rule="local-development",
+        situation=situation,
+        favours="gpu",
+        text="The job is small or PyTorch-first: a GPU gives the shortest path from laptop to run.",
+        evidence=tuple(evidence),
+    )
+
+
+def cuda_libraries(ctx: Context) -> Reason | None:
+    proj = ctx.request.project
+    if proj is None or not proj.cuda_specific:
+        return None
+    ports = [
+        f"{f.name} ({f.where}) → {f.porting or 'rewrite'}"
+        + (f", {f.effort} effort" if f.effort else "")
+        for f in proj.findings
+        if f.platform == "google-tpu" and f.verdict != "runs"
+    ]
+    return Reason(
+        rule="cuda-libraries",
+        situation="You need CUDA-specific libraries → GPU",
+        favours="gpu",
+        text=(
+            f"The project uses CUDA-specific code: {', '.join(proj.cuda_specific)}. "
+            "On a TPU each needs a port."
+        ),
+        evidence=tuple(ports) or tuple(proj.cuda_specific),
+    )
+
+
+def google_ecosystem(ctx: Context) -> Reason | None:
+    req = ctx.request
+    frameworks = set(req.project.frameworks if req.project else ())
+    if req.framework:
+        frameworks.add(req.framework)
+    google = sorted(frameworks & {"jax", "tensorflow"})
+    if req.cloud != "gcp" and not google:
+        return None
+    why = []
+    if req.cloud == "gcp":
+        why.append("you run on Google Cloud")
+    if google:
+        why.append(f"the code uses {' and '.join(google)}")
+    evidence: list[str] = []
+    cmp = _compare(ctx)
+    if ctx.best_tpu is not None:
+        evidence.append(f"best TPU: {describe(ctx.best_tpu)}")
+    if ctx.best_gpu is not None:
+        evidence.append(f"best GPU: {describe(ctx.best_gpu)}")
+    if "tensorflow" in google:
+        evidence.append("TensorFlow is not supported on TPU7x (Ironwood); v6e and older run it")
+    agrees = None if cmp is None else cmp[0] == "tpu"
+    if cmp is None:
+        text = f"{'; '.join(why).capitalize()}: TPUs are native there."
+    elif cmp[0] == "tpu":
+        text = f"{'; '.join(why).capitalize()}, and the best TPU option is {cmp[1]}."
+    else:
+        text = (
+            f"{'; '.join(why).capitalize()}, but here the best GPU option is {cmp[1]}: "
+            "the numbers contradict the rule of thumb."
+        )
+    return Reason(
+        rule="google-ecosystem",
+        situation="Already deep in Google Cloud / TensorFlow / JAX → TPU",
+        favours="tpu",
+        text=text,
+        evidence=tuple(evidence),
+        agrees_with_article=agrees,
+    )
+
+
+def own_hardware(ctx: Context) -> Reason | None:
+    if not ctx.request.own_hardware:
+        return None
+    evidence = ["TPUs are rented on Google Cloud only; they cannot be bought"]
+    if ctx.best_gpu is not None:
+        evidence.append(f"best owned GPU: {describe(ctx.best_gpu)} ({ctx.best_gpu.price_label})")
+    return Reason(
+        rule="own-hardware",
+        situation="You want hardware you can actually own → GPU",
+        favours="gpu",
+        text="You asked for hardware you own: only GPUs (and other buyable accelerators) qualify.",
+        evidence=tuple(evidence),
+    )
+
+
+RULES: tuple[Callable[[Context], Reason | None], ...] = (
+    massive_training,
+    local_development,
+    cuda_libraries,
+    google_ecosystem,
+    own_hardware,
+)
+
+
+def reasons_for(ctx: Context) -> tuple[Reason, ...]:
+    """Every rule that applies, in the article's order."""
+    return tuple(r for rule in RULES if (r := rule(ctx)) is not None)
+
+
+def non_ml_reason(model: NonMLKind) -> Reason:
+    """A non-ML workload: the TPU cannot run it, and why (from its requirements)."""
+    needs = "; ".join(f"{r.capability}: {r.why}" for r in model.requirements)
+    return Reason(
+        rule="not-tensor-math",
+        situation="A TPU does tensor math only: no graphics, no general compute",
+        favours="gpu",
+        text=f"{model.title} cannot run on a TPU. It needs {needs}.",
+        evidence=(model.description,) if model.description else (),
+    )

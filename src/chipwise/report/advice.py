@@ -1,0 +1,212 @@
+"""Render a ``Recommendation``: a rich comparison table plus the pick and its reasons, and JSON.
+
+JSON schema (``chipwise advise --json``), version 1::
+
+    {"schema_version": 1, "workload", "phase", "objective", "constraints": {...},
+     "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
+     "options": [OPTION, ...],            # each chip's best allowed option, best first
+     "excluded": [{"chip", "why"}],
+     "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article"}],
+     "confidence": {"kind", "rows", "median_abs_error", "p90_abs_error"} | null,
+     "notes": [...], "non_ml": {...} | null}
+    OPTION = {"chip", "kind", "chips", "replicas", "plan", "days", "usd", "price",
+              "kwh", "kg_co2e", "tokens_per_s_per_chip" | "output_tokens_per_s",
+              "memory_per_chip_bytes", "capacity_bytes", "mfu"}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from chipwise.advise.candidates import Option
+from chipwise.advise.recommend import Recommendation
+from chipwise.perf.base import InferPrediction, TrainPrediction
+from chipwise.units import GB, format_seconds
+
+JSON_SCHEMA_VERSION = 1
+
+
+def _mfu(o: Option) -> float | None:
+    p = o.prediction
+    if not isinstance(p, TrainPrediction):
+        return None
+    peak = o.chip.peak_flops_per_s(p.precision)
+    return p.achieved_flops_per_s_per_chip / peak
+
+
+def option_to_dict(o: Option) -> dict[str, Any]:
+    p = o.prediction
+    out: dict[str, Any] = {
+        "chip": o.chip.id,
+        "kind": o.chip.kind,
+        "chips": o.chips,
+        "replicas": o.replicas,
+        "plan": str(p.plan),
+        "days": o.days,
+        "usd": o.usd,
+        "price": o.price_label,
+        "kwh": o.kwh,
+        "kg_co2e": o.energy.kg_co2e if o.energy else None,
+        "memory_per_chip_bytes": p.memory.total_bytes,
+        "capacity_bytes": p.capacity_bytes,
+    }
+    if isinstance(p, TrainPrediction):
+        out["tokens_per_s_per_chip"] = p.tokens_per_s_per_chip
+        out["step_time_s"] = p.step_time_s
+        out["mfu"] = _mfu(o)
+    elif isinstance(p, InferPrediction):
+        out["output_tokens_per_s"] = p.output_tokens_per_s
+        out["ttft_s"] = p.ttft_s
+        out["tpot_s"] = p.tpot_s
+    return out
+
+
+def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
+    req = rec.request
+    phase = req.workload.phase
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "workload": req.workload.name,
+        "phase": "train" if hasattr(phase, "seq_len") else "infer",
+        "objective": req.objective,
+        "constraints": {
+            "cloud": req.cloud,
+            "own_hardware": req.own_hardware,
+            "budget_usd": req.budget_usd,
+            "deadline_days": req.deadline_days,
+            "framework": req.framework,
+            "tokens": req.tokens,
+            "requests_per_day": req.requests_per_day,
+            "precision": req.precision,
+        },
+        "pick": option_to_dict(rec.pick) if rec.pick else None,
+        "best_gpu": option_to_dict(rec.best_gpu) if rec.best_gpu else None,
+        "best_tpu": option_to_dict(rec.best_tpu) if rec.best_tpu else None,
+        "options": [option_to_dict(o) for o in rec.options],
+        "excluded": [{"chip": e.chip_id, "why": e.why} for e in rec.excluded],
+        "reasons": [
+            {
+                "rule": r.rule,
+                "situation": r.situation,
+                "favours": r.favours,
+                "text": r.text,
+                "evidence": list(r.evidence),
+                "agrees_with_article": r.agrees_with_article,
+            }
+            for r in rec.reasons
+        ],
+        "confidence": None
+        if rec.confidence is None
+        else {
+            "kind": rec.confidence.kind,
+            "rows": rec.confidence.rows,
+            "median_abs_error": rec.confidence.median_abs_error,
+            "p90_abs_error": rec.confidence.p90_abs_error,
+        },
+        "notes": list(rec.notes),
+        "non_ml": None
+        if rec.non_ml is None
+        else {
+            "workload": rec.non_ml.workload.name,
+            "capable_chips": list(rec.non_ml.capable),
+            "basis": rec.non_ml.basis,
+        },
+    }
+
+
+def _days(o: Option) -> str:
+    if o.days is None:
+        p = o.prediction
+        return format_seconds(p.request_time_s) if isinstance(p, InferPrediction) else "—"
+    return f"{o.days:,.2f}" if o.days < 10 else f"{o.days:,.0f}"
+
+
+def options_table(rec: Recommendation, limit: int = 12) -> Table:
+    """Each chip's best option, best first (at most ``limit`` rows)."""
+    training = rec.options and isinstance(rec.options[0].prediction, TrainPrediction)
+    title = f"Best option per chip (objective: {rec.request.objective})"
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("chip")
+    table.add_column("×n", justify="right")
+    if training:
+        table.add_column("days", justify="right")
+        table.add_column("tok/s/chip", justify="right")
+        table.add_column("MFU", justify="right")
+    else:
+        table.add_column("request", justify="right")
+        table.add_column("out tok/s", justify="right")
+        table.add_column("TPOT", justify="right")
+    table.add_column("$ total" if training else "$/day", justify="right")
+    table.add_column("MWh" if training else "kWh/day", justify="right")
+    for i, o in enumerate(rec.options[:limit], 1):
+        p = o.prediction
+        if isinstance(p, TrainPrediction):
+            mfu = _mfu(o)
+            mid = [_days(o), f"{p.tokens_per_s_per_chip:,.0f}", f"{mfu:.0%}" if mfu else "—"]
+            energy = f"{o.kwh / 1000:,.1f}" if o.kwh is not None else "—"
+        else:
+            assert isinstance(p, InferPrediction)
+            mid = [_days(o), f"{p.output_tokens_per_s:,.0f}", format_seconds(p.tpot_s)]
+            energy = f"{o.kwh:,.0f}" if o.kwh is not None else "—"
+        usd = f"{o.usd:,.0f}" if o.usd is not None else "—"
+        chip = o.chip.id + (" ★" if o is rec.pick else "")
+        table.add_row(str(i), chip, str(o.total_chips), *mid, usd, energy)
+    return table
+
+
+def render_recommendation(rec: Recommendation) -> RenderableType:
+    """The whole advise answer for the terminal."""
+    parts: list[RenderableType] = []
+    if rec.non_ml is not None:
+        parts.append(Text(f"{rec.non_ml.workload.title}: not an ML workload.", style="bold"))
+        for r in rec.reasons:
+            parts.append(Text(f"• {r.text}"))
+        capable = ", ".join(rec.non_ml.capable[:8])
+        parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}"))
+        return Group(*parts)
+    parts.append(options_table(rec))
+    if rec.pick is None:
+        parts.append(Text("No chip qualifies.", style="bold red"))
+    else:
+        o = rec.pick
+        p = o.prediction
+        mem = f"{p.memory.total_bytes / GB:,.0f}/{p.capacity_bytes / GB:,.0f} GB per chip"
+        parts.append(
+            Text.assemble(
+                ("Recommendation: ", "bold"),
+                (f"{o.chip.name} ×{o.total_chips}", "bold green"),
+                f"  plan {p.plan}; {mem}; price: {o.price_label}",
+            )
+        )
+        for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
+            if best is not None:
+                parts.append(Text(f"  {label}: {best.chip.id} ×{best.total_chips}"))
+    if rec.confidence is not None:
+        c = rec.confidence
+        parts.append(
+            Text(
+                f"Confidence: training-throughput predictions are within ±{c.median_abs_error:.0%}"
+                f" (median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
+                f"measurements ({c.kind})."
+            )
+        )
+    if rec.reasons:
+        parts.append(Text("Why:", style="bold"))
+        for r in rec.reasons:
+            mark = {True: "agrees with the article", False: "contradicts the article", None: ""}
+            tail = f" [{mark[r.agrees_with_article]}]" if mark[r.agrees_with_article] else ""
+            parts.append(Text(f"• {r.situation}: {r.text}{tail}"))
+            for e in r.evidence:
+                parts.append(Text(f"    – {e}"))
+    if rec.excluded:
+        shown = "; ".join(f"{e.chip_id}: {e.why}" for e in rec.excluded[:6])
+        more = f" (+{len(rec.excluded) - 6} more)" if len(rec.excluded) > 6 else ""
+        parts.append(Text(f"Excluded: {shown}{more}", style="dim"))
+    for n in rec.notes:
+        parts.append(Text(f"Note: {n}", style="yellow"))
+    return Group(*parts)
