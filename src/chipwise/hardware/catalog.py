@@ -137,7 +137,7 @@ def _read_toml(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise CatalogError(f"{path.name}: not valid TOML: {err}") from err
 
 
@@ -145,6 +145,14 @@ def _validation_message(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     return f"{path.name}: {loc}: {first['msg']} ({err.error_count()} error(s) in file)"
+
+
+def _check_known(path: Path, chip_id: str, known: set[str]) -> None:
+    """An offer or purchase must name a chip id of the catalog (not an alias)."""
+    if chip_id not in known:
+        close = difflib.get_close_matches(chip_id, sorted(known), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise CatalogError(f"{path.name}: unknown chip id {chip_id!r}{hint}")
 
 
 def load_catalog(root: Path | None = None) -> Catalog:
@@ -174,6 +182,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
         try:
             if path.stem == "purchase":
                 for p in PurchaseFile.model_validate(raw).purchases:
+                    _check_known(path, p.chip, known)
                     purchases.append(
                         Purchase(chip_id=p.chip, usd=p.usd, source=p.source, date=p.date,
                                  note=p.note)
@@ -183,6 +192,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
         except ValidationError as err:
             raise CatalogError(_validation_message(path, err)) from err
         for o in of.offers:
+            _check_known(path, o.chip, known)
             offers.append(
                 PriceOffer(
                     chip_id=o.chip,
@@ -197,9 +207,6 @@ def load_catalog(root: Path | None = None) -> Catalog:
                     note=o.note,
                 )
             )
-    for ref in [o.chip_id for o in offers] + [p.chip_id for p in purchases]:
-        if ref not in known:
-            raise CatalogError(f"offers name unknown chip id {ref!r}")
     return Catalog(chips=tuple(chips), offers=tuple(offers), purchases=tuple(purchases))
 
 

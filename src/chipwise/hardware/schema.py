@@ -43,6 +43,12 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _check_iso_date(v: str) -> str:
+    if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", v):
+        raise ValueError(f"date {v!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
+    return v
+
+
 class SourceRef(_Frozen):
     """Where figures came from: a repo@commit:path, URL or document, and its date."""
 
@@ -52,9 +58,7 @@ class SourceRef(_Frozen):
     @field_validator("date")
     @classmethod
     def _iso_date(cls, v: str) -> str:
-        if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", v):
-            raise ValueError(f"date {v!r} is not YYYY, YYYY-MM or YYYY-MM-DD")
-        return v
+        return _check_iso_date(v)
 
 
 class Figure(_Frozen):
@@ -177,9 +181,14 @@ class Offer(_Frozen):
     usd_per_chip_hour: float = Field(gt=0)
     region: str
     instance: str = ""
-    source: str
+    source: str = Field(min_length=3)
     date: str
     note: str = ""
+
+    @field_validator("date")
+    @classmethod
+    def _iso_date(cls, v: str) -> str:
+        return _check_iso_date(v)
 
 
 class OfferFile(_Frozen):
@@ -194,9 +203,14 @@ class OfferFile(_Frozen):
 class PurchasePrice(_Frozen):
     chip: str
     usd: float = Field(gt=0)
-    source: str
+    source: str = Field(min_length=3)
     date: str
     note: str = ""
+
+    @field_validator("date")
+    @classmethod
+    def _iso_date(cls, v: str) -> str:
+        return _check_iso_date(v)
 
 
 class PurchaseFile(_Frozen):
