@@ -1,0 +1,231 @@
+"""The packaged hardware catalog: complete, sourced, and physically plausible.
+
+These tests read the real data files. A failure means a catalog figure is missing, unsourced
+or inconsistent with the others, not that the code is wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+import chipwise
+from chipwise import UnknownChipError
+from chipwise.hardware import Chip, default_catalog
+from chipwise.hardware.schema import ChipFile, parse_date
+
+REQUIRED_GPUS = (
+    "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
+    "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x", "mi355x",
+    "max-1550",
+)  # fmt: skip
+REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
+REQUIRED_ASICS = ("gaudi3", "trainium2")
+REQUIRED_IDS = REQUIRED_GPUS + REQUIRED_TPUS + REQUIRED_ASICS
+
+# Common names a user types, and the chip each must find.
+ALIASES = [
+    ("a100", "a100-sxm-80gb"), ("A100 SXM", "a100-sxm-80gb"), ("A100 PCIe", "a100-pcie-80gb"),
+    ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
+    ("B200", "b200"), ("GB200 NVL72", "gb200"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
+    ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
+    ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
+    ("v5p", "tpu-v5p"), ("TPU v5p", "tpu-v5p"), ("TPU v6e", "tpu-v6e"),
+    ("trillium", "tpu-v6e"), ("ironwood", "tpu-v7"), ("tpu7x", "tpu-v7"), ("TPU7x", "tpu-v7"),
+]  # fmt: skip
+
+_ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+
+# Dense 16-bit FLOP per matrix unit (tensor core, AMD matrix core, Intel XMX engine) per clock,
+# with FP16 accumulate, by architecture. A chip's 16-bit figure may not exceed
+# units x matrix_units_per_unit x clock x this (x 1.05), which catches a 2:4 sparse headline
+# (2x) taken as dense. Sources: hardware.md tensor-core tables (S1, S3) and the checks there:
+# A100 1410 MHz x 432 x 512 = 312 TF; H100 1830 MHz x 528 x 1024 = 989 TF; B200/GB200 2048
+# (S3's estimate); AMD FMA x 2 per matrix core (CDNA2 128, CDNA3 256, CDNA4 512 FMA).
+# Volta and Turing do 64 FMA = 128 FLOP (hardware.md's 256 for Volta would give V100 250 TF,
+# twice its 125 TF peak). GDDR parts (GA10x, Ada, GeForce Blackwell) do 256 FLOP with FP16
+# accumulate (RTX 4090: 128 x 4 x 2.52 GHz x 256 = 330 TF, S18). Intel Xe-HPC: 4096 BF16
+# ops/clk per Xe core over 8 XMX engines (Tom's Hardware, Architecture Day 2021).
+FLOP_PER_MATRIX_UNIT_CLOCK = {
+    "volta": 128, "turing": 128, "ampere": 512, "ada": 256, "hopper": 1024,
+    "blackwell": 2048, "blackwell-rtx": 256, "cdna2": 256, "cdna3": 512, "cdna4": 1024,
+    "xe-hpc": 512,
+}  # fmt: skip
+# Published figures are allowed this much above the product (rounding, boost clocks).
+PEAK_TOLERANCE = 1.05
+# A 16-bit figure below this share of the product is probably per die or mis-scaled. GeForce
+# parts sit at exactly 0.5 (FP32 accumulate, see rtx-4090.toml).
+MIN_SHARE_OF_PRODUCT = 0.45
+
+
+def _catalog_files() -> list[Path]:
+    base = Path(str(resources.files("chipwise.hardware").joinpath("data")))
+    return sorted(p for kind in ("gpu", "tpu", "asic") for p in (base / kind).glob("*.toml"))
+
+
+def _sixteen_bit(chip: Chip) -> float:
+    return chip.dense_flops_per_s.get("bf16") or chip.dense_flops_per_s["fp16"]
+
+
+CHIPS = default_catalog().chips
+
+
+def test_packaged_catalog_loads_every_chip_file() -> None:
+    assert len(CHIPS) == len(_catalog_files())
+
+
+@pytest.mark.parametrize("chip_id", REQUIRED_IDS)
+def test_required_chip_is_in_the_catalog(chip_id: str) -> None:
+    assert chipwise.chip(chip_id).id == chip_id
+
+
+@pytest.mark.parametrize(
+    ("ids", "kind"), [(REQUIRED_GPUS, "gpu"), (REQUIRED_TPUS, "tpu"), (REQUIRED_ASICS, "asic")]
+)
+def test_required_chips_have_their_kind(ids: tuple[str, ...], kind: str) -> None:
+    assert {chipwise.chip(i).kind for i in ids} == {kind}
+
+
+def test_chip_ids_are_unique() -> None:
+    ids = [c.id for c in CHIPS]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_every_id_and_alias_resolves_to_its_chip(chip: Chip) -> None:
+    for name in (chip.id, *chip.aliases, chip.id.upper()):
+        assert chipwise.chip(name).id == chip.id, name
+
+
+@pytest.mark.parametrize(("name", "chip_id"), ALIASES)
+def test_common_names_resolve(name: str, chip_id: str) -> None:
+    assert chipwise.chip(name).id == chip_id
+
+
+@pytest.mark.parametrize(
+    ("name", "suggested"), [("h10", "h100-sxm"), ("tpu-v5x", "tpu-v5p"), ("mi300z", "mi300x")]
+)
+def test_unknown_chip_raises_with_close_matches(name: str, suggested: str) -> None:
+    with pytest.raises(UnknownChipError, match=re.escape(repr(suggested))) as err:
+        chipwise.chip(name)
+    assert repr(name) in str(err.value)
+
+
+def test_unknown_chip_with_no_close_match_says_where_to_look() -> None:
+    with pytest.raises(UnknownChipError, match="chipwise chips") as err:
+        chipwise.chip("quantum-toaster-9000")
+    assert "did you mean" not in str(err.value)
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_every_figure_has_a_source_and_a_past_date(chip: Chip) -> None:
+    assert chip.figures, "no figures"
+    for path, fig in chip.figures.items():
+        assert len(fig.source) > 3, path
+        assert _ISO_DATE.fullmatch(fig.date), (path, fig.date)
+        assert parse_date(fig.date) <= dt.date.today(), (path, fig.date)
+
+
+@pytest.mark.parametrize("path", _catalog_files(), ids=lambda p: p.name)
+def test_every_listed_source_is_cited(path: Path) -> None:
+    file = ChipFile.model_validate(tomllib.loads(path.read_text()))
+    cited = {f.source for f in file.figures().values()} | {file.availability.source}
+    assert set(file.sources) == cited
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_precision_rates_are_ordered(chip: Chip) -> None:
+    """fp32 <= tf32 <= bf16 <= fp8 where a chip lists them (lower precision is never slower)."""
+    rates = chip.dense_flops_per_s
+    order = [d for d in ("fp32", "tf32", "bf16", "fp8") if d in rates]
+    assert [rates[d] for d in order] == sorted(rates[d] for d in order), order
+
+
+@pytest.mark.parametrize("chip", [c for c in CHIPS if c.kind == "gpu"], ids=lambda c: c.id)
+def test_data_centre_gpus_run_fp16_at_the_bf16_rate(chip: Chip) -> None:
+    rates = chip.dense_flops_per_s
+    if "fp16" not in rates or "bf16" not in rates or not chip.memory_type.startswith("HBM"):
+        pytest.skip("not an HBM data-centre GPU listing both fp16 and bf16")
+    assert rates["fp16"] == rates["bf16"]
+
+
+def _gpus_with_clock() -> list[Chip]:
+    return [
+        c
+        for c in CHIPS
+        if c.kind == "gpu" and c.clock_hz is not None and c.matrix_units_per_unit is not None
+    ]
+
+
+def test_every_clocked_gpu_architecture_has_a_flop_per_clock_entry() -> None:
+    missing = {c.architecture for c in _gpus_with_clock()} - set(FLOP_PER_MATRIX_UNIT_CLOCK)
+    assert not missing
+
+
+@pytest.mark.parametrize("chip", _gpus_with_clock(), ids=lambda c: c.id)
+def test_gpu_dense_peak_matches_its_matrix_units(chip: Chip) -> None:
+    """A 2:4 sparse headline taken as dense would be 2x the units x clock product."""
+    assert chip.clock_hz is not None and chip.matrix_units_per_unit is not None
+    product = (
+        chip.units
+        * chip.matrix_units_per_unit
+        * chip.clock_hz
+        * FLOP_PER_MATRIX_UNIT_CLOCK[chip.architecture]
+    )
+    assert _sixteen_bit(chip) <= product * PEAK_TOLERANCE
+    assert _sixteen_bit(chip) >= product * MIN_SHARE_OF_PRODUCT
+
+
+def _systolic_chips() -> list[Chip]:
+    return [c for c in CHIPS if c.matrix_unit_dim is not None and c.clock_hz is not None]
+
+
+def test_tpus_with_a_clock_are_checked_against_their_systolic_arrays() -> None:
+    ids = {c.id for c in _systolic_chips()}
+    assert {"tpu-v4", "tpu-v5e", "tpu-v5p", "gaudi3"} <= ids
+
+
+@pytest.mark.parametrize("chip", _systolic_chips(), ids=lambda c: c.id)
+def test_systolic_peak_is_units_x_arrays_x_side_squared_x_2_x_clock(chip: Chip) -> None:
+    """TPU MXUs and Gaudi MMEs: one d x d multiply-accumulate array per unit per clock."""
+    assert chip.matrix_unit_dim is not None and chip.clock_hz is not None
+    per_unit = chip.matrix_units_per_unit or 1
+    expected = chip.units * per_unit * chip.matrix_unit_dim**2 * 2 * chip.clock_hz
+    assert chip.peak_flops_per_s("bf16") == pytest.approx(expected, rel=0.05)
+
+
+@pytest.mark.parametrize("chip", [c for c in CHIPS if c.kind == "tpu"], ids=lambda c: c.id)
+def test_tpus_have_no_fp64_and_are_rent_only_on_gcp(chip: Chip) -> None:
+    assert not chip.supports("fp64")
+    assert not chip.purchasable
+    assert chip.clouds == ("gcp",)
+    assert chip.scale_up.topology in ("torus-2d", "torus-3d")
+    assert chip.matrix_unit_dim in (128, 256)
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_figures_are_in_si_base_units(chip: Chip) -> None:
+    """Catches a figure written in GB, TB/s or TFLOP/s instead of bytes, B/s and FLOP/s."""
+    assert 8e9 <= chip.hbm_capacity_bytes <= 1e12
+    assert 1e11 <= chip.hbm_bytes_per_s <= 5e13
+    assert all(1e11 <= r <= 1e17 for r in chip.dense_flops_per_s.values())
+    assert 1e9 <= chip.scale_up.bytes_per_s_per_chip <= 5e12
+    if chip.scale_out is not None:
+        assert 1e9 <= chip.scale_out.bytes_per_s_per_chip <= chip.scale_up.bytes_per_s_per_chip
+    assert 30 <= chip.tdp_w <= 2000
+    assert 2015 <= chip.release_year <= dt.date.today().year
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_scale_up_domain_matches_topology(chip: Chip) -> None:
+    up = chip.scale_up
+    if up.topology == "pcie":
+        assert up.domain_chips == 1
+    else:
+        assert up.domain_chips >= 2
+    assert up.max_chips >= 1

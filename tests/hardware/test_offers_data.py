@@ -1,0 +1,78 @@
+"""The packaged cloud offers and purchase prices: sourced, dated, per chip and consistent."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from chipwise.hardware import PriceOffer, default_catalog
+from chipwise.hardware.schema import parse_date
+
+CATALOG = default_catalog()
+OFFERS = CATALOG.offers
+_ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+# Price order within one provider, chip and region: commitment and preemption only cut prices.
+CHEAPER_THAN = {"spot": "on-demand", "committed-1y": "on-demand", "committed-3y": "committed-1y"}
+
+
+def _offer_id(o: PriceOffer) -> str:
+    return f"{o.provider}-{o.chip_id}-{o.pricing}-{o.region}"
+
+
+def test_there_are_offers_for_every_kind_of_pricing_and_provider() -> None:
+    assert {o.pricing for o in OFFERS} == {"on-demand", "spot", "committed-1y", "committed-3y"}
+    assert {"gcp", "aws", "azure", "lambda", "runpod"} <= {o.provider for o in OFFERS}
+
+
+@pytest.mark.parametrize("offer", OFFERS, ids=_offer_id)
+def test_every_offer_names_a_catalog_chip_and_a_dated_source(offer: PriceOffer) -> None:
+    assert CATALOG.chip(offer.chip_id).id == offer.chip_id
+    assert len(offer.source) > 3
+    assert _ISO_DATE.fullmatch(offer.date)
+    assert parse_date(offer.date) <= dt.date.today()
+
+
+@pytest.mark.parametrize("offer", OFFERS, ids=_offer_id)
+def test_prices_are_per_chip_hour_not_per_instance(offer: PriceOffer) -> None:
+    """An 8-GPU instance price left undivided would be far above any single chip's."""
+    assert 0.05 <= offer.usd_per_chip_hour <= 20
+
+
+def test_tpus_are_offered_only_by_gcp() -> None:
+    tpu_offers = [o for o in OFFERS if CATALOG.chip(o.chip_id).kind == "tpu"]
+    assert tpu_offers
+    assert {o.provider for o in tpu_offers} == {"gcp"}
+
+
+def test_every_gcp_tpu_with_a_price_has_spot_and_on_demand() -> None:
+    by_chip: dict[str, set[str]] = {}
+    for o in OFFERS:
+        if o.provider == "gcp" and o.chip_id.startswith("tpu-"):
+            by_chip.setdefault(o.chip_id, set()).add(o.pricing)
+    assert {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"} <= set(by_chip)
+    for chip_id, pricings in by_chip.items():
+        assert {"on-demand", "spot"} <= pricings, chip_id
+
+
+@pytest.mark.parametrize("offer", [o for o in OFFERS if o.pricing in CHEAPER_THAN], ids=_offer_id)
+def test_discounted_prices_are_below_the_undiscounted_one(offer: PriceOffer) -> None:
+    dearer = [
+        o.usd_per_chip_hour
+        for o in OFFERS
+        if (o.provider, o.chip_id) == (offer.provider, offer.chip_id)
+        and o.pricing == CHEAPER_THAN[offer.pricing]
+    ]
+    if not dearer:
+        pytest.skip(f"no {CHEAPER_THAN[offer.pricing]} price to compare with")
+    assert offer.usd_per_chip_hour < min(dearer)
+
+
+def test_purchases_are_sourced_and_only_for_purchasable_chips() -> None:
+    assert CATALOG.purchases
+    for p in CATALOG.purchases:
+        assert CATALOG.chip(p.chip_id).purchasable, p.chip_id
+        assert len(p.source) > 3 and _ISO_DATE.fullmatch(p.date)
+        assert 500 <= p.usd <= 100_000
+    assert len({p.chip_id for p in CATALOG.purchases}) == len(CATALOG.purchases)
