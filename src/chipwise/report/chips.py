@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from chipwise.hardware import Catalog, Chip
-from chipwise.units import GB, TERA
+from chipwise.units import GB, TERA, format_bytes, format_rate, format_seconds
 
 JSON_SCHEMA_VERSION = 1
 
@@ -65,28 +68,50 @@ def _tflops(chip: Chip, dtype: str) -> str:
     return f"{chip.dense_flops_per_s[dtype] / TERA:.4g}" if chip.supports(dtype) else "—"
 
 
+# Short scale-up topology names, so the catalog table fits 80 columns.
+_TOPOLOGY_SHORT = {
+    "switch": "sw", "all-to-all": "a2a", "torus-2d": "2D", "torus-3d": "3D",
+    "pcie": "pcie", "none": "none",
+}  # fmt: skip
+_TABLE_CAPTION = (
+    "bf16, fp8, fp64: dense TFLOP/s. up: scale-up topology x chips per domain (sw switch, a2a "
+    "all-to-all, 2D/3D torus). $/h: cheapest on-demand offer per chip-hour. "
+    "'chipwise chips show ID' gives every figure with its source."
+)
+
+
 def chips_table(chips: tuple[Chip, ...], catalog: Catalog) -> Table:
-    """One row per chip: dense peaks, memory, scale-up, power, cheapest on-demand price."""
-    table = Table(title="chipwise hardware catalog (dense peak per chip)", title_justify="left")
+    """One row per chip: dense peaks, memory, scale-up, power, cheapest on-demand price.
+
+    Laid out to stay readable at 80 columns (no borders between columns, short headers).
+    """
+    table = Table(
+        title="chipwise hardware catalog (dense peak per chip)",
+        title_justify="left",
+        caption=_TABLE_CAPTION,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col, justify in [
-        ("id", "left"), ("kind", "left"), ("bf16 TF", "right"), ("fp8 TF", "right"),
-        ("fp64 TF", "right"), ("HBM GB", "right"), ("HBM GB/s", "right"),
-        ("scale-up ×chips", "left"), ("TDP W", "right"), ("$/chip-h", "right"),
-        ("buy", "left"),
+        ("id", "left"), ("bf16", "right"), ("fp8", "right"), ("fp64", "right"),
+        ("HBM GB", "right"), ("TB/s", "right"), ("up", "left"), ("W", "right"),
+        ("$/h", "right"), ("buy", "left"),
     ]:  # fmt: skip
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for c in chips:
         on_demand = [o.usd_per_chip_hour for o in catalog.offers_for(c.id)
                      if o.pricing == "on-demand"]  # fmt: skip
+        topology = _TOPOLOGY_SHORT.get(c.scale_up.topology, c.scale_up.topology)
         table.add_row(
             c.id,
-            c.kind,
             _tflops(c, "bf16"),
             _tflops(c, "fp8"),
             _tflops(c, "fp64"),
             f"{c.hbm_capacity_bytes / GB:.0f}",
-            f"{c.hbm_bytes_per_s / GB:.0f}",
-            f"{c.scale_up.topology} ×{c.scale_up.domain_chips}",
+            f"{c.hbm_bytes_per_s / TERA:.2f}",
+            topology if c.scale_up.domain_chips <= 1 else f"{topology}×{c.scale_up.domain_chips}",
             f"{c.tdp_w:.0f}",
             f"{min(on_demand):.2f}" if on_demand else "—",
             "yes" if c.purchasable else "no",
@@ -94,13 +119,42 @@ def chips_table(chips: tuple[Chip, ...], catalog: Catalog) -> Table:
     return table
 
 
+def _figure_value(path: str, value: float) -> str:
+    """A figure with its unit, read from its dotted path (``memory.capacity_bytes``)."""
+    if path == "release_year":
+        return f"{value:.0f}"
+    if path.endswith("bytes_per_s") or "bytes_per_s_" in path:
+        return format_rate(value, "B/s")
+    if path.endswith("_bytes"):
+        return format_bytes(value)
+    if "flops_per_s" in path:
+        return format_rate(value, "OP/s" if path.endswith(".int8") else "FLOP/s")
+    if path.endswith("_hz"):
+        return format_rate(value, "Hz")
+    if path.endswith("_w"):
+        return f"{value:.0f} W"
+    if path.endswith("_s"):
+        return format_seconds(value)
+    return f"{value:.4g}"
+
+
 def chip_detail_table(chip: Chip) -> Table:
-    """Every figure of one chip with its source and date."""
-    table = Table(title=f"{chip.name} ({chip.id})", title_justify="left")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("source")
-    table.add_column("date")
+    """Every figure of one chip with its unit, date, source and note.
+
+    Each figure takes two rows (value and date, then its source and note underneath), so
+    long references wrap in the wide first column and the table stays readable at 80 columns.
+    """
+    table = Table(
+        title=f"{chip.name} ({chip.id})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("figure / source", ratio=1)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("date", no_wrap=True)
     for path, f in sorted(chip.figures.items()):
-        table.add_row(path, f"{f.value:.4g}", f.source + (f" — {f.note}" if f.note else ""), f.date)
+        table.add_row(Text(path, style="bold"), _figure_value(path, f.value), f.date)
+        source = f.source + (f" — {f.note}" if f.note else "")
+        table.add_row(Padding(Text(source, style="dim", overflow="fold"), (0, 0, 0, 2)), "", "")
     return table
