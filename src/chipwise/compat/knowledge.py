@@ -409,12 +409,23 @@ def load_knowledge(path: Path | None = None) -> Knowledge:
     try:
         file = KnowledgeFile.model_validate(raw)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ScanError(
-            f"{path.name}: {loc}: {first['msg']} ({err.error_count()} error(s) in file)"
-        ) from err
+        raise ScanError(_validation_message(path, raw, err)) from err
     return knowledge_from_file(file)
+
+
+def _validation_message(path: Path, raw: dict[str, object], err: ValidationError) -> str:
+    """'packages.toml: package[3] (flash-attn).support.amd-rocm: Input should be ... (got ..)'."""
+    first = err.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    where = ".".join(loc)
+    table = raw.get(loc[0]) if loc else None
+    if len(loc) >= 2 and isinstance(table, list) and loc[1].isdigit():
+        entry = table[int(loc[1])]
+        name = f" ({entry['id']})" if isinstance(entry, dict) and "id" in entry else ""
+        where = f"{loc[0]}[{loc[1]}]{name}" + "".join(f".{p}" for p in loc[2:])
+    got = repr(first.get("input"))
+    got = got if len(got) <= 60 else got[:57] + "..."
+    return f"{path.name}: {where}: {first['msg']} (got {got}; {err.error_count()} error(s))"
 
 
 @cache

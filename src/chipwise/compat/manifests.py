@@ -157,6 +157,8 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, buf.strip()
 
 
+_DIRECT_REF = re.compile(r"^[A-Za-z0-9][\w.-]*\s*(?:\[[^\]]*\])?\s*@")
+_ARCHIVES = (".whl", ".tar.gz", ".zip")
 _OPT_WITH_VALUE = re.compile(r"^(-r|--requirement|-c|--constraint|-e|--editable)(?:\s+|=)?(.*)$")
 
 
@@ -174,7 +176,8 @@ def parse_requirements(file: str, text: str) -> Parsed:
             continue
         if ln.startswith("-"):
             continue  # --index-url, --find-links, --hash...: URLs were read above
-        if ln.startswith((".", "/", "~")) or ln.endswith((".whl", ".tar.gz", ".zip")):
+        direct = _DIRECT_REF.match(ln)  # "name @ url": a named requirement
+        if not direct and (ln.startswith((".", "/", "~")) or ln.endswith(_ARCHIVES)):
             egg = _EGG_RE.search(ln)
             if egg:
                 out.hits += requirement_hits(egg.group(1), file=file, line=no, evidence=ln)
