@@ -114,8 +114,8 @@ def test_a_measurement_with_impossible_values_is_rejected(bad: dict[str, object]
 def test_latest_calibration_returns_only_the_newest_run(db: Path) -> None:
     def row(run: str, value: float, field: str = "hbm_fraction") -> CalibrationRow:
         return CalibrationRow(run_id=run, timestamp="t", chip_id="h100-sxm",
-                              device_name="NVIDIA H100 80GB HBM3", field=field, value=value,
-                              n_points=3)  # fmt: skip
+                              device_name="NVIDIA H100 80GB HBM3", device_kind="gpu",
+                              field=field, value=value, n_points=3)  # fmt: skip
 
     store.add_calibration(db, [row("old", 0.5), row("old", 0.7, "gemm_peak_fraction")])
     store.add_calibration(db, [row("new", 0.9)])

@@ -91,3 +91,68 @@ def test_bench_list_on_an_empty_store_says_how_to_fill_it(db: Path) -> None:
     result = runner.invoke(app, ["bench", "list", "--db", str(db)])
     assert result.exit_code == 0
     assert "run 'chipwise bench'" in result.stdout
+
+
+def test_bench_calibrate_profile_end_to_end_on_the_cpu(db: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    bench = ["bench", "--quick", "--device", "cpu", "--db", str(db), "--quiet"]
+    assert runner.invoke(app, [*bench, "--only", "gemm,copy"]).exit_code == 0
+    cal = runner.invoke(app, ["calibrate", "--db", str(db), "--json"])
+    assert cal.exit_code == 0, cal.output
+    doc = json.loads(cal.stdout)
+    assert doc["chip_id"] is None and doc["efficiency"] is None
+    assert doc["measured"]["gemm_flops_per_s"]["fp32"] > 0
+    assert doc["measured"]["bytes_per_s"] > 0
+    model = tmp_path / "tiny_cli_model.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\ndef build():\n"
+        "    return nn.Linear(16, 4), (torch.empty(2, 16),)\n"
+    )
+    spec = f"{model}:build"
+    prof = runner.invoke(app, ["profile", spec, "--trust-code", "--device", "cpu", "--steps",
+                               "2", "--db", str(db), "--json"])  # fmt: skip
+    assert prof.exit_code == 0, prof.output
+    result = json.loads(prof.stdout)
+    assert len(result["step_times_s"]) == 2
+    assert result["predicted_step_s"] > 0
+    assert result["error"] == pytest.approx(
+        result["predicted_step_s"] / result["measured_step_s"] - 1
+    )
+    text = runner.invoke(app, ["profile", spec, "--trust-code", "--device", "cpu", "--steps",
+                               "1", "--db", str(db)])  # fmt: skip
+    assert "measured step:" in text.stdout and "predicted step:" in text.stdout
+
+
+def test_profile_without_trust_code_is_refused_in_one_line(db: Path) -> None:
+    spec = "chipwise.workload.examples.gpt2_like:build"
+    result = runner.invoke(app, ["profile", spec, "--db", str(db)])
+    assert result.exit_code == 2
+    assert _one_line_error(result.output) == (
+        f"error: importing {spec!r} runs its code; pass --trust-code"
+    )
+
+
+def test_calibrate_and_compare_a_catalog_chip_from_stored_measurements(db: Path) -> None:
+    from tests.bench.test_calibrate import SYNTHETIC_H100
+
+    store.add_measurements(db, SYNTHETIC_H100)
+    cal = runner.invoke(app, ["calibrate", "--db", str(db), "--chip", "h100", "--json"])
+    assert cal.exit_code == 0, cal.output
+    doc = json.loads(cal.stdout)
+    assert doc["chip_id"] == "h100-sxm"
+    assert doc["efficiency"]["gemm_peak_fraction"] == pytest.approx(0.8)
+    table = runner.invoke(app, ["calibrate", "--db", str(db), "--chip", "h100", "--no-save"])
+    assert "packaged" in table.stdout and "gemm_peak_fraction" in table.stdout
+    cmp = runner.invoke(app, ["bench", "compare", "--db", str(db), "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    rows = json.loads(cmp.stdout)
+    assert rows["n"] == len(SYNTHETIC_H100)
+    assert rows["median_abs_error"] >= 0
+    text = runner.invoke(app, ["bench", "compare", "--db", str(db), "--calibrated"])
+    assert "calibrated efficiencies: median |error|" in text.stdout
+
+
+def test_calibrate_an_empty_store_is_a_one_line_error(db: Path) -> None:
+    result = runner.invoke(app, ["calibrate", "--db", str(db)])
+    assert result.exit_code == 2
+    assert "run 'chipwise bench' first" in _one_line_error(result.output)

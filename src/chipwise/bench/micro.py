@@ -45,8 +45,9 @@ BENCH_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16")
 MEMORY_DTYPE = "fp32"  # buffers of the copy / elementwise / reduction / all-reduce cases
 
 # Sweeps. GPUs and TPUs get square GEMMs from 256 (launch-bound) to 8192 (compute-bound on
-# every catalog chip) and buffers from 1 MiB (inside L2) to 1 GiB (far beyond any L2 or
-# TPU CMEM); a CPU gets sizes that finish in seconds. --quick is tiny, for smoke tests.
+# every catalog chip) and buffers from 16 KiB (launch-bound: fixes the overhead in the
+# calibration fit) to 1 GiB (far beyond any L2 or TPU CMEM); a CPU gets sizes that finish
+# in seconds. --quick is tiny, for smoke tests.
 GEMM_SIZES = {
     ("accelerator", False): (256, 512, 1024, 2048, 4096, 8192),
     ("accelerator", True): (256, 1024),
@@ -54,9 +55,9 @@ GEMM_SIZES = {
     ("cpu", True): (32, 64),
 }
 MEMORY_ELEMENTS = {  # fp32 elements per buffer
-    ("accelerator", False): (2**18, 2**20, 2**22, 2**24, 2**26, 2**28),
+    ("accelerator", False): (2**12, 2**15, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28),
     ("accelerator", True): (2**18, 2**22),
-    ("cpu", False): (2**14, 2**16, 2**18, 2**20, 2**22, 2**24),
+    ("cpu", False): (2**10, 2**12, 2**14, 2**16, 2**18, 2**20, 2**22, 2**24),
     ("cpu", True): (2**10, 2**14),
 }
 ATTENTION_SHAPES = {  # (B, H, S, Dh)

@@ -7,7 +7,7 @@ Tables (``SCHEMA_VERSION`` 1; a newer file is refused rather than misread):
 
 - ``schema_version(version)``: one row;
 - ``measurements``: one row per benchmark case of a run, the columns of ``Measurement``;
-- ``calibrations``: fitted efficiency parameters, one row per (device, field) and run.
+- ``calibrations``: fitted parameters, one row per (device, field) and calibration run.
 
 Units are in the column names. ``time_s`` is the median over ``repeats`` timed runs and
 ``time_s_min`` the fastest; ``achieved_*_per_s`` divide the work by the median.
@@ -64,9 +64,11 @@ CREATE TABLE IF NOT EXISTS calibrations (
     timestamp TEXT NOT NULL,
     chip_id TEXT,
     device_name TEXT NOT NULL,
+    device_kind TEXT NOT NULL,
     field TEXT NOT NULL,
     value REAL NOT NULL,
-    n_points INTEGER NOT NULL
+    n_points INTEGER NOT NULL,
+    note TEXT NOT NULL
 );
 """
 
@@ -119,15 +121,18 @@ class Measurement:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CalibrationRow:
-    """One fitted efficiency parameter of one device, from ``n_points`` measurements."""
+    """One fitted parameter of one device, from ``n_points`` measurements: an ``Efficiency``
+    field (``hbm_fraction``), or a measured rate of the device (``measured.bytes_per_s``)."""
 
     run_id: str
     timestamp: str
     chip_id: str | None
     device_name: str
+    device_kind: str
     field: str
     value: float
     n_points: int
+    note: str = ""  # how it was fitted
     id: int | None = None
 
 

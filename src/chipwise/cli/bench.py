@@ -16,13 +16,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from chipwise.bench import store
+from chipwise.bench.calibrate import Calibration, calibrate, save_calibration
+from chipwise.bench.compare import compare_measured, comparison_to_dict
 from chipwise.bench.devices import DEVICE_REQUESTS, detect_device
 from chipwise.bench.micro import BenchConfig, BenchResult, Case, run_benchmarks
+from chipwise.bench.profile import profile_factory
 from chipwise.bench.store import BENCHMARKS, Measurement
 from chipwise.cli.app import app
 from chipwise.cli.output import console, err_console, print_json
 from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
+from chipwise.perf.efficiency import PARAMETERS, efficiency_for
 from chipwise.units import GIGA, TERA, format_seconds
 
 bench_app = typer.Typer(
@@ -217,3 +221,162 @@ def list_measurements(
     console.print(
         f"{len(rows)} measurements from {runs} run(s) on {devices}, in {store.resolve_db(db)}"
     )
+
+
+@bench_app.command("compare")
+def compare(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    chip: str | None = typer.Option(None, "--chip", help="Only this chip (id or alias)."),
+    benchmark: str | None = typer.Option(None, "--benchmark", help=" | ".join(BENCHMARKS)),
+    calibrated: bool = typer.Option(
+        False, "--calibrated", help="Predict with the calibrated efficiencies (in-sample)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Compare stored measurements of catalog chips with the model's predictions."""
+    result = compare_measured(db, chip_id=chip, benchmark=benchmark, calibrated=calibrated)
+    if as_json:
+        print_json(comparison_to_dict(result))
+        return
+    if not result.rows:
+        console.print(
+            f"no measurements of catalog chips in {store.resolve_db(db)}; run 'chipwise "
+            "bench' on a GPU or TPU (a CPU has no catalog entry to compare with)",
+            soft_wrap=True,
+        )
+        for note in result.skipped:
+            console.print(f"skipped: {note}", soft_wrap=True)
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    for name in ("chip", "benchmark", "shape", "dtype"):
+        table.add_column(name, no_wrap=True)
+    for name in ("measured", "predicted", "error"):
+        table.add_column(name, justify="right")
+    table.add_column("bound")
+    for r in result.rows:
+        table.add_row(r.chip_id, r.benchmark, r.shape, r.dtype, format_seconds(r.measured_s),
+                      format_seconds(r.predicted_s), f"{r.error:+.0%}", r.bound)  # fmt: skip
+    console.print(table)
+    kind = "calibrated" if calibrated else "packaged"
+    console.print(
+        f"{len(result.rows)} rows, {kind} efficiencies: median |error| "
+        f"{result.median_abs_error:.1%}, p90 {result.p90_abs_error:.1%}",
+        soft_wrap=True,
+    )
+    for note in result.skipped:
+        console.print(f"skipped: {note}", soft_wrap=True)
+
+
+def _calibration_dict(cal: Calibration, db: Path, saved: bool) -> dict[str, Any]:
+    eff = cal.efficiency
+    return {
+        "schema_version": store.SCHEMA_VERSION,
+        "run_id": cal.run_id,
+        "db": str(db) if saved else None,
+        "device_name": cal.device_name,
+        "chip_id": cal.chip_id,
+        "values": [
+            {"field": v.field, "value": v.value, "n_points": v.n_points, "note": v.note}
+            for v in cal.values
+        ],
+        "efficiency": None if eff is None else {p: getattr(eff, p) for p in PARAMETERS},
+        "measured": {
+            "gemm_flops_per_s": dict(cal.measured.gemm_flops_per_s),
+            "attention_flops_per_s": dict(cal.measured.attention_flops_per_s),
+            "bytes_per_s": cal.measured.bytes_per_s,
+            "launch_overhead_s": cal.measured.launch_overhead_s,
+        },
+        "notes": list(cal.notes),
+    }
+
+
+@app.command("calibrate")
+def calibrate_command(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    chip: str | None = typer.Option(
+        None, "--chip", help="Calibrate this catalog chip (default: the latest measured device)."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="Or: the device whose name contains this."
+    ),
+    no_save: bool = typer.Option(False, "--no-save", help="Fit and print, do not store."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Fit the performance model's efficiency parameters to stored measurements."""
+    cal = calibrate(db, chip_id=chip, device=device)
+    path = store.resolve_db(db)
+    if not no_save:
+        save_calibration(path, cal)
+    if as_json:
+        print_json(_calibration_dict(cal, path, not no_save))
+        return
+    packaged = efficiency_for(default_catalog().chip(cal.chip_id)) if cal.chip_id else None
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("field", no_wrap=True)
+    table.add_column("fitted", justify="right")
+    if packaged is not None:
+        table.add_column("packaged", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("how")
+    for v in cal.values:
+        cells = [v.field, f"{v.value:.4g}"]
+        if packaged is not None:
+            cells.append(f"{getattr(packaged, v.field):.4g}" if v.field in PARAMETERS else "")
+        table.add_row(*cells, str(v.n_points), v.note)
+    target = cal.chip_id or "not in the catalog: described by its measurements"
+    console.print(f"{cal.device_name} ({target})", soft_wrap=True, highlight=False)
+    console.print(table)
+    for note in cal.notes:
+        console.print(f"note: {note}", soft_wrap=True)
+    where = "not stored (--no-save)" if no_save else f"stored in {path}"
+    console.print(f"calibration {cal.run_id}, {where}", soft_wrap=True)
+
+
+@app.command("profile")
+def profile_command(
+    spec: str = typer.Argument(
+        ..., metavar="MODULE:FACTORY", help="'pkg.module:build' or 'path/file.py:build'."
+    ),
+    trust_code: bool = typer.Option(
+        False, "--trust-code", help="Allow importing (running) the factory's code."
+    ),
+    device: str = typer.Option("auto", "--device", help="auto | cuda | cpu (PyTorch)."),
+    steps: int = typer.Option(3, "--steps", help="Timed training steps (median reported)."),
+    warmup: int = typer.Option(1, "--warmup", help="Untimed steps first."),
+    dtype: str | None = typer.Option(
+        None, "--dtype", help="Cast the model to fp32 | bf16 | fp16 (default: as built)."
+    ),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Time real training steps of a PyTorch model here and compare with the prediction."""
+    r = profile_factory(spec, trust_code=trust_code, device=device, steps=steps,
+                        warmup=warmup, dtype=dtype, db=db)  # fmt: skip
+    if as_json:
+        print_json(
+            {
+                "schema_version": store.SCHEMA_VERSION,
+                "spec": r.spec,
+                "device": r.device.name,
+                "chip_id": r.device.chip_id,
+                "dtype": r.dtype,
+                "step_times_s": list(r.step_times_s),
+                "measured_step_s": r.measured_step_s,
+                "predicted_step_s": r.predicted_step_s,
+                "predicted_on": r.predicted_on,
+                "error": r.error,
+                "graph_flops": r.graph_flops,
+                "graph_ops": r.graph_ops,
+                "notes": list(r.notes),
+            }
+        )
+        return
+    lines = [
+        f"{r.spec} on {r.device.label}, {r.dtype}",
+        f"measured step:  {format_seconds(r.measured_step_s)} (median of {len(r.step_times_s)})",
+        f"predicted step: {format_seconds(r.predicted_step_s)} on {r.predicted_on}, "
+        f"{r.graph_ops} ops, {r.graph_flops:.3g} FLOP",
+        f"error:          {r.error:+.0%} (predicted / measured - 1)",
+    ]
+    for line in lines:
+        console.print(line, soft_wrap=True, highlight=False)
