@@ -93,7 +93,8 @@ _COPY_OPS = frozenset(
     {"clone", "copy", "copy_", "_to_copy", "_copy_from", "_copy_from_and_resize", "cat",
      "stack", "contiguous", "repeat", "repeat_interleave", "roll", "flip", "slice_scatter",
      "select_scatter", "diagonal_scatter", "as_strided_scatter", "pixel_shuffle",
-     "pixel_unshuffle", "channel_shuffle", "im2col", "col2im"}
+     "pixel_unshuffle", "channel_shuffle", "im2col", "col2im", "select_backward",
+     "slice_backward", "diagonal_backward", "unfold_backward", "narrow_copy"}
 )  # fmt: skip
 _COPY_PREFIXES = ("constant_pad", "reflection_pad", "replication_pad", "upsample_nearest")
 _ELEMENTWISE_OPS = frozenset(  # write-only fills and masks without the pointwise tag
@@ -403,6 +404,7 @@ def graph_from_module(
     tracker = ModuleTracker()
     recorder = _make_recorder(torch, trace, counter, tracker)
     notes = [f"traced on the meta device with torch {torch.__version__}; bytes at {dtype}"]
+    fresh = [p for p in module.parameters() if p.grad is None]  # grads to clear afterwards
     try:
         with _make_sdpa_mode(torch), tracker, counter, recorder:
             with torch.set_grad_enabled(backward):
@@ -425,6 +427,9 @@ def graph_from_module(
             f"tracing {graph_name!r} on the meta device failed ({_one_line(err)}); ops with "
             "data-dependent shapes (nonzero, unique, .item()) cannot be traced without data"
         ) from err
+    finally:
+        for p in fresh:
+            p.grad = None
     total = counter.get_total_flops()
     notes.append(
         f"flop_counter: forward {forward_flops:.4g} FLOP, backward {total - forward_flops:.4g}"
