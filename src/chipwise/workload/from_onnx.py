@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -341,6 +342,7 @@ class _Walk:
     target_bytes: float | None
     dtype: str | None
     ops: list[Op]
+    main_dtype: str = "fp32"  # for ops on integer tensors only (shape arithmetic)
     subgraphs: int = 0
     unknown_shapes: int = 0
 
@@ -359,7 +361,7 @@ class _Walk:
     def node(self, node: Any, kind: OpKind) -> None:
         ins = [self.types.get(n) if n else None for n in node.input]
         outs = [self.types.get(n) for n in node.output if n]
-        known_in = [t for t in dict.fromkeys(i for i in ins if i is not None)]
+        known_in = [t for t in ins if t is not None]
         known_out = [t for t in outs if t is not None]
         if len(known_out) < len(outs) or any(not t.known for t in (*known_in, *known_out)):
             self.unknown_shapes += 1
@@ -404,7 +406,7 @@ class _Walk:
         own = [_CHIPWISE_DTYPE.get(t.elem) for t in tensors]
         if kind not in (OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION):
             own.reverse()  # an elementwise op is in its result type; a matmul in its inputs'
-        return next((d for d in own if d), "fp32")
+        return next((d for d in own if d), self.main_dtype)
 
 
 def _read_model(onnx: Any, path: Path) -> Any:
@@ -473,7 +475,9 @@ def load_onnx(
         bumped = {s: sizes.get(s, dynamic_dim) + 1 for s in symbols}
         other = _concrete_types(onnx, model, bumped, [])
         varying = {n for n, t in types.items() if n in other and other[n].dims != t.dims}
-    walk = _Walk(onnx, types, varying, DTYPE_BYTES[dtype] if dtype else None, dtype, [])
+    floats = Counter(_CHIPWISE_DTYPE.get(t.elem) for t in types.values() if t.is_float)
+    main = next((d for d, _ in floats.most_common() if d), "fp32")
+    walk = _Walk(onnx, types, varying, DTYPE_BYTES[dtype] if dtype else None, dtype, [], main)
     walk.graph(model.graph)
     if symbols:
         taken = ", ".join(f"{s}={sizes.get(s, dynamic_dim)}" for s in symbols)
