@@ -108,6 +108,41 @@ def _memop(name: str, kind: OpKind, elements: float, reads: float, writes: float
     )
 
 
+def _fp8_cast(name: str, elements: float, dt: Dtypes) -> list[Op]:
+    """Quantising a GEMM input to fp8 where no preceding kernel can fuse it (Transformer
+    Engine fuses the cast into LayerNorm and activation kernels, not into attention):
+    read bf16, write the fp8 copy and its transpose (Hopper fp8 GEMMs need both layouts
+    for forward and wgrad; TE docs, "FP8 primer")."""
+    if dt.matmul != "fp8":
+        return []
+    return [
+        Op(
+            name=name,
+            kind=OpKind.ELEMENTWISE,
+            dtype=dt.act,
+            flops=2.0 * elements,
+            bytes_read=elements * dtype_bytes(dt.act),
+            bytes_written=2.0 * elements * dtype_bytes("fp8"),
+            shape=(int(elements),),
+        )
+    ]
+
+
+def mxu_padded_attention(op: Op, mxu_dim: int) -> Op:
+    """Fused attention on a systolic MXU of side ``mxu_dim``: QK^T contracts over the
+    qk head dim and PV produces the v head dim, so both pad to the MXU side (scaling-book
+    tpus.md: dims pad to 128, 256 on v6e/TPU7x); head_dim 128 on a 256 MXU runs at half
+    rate. A private helper until ``tpu.py`` pads ATTENTION ops itself."""
+    if op.kind is not OpKind.ATTENTION or op.mnk is None or not op.shape:
+        return op
+    qk = op.mnk[2]
+    v = op.shape[-1]
+    if not qk or not v:
+        return op
+    pad = (-(-qk // mxu_dim) * mxu_dim + -(-v // mxu_dim) * mxu_dim) / (qk + v)
+    return replace(op, flops=op.flops * pad) if pad > 1 else op
+
+
 def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float:
     """Query-key pairs one sequence's attention computes (flash skips masked blocks)."""
     if window and window < s_kv:
@@ -165,12 +200,14 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
         ops.append(_matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, dt))
         ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt))
+        ops += _fp8_cast("o_proj_cast", t * h * v, dt)
         ops.append(_matmul("o_proj", t, d, h * v, dt))
     else:
         dh = spec.head_dim
         ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, dt))
         ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
         ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt))
+        ops += _fp8_cast("o_proj_cast", t * h * dh, dt)
         ops.append(_matmul("o_proj", t, d, h * dh, dt))
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
@@ -213,8 +250,9 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         local_experts = e // shard.ep
         # Balanced routing: each rank receives as many token-expert pairs as it sends.
         per_expert = max(1, round(t * k / local_experts))
-        ops.append(_matmul("router", t, e, d, Dtypes(matmul="fp32", act="fp32")))
-        ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, "fp32", 4))
+        # router logits in the activation dtype (Megatron's default moe_router_dtype)
+        ops.append(_matmul("router", t, e, d, Dtypes(matmul=dt.act, act=dt.act)))
+        ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
         ops.append(_memop("moe_permute", OpKind.COPY, t * k * d, 1, 1, dt.act, 0))
         ops += _mlp(
             "expert",
@@ -304,6 +342,11 @@ def backward_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
                 bytes_read=op.batch * (m * k + m * n) * a,
                 bytes_written=op.batch * k * n * o,
             )
+            if op.dtype == "fp8":
+                # dY arrives in bf16 from the next op's backward: quantise it (and its
+                # transpose) for the dgrad and wgrad fp8 GEMMs
+                act = Dtypes(matmul="fp8", act="bf16")
+                out += _fp8_cast(f"{op.name}_dy_cast", op.batch * m * n, act)
             out += [dgrad, wgrad]
         elif op.kind is OpKind.ATTENTION:
             out.append(

@@ -25,6 +25,7 @@ function's output, the attention output); ``full`` keeps only each layer's input
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan
@@ -63,32 +64,46 @@ class StageParams:
     total: float  # dense + experts, after tp/ep sharding
 
 
+@cache
+def moe_layer_count(spec: TransformerSpec) -> int:
+    """``spec.n_moe_layers``, computed once per spec (the planner asks thousands of times)."""
+    return spec.n_moe_layers
+
+
 def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
     """Parameters of the heaviest stage of ``plan`` on one chip (tp/ep/pp applied, not fsdp)."""
-    per_stage = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
-    moe_layers = spec.n_moe_layers
+    return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep)
+
+
+@cache
+def _stage_params(spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int) -> StageParams:
+    per_stage = layers_per_stage(spec.n_layers, pp, vp)
+    moe_layers = moe_layer_count(spec)
     # MoE layers spread evenly over stages (first dense layers on stage 0 are ignored).
-    moe_per_stage = -(-moe_layers // plan.pp)
+    moe_per_stage = -(-moe_layers // pp)
     dense_layers = per_stage - min(per_stage, moe_per_stage)
     attn = attention_params(spec)
     dense_mlp, _ = mlp_params(spec, moe=False)
     shared, routed = mlp_params(spec, moe=True) if spec.is_moe else (0.0, 0.0)
     emb, head = embedding_params(spec)
     # pp=1 holds both ends; otherwise the heavier end (first: embedding, last: head).
-    ends = emb + head if plan.pp == 1 else max(emb, head)
+    ends = emb + head if pp == 1 else max(emb, head)
     dense = per_stage * attn + dense_layers * dense_mlp + moe_per_stage * shared + ends
     experts = moe_per_stage * routed
-    return StageParams(
-        dense=dense,
-        experts=experts,
-        total=dense / plan.tp + experts / (plan.tp * plan.ep),
-    )
+    return StageParams(dense=dense, experts=experts, total=dense / tp + experts / (tp * ep))
 
 
 def activation_bytes_per_token_layer(
     spec: TransformerSpec, plan: Plan, precision: str, *, moe: bool
 ) -> float:
     """Bytes one layer saves per token for its backward, on one chip (tp, cp applied)."""
+    return _activation_bytes(spec, plan.tp, plan.recompute, precision, moe)
+
+
+@cache
+def _activation_bytes(
+    spec: TransformerSpec, tp: int, recompute: str, precision: str, moe: bool
+) -> float:
     a = 2.0 if precision not in ("fp32",) else 4.0
     d = spec.d_model
     h, hkv = heads_per_rank(spec, 1)
@@ -117,20 +132,13 @@ def activation_bytes_per_token_layer(
     keep_always = 2 * d + qkv + up + permuted + extra
     # norm outputs, attention output, activation-function output: cheap to recompute
     cheap = 2 * d + attn_out + act_out
-    if plan.recompute == "full":
-        elems = d / plan.tp  # only the layer input (sequence-parallel shard)
-    elif plan.recompute == "selective":
-        elems = keep_always / plan.tp
+    if recompute == "full":
+        elems = d / tp  # only the layer input (sequence-parallel shard)
+    elif recompute == "selective":
+        elems = keep_always / tp
     else:
-        elems = (keep_always + cheap) / plan.tp
+        elems = (keep_always + cheap) / tp
     return elems * a
-
-
-def layer_working_bytes(spec: TransformerSpec, plan: Plan, precision: str, tokens: float) -> float:
-    """The one layer whose activations are rebuilt during backward under full recompute."""
-    none = Plan(tp=plan.tp, cp=plan.cp, recompute="none")
-    moe = spec.is_moe
-    return activation_bytes_per_token_layer(spec, none, precision, moe=moe) * tokens
 
 
 def in_flight_microbatches(plan: Plan, microbatches: int) -> float:
@@ -138,11 +146,15 @@ def in_flight_microbatches(plan: Plan, microbatches: int) -> float:
 
     1F1B keeps ``pp`` in flight (Narayanan et al. 2021 §2.2); interleaving adds
     ``(pp - 1) / vp`` (Korthikanti §4.2.3, the (1 + (p-1)/(p*v)) factor)."""
-    if plan.pp == 1:
+    return _in_flight(plan.pp, plan.vp, microbatches)
+
+
+def _in_flight(pp: int, vp: int, microbatches: int) -> float:
+    if pp == 1:
         return 1.0
-    base = float(min(plan.pp, microbatches))
-    if plan.vp > 1:
-        base *= 1 + (plan.pp - 1) / (plan.pp * plan.vp)
+    base = float(min(pp, microbatches))
+    if vp > 1:
+        base *= 1 + (pp - 1) / (pp * vp)
     return base
 
 
@@ -161,32 +173,54 @@ def train_memory(
     chip: Chip,
 ) -> MemoryUse:
     """Per-chip bytes for training ``spec`` under ``plan`` (the busiest pipeline stage)."""
-    key = "fp32" if precision == "fp32" else "default"
-    p = stage_params(spec, plan).total
-    weights = p * WEIGHT_BYTES[key] / plan.fsdp
-    grads = p * GRAD_BYTES[key] / plan.fsdp
-    optimizer = p * OPTIMIZER_BYTES[key] / (plan.fsdp * plan.dp)
-    tokens = plan.microbatch * seq_len / plan.cp  # tokens per micro-batch on this chip
-    layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
-    moe_frac = spec.n_moe_layers / spec.n_layers
-    per_token_layer = (1 - moe_frac) * activation_bytes_per_token_layer(
-        spec, plan, precision, moe=False
-    ) + (moe_frac * activation_bytes_per_token_layer(spec, plan, precision, moe=True))
-    acts = per_token_layer * layers * tokens * in_flight_microbatches(plan, microbatches)
-    if plan.recompute == "full":
-        acts += layer_working_bytes(spec, plan, precision, tokens)
-    logits = tokens * (-(-spec.vocab_size // plan.tp)) * LOGITS_BYTES_PER_ELEMENT
-    # ZeRO-3 gathers a layer (and prefetches the next) at full size.
-    gather = 0.0
-    if plan.fsdp > 1:
-        gather = 2 * p / layers * WEIGHT_BYTES[key] if layers else 0.0
+    w, g, o, a, other = train_memory_parts(
+        spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
+        plan.microbatch, plan.recompute, seq_len, microbatches, precision,
+    )  # fmt: skip
     return MemoryUse(
-        weights_bytes=weights,
-        grads_bytes=grads,
-        optimizer_bytes=optimizer,
-        activations_bytes=acts + logits,
-        other_bytes=gather + reserve_bytes(chip),
+        weights_bytes=w,
+        grads_bytes=g,
+        optimizer_bytes=o,
+        activations_bytes=a,
+        other_bytes=other + reserve_bytes(chip),
     )
+
+
+def train_memory_parts(
+    spec: TransformerSpec,
+    dp: int,
+    fsdp: int,
+    tp: int,
+    pp: int,
+    cp: int,
+    ep: int,
+    vp: int,
+    microbatch: int,
+    recompute: str,
+    seq_len: int,
+    microbatches: int,
+    precision: str,
+) -> tuple[float, float, float, float, float]:
+    """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
+    plain arguments so the planner can call it for thousands of layouts cheaply."""
+    key = "fp32" if precision == "fp32" else "default"
+    p = _stage_params(spec, pp, vp, tp, ep).total
+    weights = p * WEIGHT_BYTES[key] / fsdp
+    grads = p * GRAD_BYTES[key] / fsdp
+    optimizer = p * OPTIMIZER_BYTES[key] / (fsdp * dp)
+    tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
+    layers = layers_per_stage(spec.n_layers, pp, vp)
+    moe_frac = moe_layer_count(spec) / spec.n_layers
+    per_token_layer = (1 - moe_frac) * _activation_bytes(spec, tp, recompute, precision, False)
+    if moe_frac:
+        per_token_layer += moe_frac * _activation_bytes(spec, tp, recompute, precision, True)
+    acts = per_token_layer * layers * tokens * _in_flight(pp, vp, microbatches)
+    if recompute == "full":
+        acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe) * tokens
+    logits = tokens * (-(-spec.vocab_size // tp)) * LOGITS_BYTES_PER_ELEMENT
+    # ZeRO-3 gathers a layer (and prefetches the next) at full size.
+    gather = 2 * p / layers * WEIGHT_BYTES[key] if fsdp > 1 and layers else 0.0
+    return weights, grads, optimizer, acts + logits, gather
 
 
 def serve_memory(

@@ -11,7 +11,6 @@ per NIC (NCCL runs one ring per NIC; Thakur et al. 2005 for the ring costs).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -80,7 +79,11 @@ def groups(plan: Plan, chip: Chip) -> dict[str, Group]:
 
 
 def _group(axis: str, size: int, stride: int, domain: int) -> Group:
-    in_domain = 1 if stride >= domain else math.gcd(size, max(1, domain // stride))
+    if stride >= domain:
+        return Group(axis=axis, size=size, in_domain=1)
+    room = max(1, domain // stride)
+    # the largest whole share of the group that fits in one domain (NVL72 holds 64 of 64)
+    in_domain = max(d for d in range(1, min(size, room) + 1) if size % d == 0)
     return Group(axis=axis, size=size, in_domain=in_domain)
 
 

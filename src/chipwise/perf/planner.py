@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction
-from chipwise.perf.memory import train_memory
+from chipwise.perf.memory import reserve_bytes, train_memory_parts
 from chipwise.perf.parallel import check_plan, domain_chips
 from chipwise.perf.serve import ServeModel
 from chipwise.perf.step import StepModel
@@ -43,6 +43,9 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
+
+
 def given_keys(text: str) -> dict[str, int | str]:
     """The key=value pairs a ``--plan`` string names (validated by ``parse_plan`` rules)."""
     from chipwise.perf.base import parse_plan
@@ -53,6 +56,32 @@ def given_keys(text: str) -> dict[str, int | str]:
         key, raw = (s.strip() for s in part.split("=", 1))
         out[key] = raw if key == "recompute" else int(raw)
     return out
+
+
+def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
+    """What a ``--plan`` string fixes: every parallel axis (unnamed axes are 1, ``dp`` takes
+    the chips left over), and micro-batch/recompute only if named (else the planner picks).
+
+    Raises ``PlanError`` when the named axes do not divide ``chips``.
+    """
+    keys = given_keys(text)
+    fixed: dict[str, int | str] = {k: int(keys.get(k, 1)) for k in LAYOUT_KEYS if k != "dp"}
+    used = 1
+    for k in ("fsdp", "tp", "pp", "cp"):
+        used *= int(fixed[k])
+    if "dp" in keys:
+        fixed["dp"] = int(keys["dp"])
+    elif chips % used == 0:
+        fixed["dp"] = chips // used
+    else:
+        raise PlanError(
+            f"plan {text!r} uses fsdp*tp*pp*cp = {used} chips, which does not divide "
+            f"--chips {chips}; choose axes whose product divides {chips}"
+        )
+    for k in ("microbatch", "recompute"):
+        if k in keys:
+            fixed[k] = keys[k]
+    return fixed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,29 +187,34 @@ def plan_training(
     second: TrainPrediction | None = None
     least: tuple[float, Plan] | None = None
     candidates = fitting = 0
+    spec, precision = model.spec, model.precision
+    reserve = reserve_bytes(model.chip)
     for layout in _layouts(model, chips, seq_len, global_batch, fixed):
         try:
-            check_plan(layout, chips, model.chip, model.spec)
+            check_plan(layout, chips, model.chip, spec)
         except PlanError:
             continue
         candidates += 1
         m = global_batch // layout.data_parallel // layout.microbatch
-        chosen: Plan | None = None
+        chosen: Recompute | None = None
         for rc in recomputes:
-            plan = replace(layout, recompute=rc)
-            need = train_memory(
-                model.spec, plan, seq_len=seq_len, microbatches=m,
-                precision=model.precision, chip=model.chip,
-            ).total_bytes  # fmt: skip
+            need = reserve + sum(
+                train_memory_parts(
+                    spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
+                    layout.vp, layout.microbatch, rc, seq_len, m, precision,
+                )
+            )  # fmt: skip
             if least is None or need < least[0]:
-                least = (need, plan)
+                least = (need, replace(layout, recompute=rc))
             if need <= capacity:
-                chosen = plan
+                chosen = rc
                 break
         if chosen is None:
             continue
         try:
-            pred = model.train(chosen, seq_len=seq_len, global_batch=global_batch)
+            pred = model.train(
+                replace(layout, recompute=chosen), seq_len=seq_len, global_batch=global_batch
+            )
         except PlanError:
             continue
         fitting += 1

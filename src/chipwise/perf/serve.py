@@ -21,7 +21,6 @@ from __future__ import annotations
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, Breakdown, InferPrediction, PerfModel, Plan
-from chipwise.perf.graph import time_graph
 from chipwise.perf.layers import (
     Shard,
     decode_layer_ops,
@@ -31,9 +30,9 @@ from chipwise.perf.layers import (
 )
 from chipwise.perf.memory import serve_memory
 from chipwise.perf.parallel import Group, Network, check_plan, groups
-from chipwise.perf.step import TP_OVERLAP, Cost, _cost
+from chipwise.perf.step import TP_OVERLAP, Cost, _cost, time_ops
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Graph, Op, TransformerSpec
+from chipwise.workload.ir import Op, TransformerSpec
 
 # Host work per decode step (scheduling, sampling, detokenising, launching the step's
 # graph). vLLM's V1 re-architecture blog (2025-01-27) reports CPU overhead as the
@@ -93,8 +92,7 @@ class ServeModel:
     def _time(self, ops: tuple[Op, ...]) -> Cost:
         cost = self._cache.get(ops)
         if cost is None:
-            graph = Graph(name=self.spec.name, ops=ops)
-            cost = _cost(list(time_graph(graph, self.model).op_times))
+            cost = _cost(time_ops(ops, self.chip, self.model))
             self._cache[ops] = cost
         return cost
 

@@ -23,11 +23,20 @@ is timed by the per-op model of the chip (``OpTimer``). On top:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
-from chipwise.perf.base import Assumption, Breakdown, OpTime, PerfModel, Plan, TrainPrediction
+from chipwise.perf.base import (
+    Assumption,
+    Bound,
+    Breakdown,
+    OpTime,
+    PerfModel,
+    Plan,
+    TrainPrediction,
+)
 from chipwise.perf.graph import time_graph
 from chipwise.perf.layers import (
     Shard,
@@ -36,9 +45,16 @@ from chipwise.perf.layers import (
     head_ops,
     heads_per_rank,
     layer_ops,
+    mxu_padded_attention,
     selective_recompute_ops,
 )
-from chipwise.perf.memory import GRAD_BYTES, WEIGHT_BYTES, stage_params, train_memory
+from chipwise.perf.memory import (
+    GRAD_BYTES,
+    WEIGHT_BYTES,
+    moe_layer_count,
+    stage_params,
+    train_memory,
+)
 from chipwise.perf.parallel import (
     Collective,
     Group,
@@ -76,10 +92,54 @@ ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
 STEP_OVERHEAD_S = 0.0
 
 
+# Sustained share of the per-op tensor throughput in a whole training (or prefill) step.
+# The per-op efficiencies (efficiency.toml) are calibrated on seconds-long microbenchmarks
+# of one kernel (MAMF, a jax 8192^3 matmul); a step keeps every unit busy for minutes at the
+# power limit (GPU clocks settle below boost), with cold caches, layout/tiling constraints
+# of real fusions and collectives sharing HBM and SMs. One number per chip family, fitted
+# (in-sample) as the median measured/predicted ratio of that family's training rows in the
+# validation data (shared cases + perf/data/measurements.csv); see validation.py. Families:
+# GPUs and GEMM ASICs; TPUs with 128x128 MXUs (v2-v5p); TPUs with 256x256 MXUs (v6e, 7x).
+SUSTAINED_TENSOR_FRACTION: dict[str, float] = {
+    "gpu": 0.64,
+    "tpu-mxu128": 0.86,
+    "tpu-mxu256": 0.685,
+}
+
+
+def chip_family(chip: Chip) -> str:
+    """The ``SUSTAINED_TENSOR_FRACTION`` family of ``chip``."""
+    if chip.kind == "tpu":
+        return "tpu-mxu256" if (chip.matrix_unit_dim or 128) >= 256 else "tpu-mxu128"
+    return "gpu"
+
+
+def sustained_fraction(chip: Chip) -> float:
+    return SUSTAINED_TENSOR_FRACTION[chip_family(chip)]
+
+
+def _sustain(t: OpTime, fraction: float) -> OpTime:
+    """Stretch the compute time of a tensor op to the sustained rate."""
+    if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0:
+        return t
+    compute = t.compute_s / fraction
+    per = t.op.count or 1
+    one = max(compute, t.memory_s) / per + t.overhead_s / per
+    bound: Bound = "compute" if compute >= t.memory_s else t.bound
+    eff = t.efficiency * t.seconds / (one * per) if one else t.efficiency
+    return replace(t, compute_s=compute, seconds=one * per, bound=bound, efficiency=eff)
+
+
 def step_assumptions() -> tuple[Assumption, ...]:
     """The step-level constants as reportable assumptions."""
     src = "perf/step.py"
     return (
+        Assumption(
+            name="sustained_tensor_fraction",
+            value=", ".join(f"{k} {v}" for k, v in SUSTAINED_TENSOR_FRACTION.items()),
+            source=f"{src}: fitted per chip family to published training throughput "
+            "(in-sample; median measured/predicted)",
+        ),
         Assumption(name="tp_overlap", value=TP_OVERLAP, source=f"{src} (NeMo comm overlap)"),
         Assumption(
             name="data_parallel_overlap",
@@ -112,6 +172,20 @@ class Cost:
 
     def scaled(self, k: float) -> Cost:
         return Cost(self.compute_s * k, self.memory_s * k, self.overhead_s * k)
+
+
+@cache
+def _flops_per_token(spec: TransformerSpec, seq_len: int) -> float:
+    return model_flops_per_token(spec, seq_len)
+
+
+def time_ops(ops: tuple[Op, ...], chip: Chip, model: PerfModel) -> list[OpTime]:
+    """Time an op sequence with the per-op model (its fusion rule applies, via
+    ``graph.time_graph``); on an MXU chip attention pads to the MXU side first."""
+    if chip.matrix_unit_dim:
+        ops = tuple(mxu_padded_attention(op, chip.matrix_unit_dim) for op in ops)
+    f = sustained_fraction(chip)
+    return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
 
 
 def _cost(times: list[OpTime]) -> Cost:
@@ -170,7 +244,7 @@ class StepModel:
 
     def time_ops(self, ops: tuple[Op, ...]) -> list[OpTime]:
         """Times of an op sequence in execution order (the model's fusion rule applies)."""
-        return list(time_graph(Graph(name=self.spec.name, ops=ops), self.model).op_times)
+        return time_ops(ops, self.chip, self.model)
 
     def time_op(self, op: Op) -> OpTime:
         t = self._ops.get(op)
@@ -251,7 +325,7 @@ class StepModel:
         tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
 
         layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
-        n_moe = -(-spec.n_moe_layers // plan.pp) if spec.is_moe else 0
+        n_moe = -(-moe_layer_count(spec) // plan.pp) if spec.is_moe else 0
         n_moe = min(n_moe, layers)
         kinds = [(False, layers - n_moe), (True, n_moe)]
 
@@ -309,7 +383,7 @@ class StepModel:
             seq_len=seq_len,
             global_batch=global_batch,
             step_time_s=step,
-            model_flops_per_token=model_flops_per_token(spec, seq_len),
+            model_flops_per_token=_flops_per_token(spec, seq_len),
             memory=memory,
             capacity_bytes=chip.hbm_capacity_bytes,
             breakdown=breakdown,

@@ -26,7 +26,7 @@ import numpy as np
 from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware.catalog import chip as find_chip
 from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
-from chipwise.perf.planner import given_keys
+from chipwise.perf.planner import plan_constraints
 from chipwise.perf.predict import predict
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
@@ -221,7 +221,7 @@ def run_case(case: Case) -> Result:
                               output_len=case.output_len)  # fmt: skip
         else:
             phase = Training(seq_len=case.seq_len or 4096, global_batch=case.global_batch or 1)
-        keys = given_keys(case.plan) if case.plan else {}
+        keys = plan_constraints(case.plan, case.chips) if case.plan else {}
         pred = predict(
             Workload(model=model, phase=phase), chip, case.chips, case.precision,
             plan_keys=keys, allow_unfit=True,
