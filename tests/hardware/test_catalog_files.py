@@ -170,3 +170,59 @@ def test_a_file_that_is_not_utf8_is_an_error_naming_the_file(root: Path) -> None
     (root / "gpu" / "latin1.toml").write_bytes(b'id = "caf\xe9"\n')
     with pytest.raises(CatalogError, match=r"latin1\.toml: not valid TOML"):
         load_catalog(root)
+
+
+# [capabilities]: a validated list of feature names, sourced like every figure.
+
+
+def _set_capabilities(path: Path, table: str) -> None:
+    """Replace the file's [capabilities] table (if any) with ``table`` (empty: none)."""
+    text = path.read_text().split("\n[capabilities]", 1)[0].rstrip("\n")
+    path.write_text(text + "\n" + (f"\n[capabilities]\n{table}\n" if table else ""))
+
+
+H100_CAPS = 'features = ["general-compute", "fp64", "media-decode"]\nsource = "S1"'
+
+
+def test_a_capabilities_table_becomes_the_chips_features_with_their_sources(root: Path) -> None:
+    _set_capabilities(root / "gpu" / "h100-sxm.toml", H100_CAPS + '\nnote = "no NVENC"')
+    h100 = load_catalog(root).chip("h100-sxm")
+    assert h100.features == ("general-compute", "fp64", "media-decode")
+    assert h100.has_feature("media-decode") and not h100.has_feature("media-encode")
+    assert h100.features_note == "no NVENC"
+    (cited,) = h100.features_sources
+    assert cited.startswith("stas00/ml-engineering") and cited.endswith("(2026-08-22)")
+
+
+def test_a_chip_without_a_capabilities_table_has_no_features(root: Path) -> None:
+    _set_capabilities(root / "tpu" / "tpu-v5p.toml", "")
+    v5p = load_catalog(root).chip("v5p")
+    assert v5p.features == () and v5p.features_sources == ()
+
+
+def test_an_empty_feature_list_is_allowed_when_sourced(root: Path) -> None:
+    _set_capabilities(root / "tpu" / "tpu-v5p.toml", 'features = []\nsource = "S6"')
+    assert load_catalog(root).chip("v5p").features == ()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('features = ["raytracing"]\nsource = "S1"',
+         r"capabilities\.features\.0: Input should be 'fp64'.*\(got 'raytracing'\)"),
+        ('features = ["fp64", "fp64"]\nsource = "S1"', r"features listed twice: fp64"),
+        ('features = ["fp64"]', r"capabilities\.source: Field required"),
+        ('features = ["fp64"]\nsource = "C9"', r"cite sources not in \[sources\]: C9"),
+        ('features = ["fp64"]\nsource = "S1"\nmore_sources = ["C9"]', r"not in \[sources\]: C9"),
+        ('features = ["fp64"]\nsource = "S1"\ncolour = "red"', r"capabilities\.colour: Extra"),
+        ('features = ["general-compute"]\nsource = "S1"', r"lacks 'fp64'; add it"),
+    ],
+    ids=["unknown-name", "repeated", "unsourced", "missing-source", "missing-more", "extra-key",
+         "fp64-rate-without-feature"],
+)  # fmt: skip
+def test_a_bad_capabilities_table_is_an_error_naming_the_file(
+    root: Path, table: str, message: str
+) -> None:
+    _set_capabilities(root / "gpu" / "h100-sxm.toml", table)
+    with pytest.raises(CatalogError, match=r"h100-sxm\.toml: .*" + message):
+        load_catalog(root)

@@ -85,10 +85,16 @@ def _opt_int(f: Figure | None) -> int | None:
     return None if f is None else round(f.value)
 
 
+def _cite(key: str, file: ChipFile) -> str:
+    src = file.sources[key]
+    return f"{src.ref} ({src.date})"
+
+
 def chip_from_file(file: ChipFile) -> Chip:
     """Turn a validated file into the domain ``Chip``."""
     up = file.scale_up
     out = file.scale_out
+    caps = file.capabilities
     return Chip(
         id=file.id,
         name=file.name,
@@ -129,6 +135,9 @@ def chip_from_file(file: ChipFile) -> Chip:
         software=tuple(file.software),
         release_year=round(file.release_year.value),
         figures={k: _sourced(v, file) for k, v in file.figures().items()},
+        features=() if caps is None else tuple(caps.features),
+        features_sources=() if caps is None else tuple(_cite(k, file) for k in caps.cited()),
+        features_note="" if caps is None else caps.note,
         notes=file.notes,
     )
 
@@ -144,7 +153,9 @@ def _read_toml(path: Path) -> dict[str, object]:
 def _validation_message(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
-    return f"{path.name}: {loc}: {first['msg']} ({err.error_count()} error(s) in file)"
+    bad = first.get("input")
+    got = f" (got {bad!r})" if isinstance(bad, str | int | float) else ""
+    return f"{path.name}: {loc}: {first['msg']}{got} ({err.error_count()} error(s) in file)"
 
 
 def _check_known(path: Path, chip_id: str, known: set[str]) -> None:

@@ -60,6 +60,11 @@ class Chip:
     software: tuple[str, ...]
     release_year: int
     figures: Mapping[str, SourcedFigure] = field(default_factory=dict)
+    # Non-numeric capabilities (schema.FEATURES), the references backing them ("ref (date)")
+    # and what was left out; () when the catalog file has no [capabilities] table.
+    features: tuple[str, ...] = ()
+    features_sources: tuple[str, ...] = ()
+    features_note: str = ""
     notes: str = ""
 
     def peak_flops_per_s(self, dtype: str) -> float:
@@ -75,6 +80,13 @@ class Chip:
 
     def supports(self, dtype: str) -> bool:
         return dtype in self.dense_flops_per_s
+
+    def has_feature(self, feature: str) -> bool:
+        """Whether the catalog lists ``feature`` (e.g. ``"media-encode"``) for this chip.
+
+        False means absent *or not sourced*; ``features_note`` says which.
+        """
+        return feature in self.features
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

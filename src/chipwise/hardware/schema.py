@@ -19,6 +19,31 @@ TOML layout of a chip file (see ``data/gpu/h100-sxm.toml`` for a full example)::
     [dense_flops_per_s]        # dense (never 2:4 sparse) peak per chip, per dtype
     bf16 = { value = 989e12, source = "S1" }
     [memory] ... [compute] ... [power] ... [scale_up] ... [scale_out] ... [availability]
+    [capabilities]             # optional: non-numeric hardware features, see below
+    features = ["general-compute", "int32", "fp64", "media-decode"]
+    source = "C1"
+
+``dense_flops_per_s.fp64`` is the chip's best *native* dense IEEE binary64 rate: the
+matrix/tensor-core (DGEMM) rate where the chip has FP64 matrix units (A100, H100, H200,
+MI250X, MI300X, MI325X), otherwise the vector rate (V100, Ada and Turing cards, Max 1550).
+On Blackwell (B200, GB200) and CDNA 4 (MI355X) both units run FP64 at the same rate. The
+other rate, where sourced, is given in the figure's note. Rates reached only by emulation
+(FP64 from lower-precision tensor-core passes) are never used. This matches the other dtypes,
+which are matrix-unit peaks, and ``fp32``, which is the best native FP32 rate.
+
+``[capabilities].features`` names what a non-ML workload needs beyond FLOP/s (the
+capability names of ``chipwise.workload.kinds``; memory bandwidth is a figure, not a
+feature). A chip lists a feature only when a cited source supports it; a feature left out
+means "absent or not sourced", and the table's ``note`` says which::
+
+    fp64              IEEE binary64 arithmetic in hardware
+    int32             32-bit integer add, logic and shift on general ALUs
+    general-compute   arbitrary kernels (CUDA, HIP, SYCL/OpenCL): not XLA-only, not TPC-C
+    raster            graphics pipeline: rasterizer, texture units, ROPs
+    rt-cores          ray-tracing units (BVH traversal, ray-triangle tests)
+    display           display engine with outputs (scan-out)
+    media-encode      fixed-function video encoder (NVENC, AMD VCN encode)
+    media-decode      fixed-function video decoder (NVDEC, AMD VCN, Gaudi media engine)
 """
 
 from __future__ import annotations
@@ -35,6 +60,26 @@ Vendor = Literal["nvidia", "amd", "intel", "google", "aws"]
 Kind = Literal["gpu", "tpu", "asic"]
 Topology = Literal["switch", "all-to-all", "torus-2d", "torus-3d", "pcie", "none"]
 Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+Feature = Literal[
+    "fp64",
+    "int32",
+    "general-compute",
+    "raster",
+    "rt-cores",
+    "display",
+    "media-encode",
+    "media-decode",
+]
+FEATURES: tuple[Feature, ...] = (
+    "fp64",
+    "int32",
+    "general-compute",
+    "raster",
+    "rt-cores",
+    "display",
+    "media-encode",
+    "media-decode",
+)
 
 _ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -118,6 +163,32 @@ class AvailabilitySpec(_Frozen):
     note: str = ""
 
 
+class CapabilitiesSpec(_Frozen):
+    """Non-numeric hardware features (names in the module docstring), with their sources.
+
+    ``source`` backs the list as a whole; ``more_sources`` are further keys of the file's
+    ``[sources]`` table when one reference does not cover every feature, and ``note`` says
+    which source backs which feature and which features were left out for want of one.
+    """
+
+    features: list[Feature]
+    source: str
+    more_sources: list[str] = []
+    note: str = ""
+
+    @field_validator("features")
+    @classmethod
+    def _no_repeats(cls, v: list[Feature]) -> list[Feature]:
+        repeated = sorted({f for f in v if v.count(f) > 1})
+        if repeated:
+            raise ValueError(f"features listed twice: {', '.join(repeated)}")
+        return v
+
+    def cited(self) -> list[str]:
+        """Every ``[sources]`` key this table cites."""
+        return [self.source, *self.more_sources]
+
+
 class ChipFile(_Frozen):
     """The validated content of one ``data/<kind>/<id>.toml`` file."""
 
@@ -137,6 +208,7 @@ class ChipFile(_Frozen):
     scale_out: ScaleOutSpec | None = None
     availability: AvailabilitySpec
     software: list[str]  # "cuda", "rocm", "xla", "pytorch", "jax", "tensorflow", ...
+    capabilities: CapabilitiesSpec | None = None
     notes: str = ""
 
     @field_validator("id")
@@ -148,15 +220,32 @@ class ChipFile(_Frozen):
 
     @model_validator(mode="after")
     def _sources_resolve(self) -> ChipFile:
-        missing = sorted({f.source for f in self.figures().values()} - set(self.sources))
-        if self.availability.source not in self.sources:
-            missing.append(self.availability.source)
+        missing = sorted(self.cited_sources() - set(self.sources))
         if missing:
-            raise ValueError(f"figures cite sources not in [sources]: {', '.join(missing)}")
+            raise ValueError(
+                f"figures or [capabilities] cite sources not in [sources]: {', '.join(missing)}"
+            )
         for name, fig in self.figures().items():
             if fig.value < 0:
                 raise ValueError(f"{name} is negative ({fig.value})")
         return self
+
+    @model_validator(mode="after")
+    def _fp64_rate_means_fp64_feature(self) -> ChipFile:
+        caps = self.capabilities
+        if caps is not None and "fp64" in self.dense_flops_per_s and "fp64" not in caps.features:
+            raise ValueError(
+                "dense_flops_per_s.fp64 is given but [capabilities].features lacks 'fp64'; "
+                "add it (a chip with an fp64 rate has fp64 hardware)"
+            )
+        return self
+
+    def cited_sources(self) -> set[str]:
+        """Every ``[sources]`` key the file cites: figures, availability and capabilities."""
+        cited = {f.source for f in self.figures().values()} | {self.availability.source}
+        if self.capabilities is not None:
+            cited |= set(self.capabilities.cited())
+        return cited
 
     def figures(self) -> dict[str, Figure]:
         """Every figure in the file by dotted path, e.g. ``'memory.capacity_bytes'``."""
