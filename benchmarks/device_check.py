@@ -13,7 +13,8 @@ into a fresh store under ``--out`` (default: a temporary directory):
 2. ``chipwise calibrate --json``: fitted efficiency parameters next to the packaged ones;
 3. ``chipwise bench compare`` with the packaged, then the calibrated efficiencies (the second
    is in-sample: it shows how well the model's *form* fits, not its predictive power);
-4. ``chipwise profile`` of the GPT-2-like example in bf16 (fp32 on a CPU): real training steps;
+4. ``chipwise profile`` of the GPT-2-like example (GPT-2 small in bf16 on a GPU, tiny fp32
+   on a CPU): five real training steps against the predicted step time;
 5. with ``--pytest``: ``pytest tests/bench -k cuda`` (the tests skipped without a GPU).
 
 It prints the figures that matter (best GEMM TFLOP/s and fraction of peak, copy bandwidth,
@@ -152,14 +153,21 @@ def main() -> int:
         summarise_compare(json.loads(cmp.stdout), label)
 
     if not opts.skip_profile and bench_doc["device"]["library"] == "torch":
-        dtype = "fp32" if bench_doc["device"]["kind"] == "cpu" else "bf16"
+        on_cpu = bench_doc["device"]["kind"] == "cpu"
+        dtype = "fp32" if on_cpu else "bf16"
+        # GPT-2 small (124M parameters) at 8 x 1024 tokens: ~6 TFLOP per step, compute-bound
+        # on a GPU; the default tiny sizes on a CPU.
+        sizes = [] if on_cpu else ["n_layer=12", "d=768", "n_head=12", "vocab=50304",
+                                   "seq=1024", "batch=8"]  # fmt: skip
+        args = [a for kv in sizes for a in ("--arg", kv)]
         prof = run("profile", ["profile", "chipwise.workload.examples.gpt2_like:build",
                                "--trust-code", "--device", opts.device, "--dtype", dtype,
-                               "--steps", "5", "--db", str(db), "--json"], env)  # fmt: skip
+                               "--steps", "5", "--db", str(db), "--json", *args], env)  # fmt: skip
         p = json.loads(prof.stdout)
-        print(f"gpt2_like {dtype} training step: measured {p['measured_step_s'] * 1e3:.2f} ms, "
-              f"predicted {p['predicted_step_s'] * 1e3:.2f} ms on {p['predicted_on']} "
-              f"({p['error']:+.0%})")  # fmt: skip
+        measured_ms, predicted_ms = p["measured_step_s"] * 1e3, p["predicted_step_s"] * 1e3
+        print(f"gpt2_like {' '.join(sizes) or '(tiny)'} {dtype} training step: measured "
+              f"{measured_ms:.2f} ms, predicted {predicted_ms:.2f} ms on {p['predicted_on']} "
+              f"({p['error']:+.0%}); {p['graph_flops']:.3g} FLOP per step")  # fmt: skip
 
     if opts.pytest:
         print("\n== pytest tests/bench -k cuda", flush=True)

@@ -105,12 +105,12 @@ def test_bench_calibrate_profile_end_to_end_on_the_cpu(db: Path, tmp_path: Path)
     assert doc["measured"]["bytes_per_s"] > 0
     model = tmp_path / "tiny_cli_model.py"
     model.write_text(
-        "import torch\nfrom torch import nn\n\n\ndef build():\n"
-        "    return nn.Linear(16, 4), (torch.empty(2, 16),)\n"
+        "import torch\nfrom torch import nn\n\n\ndef build(n_in=16):\n"
+        "    return nn.Linear(n_in, 4), (torch.empty(2, n_in),)\n"
     )
     spec = f"{model}:build"
     prof = runner.invoke(app, ["profile", spec, "--trust-code", "--device", "cpu", "--steps",
-                               "2", "--db", str(db), "--json"])  # fmt: skip
+                               "2", "--db", str(db), "--json", "--arg", "n_in=8"])  # fmt: skip
     assert prof.exit_code == 0, prof.output
     result = json.loads(prof.stdout)
     assert len(result["step_times_s"]) == 2
@@ -156,3 +156,24 @@ def test_calibrate_an_empty_store_is_a_one_line_error(db: Path) -> None:
     result = runner.invoke(app, ["calibrate", "--db", str(db)])
     assert result.exit_code == 2
     assert "run 'chipwise bench' first" in _one_line_error(result.output)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["n_layer=12"], {"n_layer": 12}),
+        (["lr=0.5", "bias=False", "name=gpt"], {"lr": 0.5, "bias": False, "name": "gpt"}),
+        ([], {}),
+    ],
+)
+def test_factory_args_are_typed(args: list[str], expected: dict[str, object]) -> None:
+    from chipwise.cli.bench import parse_factory_args
+
+    assert parse_factory_args(args) == expected
+
+
+def test_a_factory_arg_without_equals_is_a_one_line_error(db: Path) -> None:
+    spec = "chipwise.workload.examples.gpt2_like:build"
+    result = runner.invoke(app, ["profile", spec, "--trust-code", "--arg", "n_layer"])
+    assert result.exit_code == 2
+    assert "KEY=VALUE" in _one_line_error(result.output)

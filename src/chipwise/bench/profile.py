@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,12 @@ class ProfileResult:
         return self.predicted_step_s / self.measured_step_s - 1.0
 
 
-def _build(torch: Any, spec: str, device: Any) -> tuple[Any, Any]:
+def _build(torch: Any, spec: str, device: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
     """Import and call the factory on ``device``; returns (module, example_inputs)."""
     factory = _load_factory(spec)
     try:
         with torch.device(device):
-            built = factory()
+            built = factory(**kwargs)
             if isinstance(built, tuple) and len(built) == 2:
                 module, inputs = built
             else:
@@ -167,6 +168,7 @@ def profile_factory(
     warmup: int = 1,
     dtype: str | None = None,
     db: str | Path | None = None,
+    factory_kwargs: Mapping[str, Any] | None = None,
 ) -> ProfileResult:
     """Run ``steps`` real training steps of the factory's model and compare with the model.
 
@@ -178,6 +180,7 @@ def profile_factory(
         dtype: cast the module and floating inputs to ``fp32``, ``bf16`` or ``fp16``;
             ``None`` keeps the dtype the factory built.
         db: the measurement store with the calibration.
+        factory_kwargs: keyword arguments for the factory (e.g. model sizes).
 
     Raises:
         WorkloadError: no ``trust_code``, or a malformed ``spec``.
@@ -200,7 +203,7 @@ def profile_factory(
     import torch
 
     where = torch.device("cuda", 0) if dev.kind == "gpu" else torch.device("cpu")
-    module, inputs = _build(torch, spec, where)
+    module, inputs = _build(torch, spec, where, dict(factory_kwargs or {}))
     torch_dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     if dtype is not None:
         module = module.to(dtype=torch_dtypes[dtype])

@@ -332,6 +332,28 @@ def calibrate_command(
     console.print(f"calibration {cal.run_id}, {where}", soft_wrap=True)
 
 
+def parse_factory_args(args: list[str]) -> dict[str, int | float | bool | str]:
+    """``["n_layer=12", "dropout=0.1", "bias=false"]`` -> keyword arguments (ints, floats and
+    true/false are converted; anything else stays text)."""
+    out: dict[str, int | float | bool | str] = {}
+    for arg in args:
+        key, sep, raw = arg.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise MeasurementError(f"--arg {arg!r}: write KEY=VALUE, e.g. --arg n_layer=12")
+        value: int | float | bool | str = raw
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        else:
+            for convert in (int, float):
+                try:
+                    value = convert(raw)
+                    break
+                except ValueError:
+                    continue
+        out[key.strip()] = value
+    return out
+
+
 @app.command("profile")
 def profile_command(
     spec: str = typer.Argument(
@@ -346,12 +368,16 @@ def profile_command(
     dtype: str | None = typer.Option(
         None, "--dtype", help="Cast the model to fp32 | bf16 | fp16 (default: as built)."
     ),
+    args: list[str] = typer.Option(
+        [], "--arg", help="A factory keyword argument, KEY=VALUE (repeat), e.g. n_layer=12."
+    ),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Time real training steps of a PyTorch model here and compare with the prediction."""
     r = profile_factory(spec, trust_code=trust_code, device=device, steps=steps,
-                        warmup=warmup, dtype=dtype, db=db)  # fmt: skip
+                        warmup=warmup, dtype=dtype, db=db,
+                        factory_kwargs=parse_factory_args(args))  # fmt: skip
     if as_json:
         print_json(
             {
