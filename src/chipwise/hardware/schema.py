@@ -28,8 +28,9 @@ matrix/tensor-core (DGEMM) rate where the chip has FP64 matrix units (A100, H100
 MI250X, MI300X, MI325X), otherwise the vector rate (V100, Ada and Turing cards, Max 1550).
 On Blackwell (B200, GB200) and CDNA 4 (MI355X) both units run FP64 at the same rate. The
 other rate, where sourced, is given in the figure's note. Rates reached only by emulation
-(FP64 from lower-precision tensor-core passes) are never used. This matches the other dtypes,
-which are matrix-unit peaks, and ``fp32``, which is the best native FP32 rate.
+(FP64 from lower-precision tensor-core passes) are never used. It is the DGEMM (HPL) peak, as
+bf16/fp16/fp8/int8 are matrix-unit peaks. ``fp32`` keeps a different convention: the vector
+(non-tensor) FP32 rate, since TF32 is its own dtype (MI250X's 95.7 TF matrix FP32 is in a note).
 
 ``[capabilities].features`` names what a non-ML workload needs beyond FLOP/s (the
 capability names of ``chipwise.workload.kinds``; memory bandwidth is a figure, not a
