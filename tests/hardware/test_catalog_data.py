@@ -17,7 +17,8 @@ import pytest
 import chipwise
 from chipwise import UnknownChipError
 from chipwise.hardware import Chip, default_catalog
-from chipwise.hardware.schema import ChipFile, parse_date
+from chipwise.hardware.schema import FEATURES, ChipFile, parse_date
+from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
@@ -134,8 +135,7 @@ def test_every_figure_has_a_source_and_a_past_date(chip: Chip) -> None:
 @pytest.mark.parametrize("path", _catalog_files(), ids=lambda p: p.name)
 def test_every_listed_source_is_cited(path: Path) -> None:
     file = ChipFile.model_validate(tomllib.loads(path.read_text()))
-    cited = {f.source for f in file.figures().values()} | {file.availability.source}
-    assert set(file.sources) == cited
+    assert set(file.sources) == file.cited_sources()
 
 
 @pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
@@ -229,3 +229,69 @@ def test_scale_up_domain_matches_topology(chip: Chip) -> None:
     else:
         assert up.domain_chips >= 2
     assert up.max_chips >= 1
+
+
+# [capabilities]: what non-ML workloads need beyond FLOP/s (graphics, fp64 HPC, video, ...).
+
+# (chip, feature, listed?): facts the sources state plainly. Data-centre NVIDIA parts decode
+# video (NVDEC) but have no encoder (NVENC); Ada and GeForce cards carry NVENC and RT cores.
+KNOWN_FEATURES = [
+    ("h100-sxm", "media-decode", True), ("h100-sxm", "media-encode", False),
+    ("a100-sxm-80gb", "media-encode", False), ("b200", "rt-cores", False),
+    ("h200-sxm", "display", False), ("l4", "media-encode", True), ("l4", "rt-cores", True),
+    ("l40s", "rt-cores", True), ("l40s", "media-encode", True), ("rtx-4090", "display", True),
+    ("rtx-4090", "raster", True), ("rtx-5090", "media-encode", True), ("t4", "rt-cores", True),
+    ("mi300x", "media-decode", True), ("mi300x", "media-encode", False),
+    ("mi300x", "raster", False), ("gaudi3", "media-decode", True),
+    ("gaudi3", "general-compute", False), ("trainium2", "general-compute", False),
+    ("tpu-v5p", "general-compute", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_every_chip_has_a_sourced_capabilities_table_with_known_names(chip: Chip) -> None:
+    assert chip.features_sources, "no [capabilities] table"
+    assert all(_ISO_DATE.search(ref) for ref in chip.features_sources)
+    assert set(chip.features) <= set(FEATURES)
+    assert chip.features_note, "say which source backs which feature and what was left out"
+
+
+@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.id)
+def test_a_chip_with_an_fp64_rate_lists_the_fp64_feature(chip: Chip) -> None:
+    assert chip.supports("fp64") <= chip.has_feature("fp64")
+
+
+@pytest.mark.parametrize("chip", [c for c in CHIPS if c.kind == "gpu"], ids=lambda c: c.id)
+def test_every_gpu_runs_general_compute_kernels(chip: Chip) -> None:
+    assert chip.has_feature("general-compute")
+
+
+@pytest.mark.parametrize("chip", [c for c in CHIPS if c.kind == "tpu"], ids=lambda c: c.id)
+def test_tpus_have_no_graphics_media_or_fp64_features(chip: Chip) -> None:
+    assert chip.features == ()
+
+
+@pytest.mark.parametrize(("chip_id", "feature", "listed"), KNOWN_FEATURES)
+def test_known_capabilities(chip_id: str, feature: str, listed: bool) -> None:
+    assert chipwise.chip(chip_id).has_feature(feature) is listed
+
+
+def test_every_non_ml_capability_but_bandwidth_is_a_catalog_feature() -> None:
+    """The advisor matches kinds.py requirements to chip features by name."""
+    needed = {r.capability for k in NON_ML_KINDS for r in k.requirements}
+    assert needed - set(FEATURES) == {"memory-bandwidth"}  # a figure, not a feature
+
+
+def test_graphics_and_video_encode_have_capable_gpus_and_fp64_hpc_ranks_by_matrix_rate() -> None:
+    def capable(kind: str) -> set[str]:
+        needs = {r.capability for k in NON_ML_KINDS if k.name == kind for r in k.requirements}
+        return {c.id for c in CHIPS if needs - {"memory-bandwidth"} <= set(c.features)}
+
+    assert capable("graphics") >= {"rtx-4090", "rtx-5090", "l40s"}
+    assert not capable("graphics") & {"h100-sxm", "a100-sxm-80gb", "mi300x", "tpu-v5p"}
+    assert capable("video-encode") >= {"l4", "l40s", "t4"}
+    assert not capable("video-encode") & {"h100-sxm", "h200-sxm", "b200", "mi300x", "gaudi3"}
+    fp64 = sorted(
+        capable("fp64-hpc"), key=lambda i: (-chipwise.chip(i).peak_flops_per_s("fp64"), i)
+    )
+    assert fp64[:3] == ["mi300x", "mi325x", "mi250x"]  # 163.4, 163.4, 95.7 TF matrix FP64
