@@ -79,3 +79,19 @@ def test_chips_show_fits_80_columns() -> None:
     result = runner.invoke(app, ["chips", "show", "h800"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_chips_json_lists_each_chips_features() -> None:
+    by_id = {c["id"]: c for c in _json("--json")["chips"]}
+    assert {"media-decode", "general-compute"} <= set(by_id["h100-sxm"]["features"])
+    assert "media-encode" not in by_id["h100-sxm"]["features"]
+    assert {"rt-cores", "media-encode"} <= set(by_id["l4"]["features"])
+    assert by_id["tpu-v5p"]["features"] == []
+    assert all(
+        c["features"] == list(default_catalog().chip(c["id"]).features) for c in by_id.values()
+    )
+
+
+def test_chips_show_json_has_features() -> None:
+    chip = _json("show", "RTX 4090", "--json")["chip"]
+    assert {"raster", "rt-cores", "display", "fp64"} <= set(chip["features"])

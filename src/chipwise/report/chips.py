@@ -5,6 +5,7 @@ JSON schema of one chip (``chipwise chips --json`` prints a list of these)::
     {"id", "name", "vendor", "kind", "architecture", "aliases": [..],
      "figures": {"dense_flops_per_s.bf16": {"value", "source", "date", "note"}, ...},
      "memory_type", "unit_name", "clouds": [..], "purchasable", "software": [..],
+     "features": [..],  # capability names (hardware.schema.FEATURES); [] when none listed
      "offers": [{"provider", "pricing", "usd_per_chip_hour", "region", "instance",
                  "source", "date"}],
      "purchase": {"usd", "source", "date"} | null}
@@ -46,6 +47,7 @@ def chip_to_dict(chip: Chip, catalog: Catalog) -> dict[str, Any]:
         "clouds": list(chip.clouds),
         "purchasable": chip.purchasable,
         "software": list(chip.software),
+        "features": list(chip.features),
         "offers": [
             {
                 "provider": o.provider,
