@@ -8,6 +8,9 @@ ZeRO levels (Rajbhandari et al. 2020, "ZeRO", §5) as chipwise's plan axes model
            plain data parallelism (reduce-scatter grads + all-gather weights).
 * ``fsdp`` ZeRO-3: weights, gradients and optimizer states all sharded (PyTorch FSDP,
            MaxText's ``fsdp`` axis); weights are gathered layer by layer.
+* ``cp``   context-parallel ranks hold the same weights, so they join the sharding groups:
+           ZeRO-3 over ``fsdp x cp`` (torchtitan's FSDP mesh), ZeRO-1 over ``dp x cp``
+           (Megatron's distributed optimizer spans dp x cp).
 * ZeRO-0 (plain DDP) and ZeRO-2 are not separate plan choices.
 
 Mixed-precision Adam keeps 16 bytes per parameter (ZeRO §3.1): 2 (bf16 weights) + 2 (bf16
@@ -205,9 +208,10 @@ def train_memory_parts(
     plain arguments so the planner can call it for thousands of layouts cheaply."""
     key = "fp32" if precision == "fp32" else "default"
     p = _stage_params(spec, pp, vp, tp, ep).total
-    weights = p * WEIGHT_BYTES[key] / fsdp
-    grads = p * GRAD_BYTES[key] / fsdp
-    optimizer = p * OPTIMIZER_BYTES[key] / (fsdp * dp)
+    shard3 = fsdp * cp if fsdp > 1 else 1  # see parallel.zero_shards
+    weights = p * WEIGHT_BYTES[key] / shard3
+    grads = p * GRAD_BYTES[key] / shard3
+    optimizer = p * OPTIMIZER_BYTES[key] / (fsdp * dp * cp)
     tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
     layers = layers_per_stage(spec.n_layers, pp, vp)
     moe_frac = moe_layer_count(spec) / spec.n_layers

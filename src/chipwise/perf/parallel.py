@@ -75,7 +75,18 @@ def groups(plan: Plan, chip: Chip) -> dict[str, Group]:
     dp_stride = plan.tp * plan.cp
     out["ep"] = _group("ep", plan.ep, dp_stride, domain)
     out["data"] = _group("data", plan.data_parallel, dp_stride, domain)
+    # Context-parallel ranks hold the same weights and reduce their gradients together, so
+    # sharding groups span cp too: ZeRO-3 over cp x fsdp (torchtitan's FSDP mesh includes
+    # cp), ZeRO-1 over cp x dp when there is no fsdp (Megatron's distributed optimizer).
+    out["zero3"] = _group("zero3", plan.cp * plan.fsdp, plan.tp, domain)
+    out["zero1"] = _group("zero1", plan.cp * plan.dp, plan.tp, domain)
     return out
+
+
+def zero_shards(plan: Plan) -> tuple[int, int]:
+    """(ways weights and gradients are sharded, ways optimizer states are sharded)."""
+    weights = plan.fsdp * plan.cp if plan.fsdp > 1 else 1
+    return weights, plan.fsdp * plan.dp * plan.cp
 
 
 def _group(axis: str, size: int, stride: int, domain: int) -> Group:

@@ -211,10 +211,14 @@ def plan_training(
                 break
         if chosen is None:
             continue
+        plan = replace(layout, recompute=chosen)
+        if second is not None:
+            bound = model.lower_bound_s(plan, seq_len=seq_len, global_batch=global_batch)
+            if bound >= second.step_time_s:
+                fitting += 1  # fits, and provably not among the two fastest
+                continue
         try:
-            pred = model.train(
-                replace(layout, recompute=chosen), seq_len=seq_len, global_batch=global_batch
-            )
+            pred = model.train(plan, seq_len=seq_len, global_batch=global_batch)
         except PlanError:
             continue
         fitting += 1

@@ -86,23 +86,24 @@ class ServeModel:
         self.model = model
         self.network = network
         self.model_assumptions = model.assumptions()
-        self._cache: dict[tuple[Op, ...], Cost] = {}
+        self._cache: dict[tuple[tuple[Op, ...], bool], Cost] = {}
         chip.peak_flops_per_s(precision)  # raises for a dtype the chip lacks
 
-    def _time(self, ops: tuple[Op, ...]) -> Cost:
-        cost = self._cache.get(ops)
+    def _time(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
+        key = (ops, sustained)
+        cost = self._cache.get(key)
         if cost is None:
-            cost = _cost(time_ops(ops, self.chip, self.model))
-            self._cache[ops] = cost
+            cost = _cost(time_ops(ops, self.chip, self.model, sustained=sustained))
+            self._cache[key] = cost
         return cost
 
-    def _layers(self, plan: Plan, ops_for: dict[bool, tuple[Op, ...]]) -> Cost:
+    def _layers(self, plan: Plan, ops_for: dict[bool, tuple[Op, ...]], *, sustained: bool) -> Cost:
         spec = self.spec
         layers = spec.n_layers  # a token passes every stage in turn
         n_moe = spec.n_moe_layers
-        total = self._time(ops_for[False]).scaled(layers - n_moe)
+        total = self._time(ops_for[False], sustained=sustained).scaled(layers - n_moe)
         if n_moe:
-            total = total + self._time(ops_for[True]).scaled(n_moe)
+            total = total + self._time(ops_for[True], sustained=sustained).scaled(n_moe)
         return total
 
     def serve(self, plan: Plan, *, batch: int, input_len: int, output_len: int) -> InferPrediction:
@@ -122,7 +123,7 @@ class ServeModel:
             moe: layer_ops(spec, moe=moe, **kw)  # type: ignore[arg-type]
             for moe in ((False, True) if spec.is_moe else (False,))
         }
-        pre = self._layers(plan, pre_ops)
+        pre = self._layers(plan, pre_ops, sustained=True)
         ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
         pre = pre + self._time(ends)
         tokens = b * input_len
@@ -136,10 +137,11 @@ class ServeModel:
                                   precision=self.precision, kv_dtype=kv_dtype, moe=moe)
             for moe in ((False, True) if spec.is_moe else (False,))
         }  # fmt: skip
-        dec = self._layers(plan, dec_ops)
+        dec = self._layers(plan, dec_ops, sustained=False)
         kw1 = {"b": b, "seq_len": 1, "shard": shard, "precision": self.precision}
         dec = dec + self._time(
-            embedding_ops(spec, **kw1) + head_ops(spec, loss=False, **kw1)  # type: ignore[arg-type]
+            embedding_ops(spec, **kw1) + head_ops(spec, loss=False, **kw1),  # type: ignore[arg-type]
+            sustained=False,
         )
         comm_dec = self._comm(plan, g, b * spec.d_model * act)
         tpot = dec.total_s + comm_dec + DECODE_STEP_OVERHEAD_S

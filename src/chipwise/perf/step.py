@@ -62,6 +62,7 @@ from chipwise.perf.parallel import (
     check_plan,
     groups,
     layers_per_stage,
+    zero_shards,
 )
 from chipwise.units import dtype_bytes
 from chipwise.workload.accounting import model_flops_per_token
@@ -179,12 +180,16 @@ def _flops_per_token(spec: TransformerSpec, seq_len: int) -> float:
     return model_flops_per_token(spec, seq_len)
 
 
-def time_ops(ops: tuple[Op, ...], chip: Chip, model: PerfModel) -> list[OpTime]:
+def time_ops(
+    ops: tuple[Op, ...], chip: Chip, model: PerfModel, *, sustained: bool = True
+) -> list[OpTime]:
     """Time an op sequence with the per-op model (its fusion rule applies, via
-    ``graph.time_graph``); on an MXU chip attention pads to the MXU side first."""
+    ``graph.time_graph``); on an MXU chip attention pads to the MXU side first.
+    ``sustained`` applies ``SUSTAINED_TENSOR_FRACTION`` (training and prefill; decode is
+    memory-bound and its skinny GEMMs are not limited by sustained tensor throughput)."""
     if chip.matrix_unit_dim:
         ops = tuple(mxu_padded_attention(op, chip.matrix_unit_dim) for op in ops)
-    f = sustained_fraction(chip)
+    f = sustained_fraction(chip) if sustained else 1.0
     return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
 
 
@@ -238,6 +243,8 @@ class StepModel:
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
+        self._groups: dict[Plan, dict[str, Group]] = {}
+        self._assumptions = step_assumptions() + self.model_assumptions
         chip.peak_flops_per_s(precision)  # raises early for a dtype the chip lacks
 
     # ---- cached pieces ------------------------------------------------------------------
@@ -302,6 +309,24 @@ class StepModel:
 
     # ---- the step -----------------------------------------------------------------------
 
+    def lower_bound_s(self, plan: Plan, *, seq_len: int, global_batch: int) -> float:
+        """A cheap lower bound on ``train(plan).step_time_s``: the device work of the
+        micro-batches and the bubble, without any communication (the planner prunes with it).
+        """
+        m = global_batch // plan.data_parallel // plan.microbatch
+        b = plan.microbatch
+        layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp)
+        n_moe = min(-(-moe_layer_count(self.spec) // plan.pp), layers) if self.spec.is_moe else 0
+        work = 0.0
+        for moe, count in ((False, layers - n_moe), (True, n_moe)):
+            if count:
+                lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe)
+                extra = {"full": lc.fwd.total_s, "selective": lc.selective.total_s}
+                work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
+        emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
+        work += emb.total_s + head.total_s if plan.pp == 1 else max(emb.total_s, head.total_s)
+        return work * (m + (plan.pp - 1) / plan.vp)
+
     def train(self, plan: Plan, *, seq_len: int, global_batch: int) -> TrainPrediction:
         """One training step under ``plan`` (which must already match the chip count)."""
         spec, chip = self.spec, self.chip
@@ -320,7 +345,9 @@ class StepModel:
             )
         m = per_rank // plan.microbatch
         b = plan.microbatch
-        g = groups(plan, chip)
+        g = self._groups.get(plan)
+        if g is None:
+            g = self._groups[plan] = groups(plan, chip)
         act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
         tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
 
@@ -387,7 +414,7 @@ class StepModel:
             memory=memory,
             capacity_bytes=chip.hbm_capacity_bytes,
             breakdown=breakdown,
-            assumptions=step_assumptions() + self.model_assumptions,
+            assumptions=self._assumptions,
             op_times=op_times,
         )
 
@@ -438,28 +465,33 @@ class StepModel:
     def _fsdp(
         self, plan: Plan, g: dict[str, Group], fwd_s: float, bwd_s: float, layers: int
     ) -> float:
-        """Exposed ZeRO-3 traffic per micro-batch."""
+        """Exposed ZeRO-3 traffic per micro-batch (over fsdp x cp)."""
         if plan.fsdp == 1:
             return 0.0
         w, gr = self._weight_bytes(plan)
-        ag = self.comm("all_gather", w, g["fsdp"])
-        rs = self.comm("reduce_scatter", gr, g["fsdp"])
+        ag = self.comm("all_gather", w, g["zero3"])
+        rs = self.comm("reduce_scatter", gr, g["zero3"])
         first_layer = ag / max(1, layers)
         hide = DATA_PARALLEL_OVERLAP
         return max(0.0, ag - hide * fwd_s) + max(0.0, ag + rs - hide * bwd_s) + first_layer
 
     def _dp(self, plan: Plan, g: dict[str, Group], fwd_s: float, bwd_s: float) -> float:
-        """Exposed ZeRO-1 traffic per step (grads reduce-scatter, weights all-gather)."""
-        if plan.dp == 1:
-            return 0.0
+        """Exposed ZeRO-1 traffic per step (grads reduce-scatter, weights all-gather): over
+        dp after fsdp's own reduce-scatter, or over dp x cp when there is no fsdp."""
         w, gr = self._weight_bytes(plan)
-        rs = self.comm("reduce_scatter", gr / plan.fsdp, g["dp"])
-        ag = self.comm("all_gather", w / plan.fsdp, g["dp"])
+        if plan.fsdp > 1:
+            group, shard = g["dp"], plan.fsdp * plan.cp
+        else:
+            group, shard = g["zero1"], 1
+        if group.size == 1:
+            return 0.0
+        rs = self.comm("reduce_scatter", gr / shard, group)
+        ag = self.comm("all_gather", w / shard, group)
         hide = DATA_PARALLEL_OVERLAP
         return max(0.0, rs - hide * bwd_s) + max(0.0, ag - hide * fwd_s)
 
     def _optimizer(self, plan: Plan) -> Cost:
-        params = stage_params(self.spec, plan).total / (plan.fsdp * plan.dp)
+        params = stage_params(self.spec, plan).total / zero_shards(plan)[1]
         op = Op(
             name="adam",
             kind=OpKind.ELEMENTWISE,

@@ -17,20 +17,20 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from chipwise.errors import ChipwiseError, WorkloadError
+from chipwise.errors import ChipwiseError
 from chipwise.hardware.catalog import chip as find_chip
 from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
 from chipwise.perf.planner import plan_constraints
 from chipwise.perf.predict import predict
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
-from chipwise.workload.presets import load_preset
+from chipwise.workload.load import load_workload_model
 
 ENV_DIR = "CHIPWISE_VALIDATION_DIR"
 PUBLIC_CASES = "cases-public.csv"
@@ -189,27 +189,22 @@ def load_cases(paths: Iterable[Path] | None = None) -> tuple[Case, ...]:
 
 
 def load_model(text: str, base_dir: Path, precision: str = "bf16") -> Model:
-    """A workload string: a primitive, a config path (relative to ``base_dir``), or a zoo id."""
-    head, _, rest = text.partition(":")
-    if head in ("matmul", "copy", "allreduce") and rest:
-        if head == "matmul":
-            dims = rest.split(":")[0].split("x")
-            if len(dims) != 3:
-                raise WorkloadError(f"{text!r}: write matmul:MxNxK")
-            m, n, k = (int(d) for d in dims)
-            dtype = rest.split(":")[1] if ":" in rest else precision
-            return Primitive(kind="matmul", mnk=(m, n, k), dtype=dtype)
-        return Primitive(kind=head, n_bytes=float(rest))
-    path = (base_dir / text) if not Path(text).is_absolute() else Path(text)
-    if text.endswith(".json") or path.exists():
-        return load_config(path)
-    return load_preset(text)
+    """A workload string: a primitive, a config path (relative to ``base_dir``), or a zoo id
+    (``workload.load.load_workload_model``). A matmul without a dtype takes ``precision``."""
+    if text.lower().endswith(".json"):
+        # validation configs are complete HF-style files: the built-in reader is exact and
+        # does not import transformers (seconds)
+        return load_config(base_dir / text, reader="builtin")
+    model = load_workload_model(text)
+    if isinstance(model, Primitive) and model.kind == "matmul" and text.count(":") < 2:
+        model = replace(model, dtype=precision)
+    return model
 
 
 def run_case(case: Case) -> Result:
     """Predict one case; a row that cannot be predicted says why."""
     if not case.usable:
-        return Result(case=case, why="marked usable=no in the source: " + case.notes[:120])
+        return Result(case=case, why="marked usable=no in the source: " + case.notes)
     if case.metric not in METRICS:
         return Result(case=case, why=f"metric {case.metric!r} is not one chipwise predicts")
     try:

@@ -1,0 +1,92 @@
+"""``chipwise predict``: the command-line contract scripts depend on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from chipwise.cli import app
+
+runner = CliRunner()
+
+TRAIN_KEYS = {
+    "step_time_s", "tokens_per_s", "tokens_per_s_per_chip", "model_flops_per_token", "mfu",
+    "memory_per_chip_bytes", "fits", "plan", "breakdown", "assumptions",
+}  # fmt: skip
+INFER_KEYS = {
+    "ttft_s", "tpot_s", "tokens_per_s", "output_tokens_per_s", "memory_per_chip_bytes",
+    "fits", "plan", "breakdown", "assumptions",
+}  # fmt: skip
+BREAKDOWN_KEYS = {"compute_s", "memory_s", "communication_s", "bubble_s", "overhead_s"}
+
+
+def _json(args: list[str]) -> dict:  # type: ignore[type-arg]
+    result = runner.invoke(app, ["predict", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)  # type: ignore[no-any-return]
+
+
+def test_train_json_has_every_contract_key() -> None:
+    d = _json(["llama3-8b", "--chip", "h100", "--chips", "8", "--seq-len", "4096",
+               "--global-batch", "64"])  # fmt: skip
+    assert d.keys() >= TRAIN_KEYS and d["breakdown"].keys() >= BREAKDOWN_KEYS
+    assert d["fits"] and d["plan_source"] == "planner" and "planner chose" in d["plan_reason"]
+    assert d["tokens_per_s"] == pytest.approx(d["tokens_per_s_per_chip"] * 8)
+    assert 0 < d["mfu"] < 1
+
+
+def test_infer_json_has_every_contract_key() -> None:
+    d = _json(["llama3-8b", "--chip", "h100", "--phase", "infer", "--batch", "8",
+               "--input-len", "512", "--output-len", "128"])  # fmt: skip
+    assert d.keys() >= INFER_KEYS and d["breakdown"].keys() >= BREAKDOWN_KEYS
+    assert d["ttft_s"] > 0 and d["tpot_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("workload", "chips", "key"),
+    [
+        ("matmul:8192x8192x8192", "1", "achieved_tflops"),
+        ("copy:8589934592", "1", "achieved_bytes_per_s"),
+        ("allreduce:8589934592", "8", "bus_bytes_per_s"),
+    ],
+)
+def test_primitive_json(workload: str, chips: str, key: str) -> None:
+    d = _json([workload, "--chip", "h100", "--chips", chips])
+    assert d["time_s"] > 0 and d[key] > 0
+
+
+def test_a_full_plan_is_used_as_given_and_reports_fit() -> None:
+    d = _json(["llama3-8b", "--chip", "h100", "--chips", "8", "--global-batch", "16",
+               "--plan", "fsdp=8,microbatch=1,recompute=full"])  # fmt: skip
+    assert d["plan_source"] == "given"
+    assert d["plan"].startswith("dp=1,fsdp=8,tp=1,pp=1")
+
+
+def test_a_plan_that_does_not_fit_is_reported_not_fitting() -> None:
+    d = _json(["llama3-70b", "--chip", "h100", "--chips", "8", "--global-batch", "8",
+               "--plan", "dp=8,microbatch=1,recompute=none"])  # fmt: skip
+    assert d["fits"] is False and d["memory_per_chip_bytes"] > d["capacity_per_chip_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["llama3-405b", "--chip", "h100", "--chips", "8"], "does not fit"),
+        (["llama3-8b", "--chip", "v5e", "--precision", "fp8"], "no fp8 rate"),
+        (["llama3-8b", "--chip", "h100", "--chips", "8", "--plan", "tp=3"], "divide"),
+        (["no-such-model", "--chip", "h100"], "unknown"),
+    ],
+)
+def test_impossible_requests_exit_2_with_one_line(args: list[str], needle: str) -> None:
+    result = runner.invoke(app, ["predict", *args])
+    assert result.exit_code == 2
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0]
+
+
+def test_text_output_names_the_plan_and_time() -> None:
+    result = runner.invoke(app, ["predict", "llama3-8b", "--chip", "h100", "--chips", "8"])
+    assert result.exit_code == 0
+    assert "step time" in result.output and "planner" in result.output

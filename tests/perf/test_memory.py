@@ -1,0 +1,94 @@
+"""Bytes per chip: ZeRO levels, Korthikanti activations, recompute, KV cache, reserve."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.memory import (
+    activation_bytes_per_token_layer,
+    in_flight_microbatches,
+    reserve_bytes,
+    serve_memory,
+    stage_params,
+    train_memory,
+)
+from chipwise.workload.ir import TransformerSpec
+
+H100 = dataclasses.replace(chip("h100-sxm"), hbm_capacity_bytes=80e9)
+D = 1024
+# GPT-style: MHA, non-gated 4d MLP, no dropout; Korthikanti's 34 s*b*h minus the 2 bytes of
+# dropout masks = 32 bytes per token per unit of width.
+GPT = TransformerSpec(
+    name="gpt-tiny", n_layers=4, d_model=D, n_heads=16, n_kv_heads=16, head_dim=64,
+    d_ff=4 * D, vocab_size=32000, gated_mlp=False,
+)  # fmt: skip
+LAYER_PARAMS = 4 * D * D + 2 * D * 4 * D
+EMBED = 32000 * D
+
+
+def test_stage_params_count_layers_embedding_and_head() -> None:
+    assert stage_params(GPT, Plan()).total == 4 * LAYER_PARAMS + 2 * EMBED
+    # pp=2: half the layers plus the heavier end; tp splits everything
+    assert stage_params(GPT, Plan(pp=2, tp=2)).total == (2 * LAYER_PARAMS + EMBED) / 2
+
+
+@pytest.mark.parametrize(
+    ("recompute", "bytes_per_token"),
+    [("none", 32 * D), ("selective", 18 * D), ("full", 2 * D)],
+)
+def test_activation_bytes_follow_korthikanti(recompute: str, bytes_per_token: int) -> None:
+    plan = Plan(recompute=recompute)  # type: ignore[arg-type]
+    assert activation_bytes_per_token_layer(GPT, plan, "bf16", moe=False) == bytes_per_token
+    # sequence parallelism divides every saved tensor by tp (Korthikanti §4.2.2)
+    tp2 = Plan(tp=2, recompute=recompute)  # type: ignore[arg-type]
+    assert activation_bytes_per_token_layer(GPT, tp2, "bf16", moe=False) == bytes_per_token / 2
+
+
+def test_one_chip_training_memory_by_hand() -> None:
+    p = 4 * LAYER_PARAMS + 2 * EMBED
+    m = train_memory(GPT, Plan(), seq_len=2048, microbatches=1, precision="bf16", chip=H100)
+    assert m.weights_bytes == 2 * p and m.grads_bytes == 2 * p and m.optimizer_bytes == 12 * p
+    acts = 32 * D * 4 * 2048  # 4 layers x 2048 tokens
+    logits = 2048 * 32000 * 4.0  # bf16 logits + their gradient
+    assert m.activations_bytes == pytest.approx(acts + logits)
+    assert m.other_bytes == reserve_bytes(H100)
+
+
+def test_zero_levels_shard_what_they_say() -> None:
+    kw = {"seq_len": 2048, "microbatches": 1, "precision": "bf16", "chip": H100}
+    base = train_memory(GPT, Plan(), **kw)
+    zero1 = train_memory(GPT, Plan(dp=4), **kw)  # dp: optimizer states sharded
+    zero3 = train_memory(GPT, Plan(fsdp=4), **kw)  # fsdp: everything sharded
+    assert zero1.weights_bytes == base.weights_bytes
+    assert zero1.optimizer_bytes == base.optimizer_bytes / 4
+    assert zero3.weights_bytes == base.weights_bytes / 4
+    assert zero3.grads_bytes == base.grads_bytes / 4
+    assert zero3.optimizer_bytes == base.optimizer_bytes / 4
+
+
+def test_full_recompute_keeps_layer_inputs_plus_one_working_layer() -> None:
+    kw = {"seq_len": 2048, "microbatches": 1, "precision": "bf16", "chip": H100}
+    full = train_memory(GPT, Plan(recompute="full"), **kw)
+    logits = 2048 * 32000 * 4.0
+    assert full.activations_bytes == pytest.approx(2 * D * 4 * 2048 + 32 * D * 2048 + logits)
+
+
+def test_pipeline_first_stage_holds_pp_microbatches() -> None:
+    assert in_flight_microbatches(Plan(pp=4), microbatches=16) == 4
+    assert in_flight_microbatches(Plan(pp=4), microbatches=2) == 2
+    assert in_flight_microbatches(Plan(pp=4, vp=2), microbatches=16) == 4 * (1 + 3 / 8)
+
+
+def test_kv_cache_of_gqa_serving() -> None:
+    llama = TransformerSpec(
+        name="gqa", n_layers=2, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128,
+        d_ff=14336, vocab_size=128256,
+    )  # fmt: skip
+    m = serve_memory(llama, Plan(tp=2, dp=1), batch=4, context=1000, precision="bf16",
+                     kv_dtype="bf16", prefill_tokens=4000, chip=H100)  # fmt: skip
+    # K and V, 4 of 8 KV heads per tp rank, 128 dims, 2 bytes, 2 layers, 4 x 1000 tokens
+    assert m.kv_cache_bytes == 2 * 4 * 128 * 2 * 2 * 4 * 1000

@@ -1,0 +1,79 @@
+"""The planner: fastest fitting plan, constraints kept, a clear error when nothing fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.errors import DoesNotFitError, PlanError
+from chipwise.hardware import chip
+from chipwise.perf.models import model_for
+from chipwise.perf.parallel import Network
+from chipwise.perf.planner import plan_training
+from chipwise.perf.predict import predict
+from chipwise.perf.step import StepModel
+from chipwise.workload.ir import Training, TransformerSpec, Workload
+from chipwise.workload.presets import load_preset
+
+H100 = chip("h100-sxm")
+SPEC = TransformerSpec(
+    name="tiny", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, head_dim=64,
+    d_ff=4096, vocab_size=32000,
+)  # fmt: skip
+
+
+def _step(spec: TransformerSpec = SPEC, c=H100) -> StepModel:
+    return StepModel(spec, c, "bf16", model_for(c), Network(c))
+
+
+def test_planner_returns_a_fitting_plan_on_exactly_the_chips() -> None:
+    choice = plan_training(_step(), chips=16, seq_len=2048, global_batch=64)
+    p = choice.prediction
+    assert p.fits and p.plan.chips == 16
+    assert choice.fitting >= 1 and "fastest" in choice.reason
+
+
+def test_planner_keeps_fixed_keys() -> None:
+    choice = plan_training(
+        _step(), chips=16, seq_len=2048, global_batch=64,
+        fixed={"tp": 2, "recompute": "full"},
+    )  # fmt: skip
+    assert choice.prediction.plan.tp == 2
+    assert choice.prediction.plan.recompute == "full"
+
+
+def test_planner_prefers_no_recompute_when_it_fits() -> None:
+    choice = plan_training(_step(), chips=8, seq_len=1024, global_batch=8)
+    assert choice.prediction.plan.recompute == "none"
+
+
+def test_big_model_on_few_chips_does_not_fit_and_says_how_much() -> None:
+    with pytest.raises(DoesNotFitError, match="does not fit") as err:
+        plan_training(_step(load_preset("llama3-70b")), chips=2, seq_len=4096, global_batch=8)
+    assert err.value.needed_bytes > err.value.capacity_bytes == H100.hbm_capacity_bytes
+
+
+def test_allow_unfit_returns_the_least_memory_plan_flagged() -> None:
+    choice = plan_training(
+        _step(load_preset("llama3-70b")), chips=2, seq_len=4096, global_batch=8,
+        allow_unfit=True,
+    )  # fmt: skip
+    assert not choice.prediction.fits and "NO PLAN FITS" in choice.reason
+
+
+def test_impossible_batch_is_a_plan_error() -> None:
+    with pytest.raises(PlanError):
+        plan_training(_step(), chips=8, seq_len=1024, global_batch=3, fixed={"dp": 8})
+
+
+def test_predict_without_plan_says_the_planner_chose() -> None:
+    w = Workload(model=SPEC, phase=Training(seq_len=1024, global_batch=16))
+    pred = predict(w, "h100", 8)
+    assert pred.assumptions[0].name == "plan"
+    assert "planner chose" in str(pred.assumptions[0].value)
+
+
+def test_long_sequences_without_tensor_parallelism_use_context_parallelism() -> None:
+    spec = load_preset("llama3-8b")
+    choice = plan_training(_step(spec), chips=8, seq_len=131072, global_batch=8,
+                           fixed={"tp": 1})  # fmt: skip
+    assert choice.prediction.plan.cp > 1 and choice.prediction.fits

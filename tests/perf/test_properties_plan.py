@@ -1,0 +1,79 @@
+"""Invariants of plans, memory and the planner (hypothesis)."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.errors import DoesNotFitError, PlanError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan, parse_plan
+from chipwise.perf.memory import train_memory
+from chipwise.perf.models import model_for
+from chipwise.perf.parallel import Network
+from chipwise.perf.planner import plan_training
+from chipwise.perf.step import StepModel
+from chipwise.workload.ir import TransformerSpec
+
+H100 = chip("h100-sxm")
+SPEC = TransformerSpec(
+    name="tiny", n_layers=16, d_model=2048, n_heads=16, n_kv_heads=8, head_dim=128,
+    d_ff=8192, vocab_size=32000,
+)  # fmt: skip
+POW2 = st.sampled_from([1, 2, 4])
+
+plans = st.builds(
+    Plan,
+    dp=POW2, fsdp=POW2, tp=POW2, pp=POW2, cp=st.sampled_from([1, 2]),
+    vp=st.just(1), microbatch=st.sampled_from([1, 2, 4]),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+)  # fmt: skip
+
+
+@given(plans)
+def test_plan_text_round_trips(plan: Plan) -> None:
+    assert parse_plan(str(plan)) == plan
+
+
+@given(plans, st.sampled_from(["dp", "fsdp", "tp", "pp", "cp"]))
+@settings(max_examples=200)
+def test_more_chips_never_lower_total_memory_across_chips(plan: Plan, axis: str) -> None:
+    bigger = replace(plan, **{axis: getattr(plan, axis) * 2})
+    kw = {"seq_len": 4096, "microbatches": 8, "precision": "bf16", "chip": H100}
+    small = train_memory(SPEC, plan, **kw).total_bytes * plan.chips
+    big = train_memory(SPEC, bigger, **kw).total_bytes * bigger.chips
+    assert big >= small * (1 - 1e-9)
+
+
+@given(plans)
+@settings(max_examples=60, deadline=None)
+def test_a_plan_that_does_not_fit_is_never_reported_as_fitting(plan: Plan) -> None:
+    model = StepModel(SPEC, H100, "bf16", model_for(H100), Network(H100))
+    gb = plan.data_parallel * plan.microbatch * 2
+    try:
+        pred = model.train(plan, seq_len=4096, global_batch=gb)
+    except PlanError:
+        return
+    assert pred.fits == (pred.memory.total_bytes <= H100.hbm_capacity_bytes)
+
+
+@given(st.sampled_from([1, 2, 4, 8, 16, 32]), st.sampled_from([2048, 8192]),
+       st.sampled_from([1, 4, 16]))  # fmt: skip
+@settings(max_examples=25, deadline=None)
+def test_planner_result_fits_and_uses_exactly_the_chips(chips: int, seq: int, per: int) -> None:
+    model = StepModel(SPEC, H100, "bf16", model_for(H100), Network(H100))
+    try:
+        choice = plan_training(model, chips=chips, seq_len=seq, global_batch=chips * per)
+    except DoesNotFitError as err:
+        assert err.needed_bytes > err.capacity_bytes
+        return
+    p = choice.prediction
+    assert p.fits and p.plan.chips == chips
+    assert p.memory.total_bytes <= H100.hbm_capacity_bytes
+
+
+def test_every_plan_field_is_in_its_text() -> None:
+    text = str(Plan())
+    assert all(f"{f.name}=" in text for f in fields(Plan))

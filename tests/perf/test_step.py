@@ -1,0 +1,135 @@
+"""Layer op lists and the composition of a training step."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.errors import PlanError, UnsupportedOpError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.layers import (
+    ATTENTION_BACKWARD_FLOPS_RATIO,
+    Shard,
+    backward_ops,
+    layer_ops,
+    mxu_padded_attention,
+)
+from chipwise.perf.models import model_for
+from chipwise.perf.parallel import Network
+from chipwise.perf.roofline import RooflineModel
+from chipwise.perf.step import SUSTAINED_TENSOR_FRACTION, StepModel, chip_family, time_ops
+from chipwise.workload.accounting import attention_params_per_layer, mlp_params
+from chipwise.workload.ir import OpKind, TransformerSpec
+
+H100 = chip("h100-sxm")
+SPEC = TransformerSpec(
+    name="tiny", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, head_dim=64,
+    d_ff=4096, vocab_size=32000,
+)  # fmt: skip
+
+
+def _model(c=H100, precision: str = "bf16", roofline: bool = True) -> StepModel:
+    perf = RooflineModel(c) if roofline else model_for(c)
+    return StepModel(SPEC, c, precision, perf, Network(c))
+
+
+def test_forward_matmul_flops_are_two_per_parameter_per_token() -> None:
+    ops = layer_ops(SPEC, b=2, seq_len=512, shard=Shard(), precision="bf16", moe=False)
+    matmul = sum(o.flops for o in ops if o.kind is OpKind.MATMUL)
+    params = attention_params_per_layer(SPEC) + mlp_params(SPEC, SPEC.d_ff)
+    assert matmul == 2 * params * 2 * 512
+
+
+def test_causal_attention_counts_half_the_pairs_and_cp_splits_it() -> None:
+    one = layer_ops(SPEC, b=1, seq_len=1024, shard=Shard(), precision="bf16", moe=False)
+    cp4 = layer_ops(SPEC, b=1, seq_len=1024, shard=Shard(cp=4), precision="bf16", moe=False)
+    attn = next(o for o in one if o.kind is OpKind.ATTENTION)
+    # QK^T and PV: 2 x 2 x S^2/2 x H x Dh
+    assert attn.flops == 2 * 1024 * 1024 * 16 * 64
+    assert next(o for o in cp4 if o.kind is OpKind.ATTENTION).flops == attn.flops / 4
+
+
+def test_backward_is_dgrad_plus_wgrad_and_flash_recompute() -> None:
+    fwd = layer_ops(SPEC, b=1, seq_len=512, shard=Shard(), precision="bf16", moe=False)
+    bwd = backward_ops(fwd)
+    mm = sum(o.flops for o in fwd if o.kind is OpKind.MATMUL)
+    assert sum(o.flops for o in bwd if o.kind is OpKind.MATMUL) == 2 * mm
+    attn = next(o for o in fwd if o.kind is OpKind.ATTENTION).flops
+    attn_bwd = next(o for o in bwd if o.kind is OpKind.ATTENTION).flops
+    assert attn_bwd == ATTENTION_BACKWARD_FLOPS_RATIO * attn
+
+
+def test_tensor_parallel_shards_heads_and_mlp_width() -> None:
+    ops = layer_ops(SPEC, b=1, seq_len=512, shard=Shard(tp=4), precision="bf16", moe=False)
+    qkv = next(o for o in ops if o.name == "qkv_proj")
+    up = next(o for o in ops if o.name == "mlp_up")
+    assert qkv.mnk == (512, (16 // 4 + 2 * (4 // 4)) * 64, 1024)
+    assert up.mnk == (512, 2 * 4096 // 4, 1024)  # gated: gate and up together
+
+
+def test_mxu_padding_doubles_head_dim_64_attention_on_a_256_mxu() -> None:
+    ops = layer_ops(SPEC, b=1, seq_len=512, shard=Shard(), precision="bf16", moe=False)
+    attn = next(o for o in ops if o.kind is OpKind.ATTENTION)
+    assert mxu_padded_attention(attn, 128).flops == 2 * attn.flops
+    assert mxu_padded_attention(attn, 256).flops == 4 * attn.flops
+
+
+def test_one_chip_step_is_compute_plus_optimizer_and_breakdown_adds_up() -> None:
+    p = _model().train(Plan(microbatch=2), seq_len=1024, global_batch=8)
+    b = p.breakdown
+    assert b.communication_s == 0 and b.bubble_s == 0
+    assert b.total_s == pytest.approx(p.step_time_s)
+    assert p.tokens_per_step == 8 * 1024
+
+
+def test_recompute_costs_time_in_order() -> None:
+    m = _model()
+    t = {rc: m.train(Plan(recompute=rc), seq_len=1024, global_batch=4).step_time_s
+         for rc in ("none", "selective", "full")}  # fmt: skip
+    assert t["none"] < t["selective"] < t["full"]
+
+
+def test_pipeline_bubble_is_pp_minus_one_over_vp_stage_times() -> None:
+    m = _model()
+    one = m.train(Plan(pp=4), seq_len=1024, global_batch=8)
+    two = m.train(Plan(pp=4, vp=2), seq_len=1024, global_batch=8)
+    assert one.breakdown.bubble_s > 0
+    assert two.breakdown.bubble_s == pytest.approx(one.breakdown.bubble_s / 2, rel=0.05)
+
+
+def test_tensor_parallel_adds_communication() -> None:
+    p = _model().train(Plan(tp=8), seq_len=1024, global_batch=8)
+    assert p.breakdown.communication_s > 0
+
+
+def test_batch_must_divide_over_data_parallel_ranks() -> None:
+    with pytest.raises(PlanError, match="multiple of 8"):
+        _model().train(Plan(dp=8), seq_len=1024, global_batch=12)
+    with pytest.raises(PlanError, match="divisor of 4"):
+        _model().train(Plan(dp=2, microbatch=3), seq_len=1024, global_batch=8)
+
+
+def test_a_precision_the_chip_lacks_is_an_error() -> None:
+    with pytest.raises(UnsupportedOpError, match="fp8"):
+        StepModel(
+            SPEC, chip("tpu-v5e"), "fp8", RooflineModel(chip("tpu-v5e")), Network(chip("tpu-v5e"))
+        )
+
+
+def test_sustained_fraction_slows_only_compute_bound_tensor_ops() -> None:
+    ops = layer_ops(SPEC, b=4, seq_len=2048, shard=Shard(), precision="bf16", moe=False)
+    model = RooflineModel(H100)
+    raw = {t.op.name: t for t in (model.op_time(o) for o in ops)}
+    for t in time_ops(ops, H100, model):
+        before = raw[t.op.name]
+        if t.op.tensor_op and before.bound == "compute":
+            f = SUSTAINED_TENSOR_FRACTION[chip_family(H100)]
+            assert t.seconds == pytest.approx(before.seconds / f)
+        elif not t.op.tensor_op:
+            assert t.seconds == before.seconds
+
+
+def test_fp8_training_is_faster_than_bf16_on_hopper() -> None:
+    bf16 = _model(roofline=False).train(Plan(), seq_len=2048, global_batch=8)
+    fp8 = _model(precision="fp8", roofline=False).train(Plan(), seq_len=2048, global_batch=8)
+    assert fp8.step_time_s < bf16.step_time_s
