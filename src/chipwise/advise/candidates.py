@@ -1,16 +1,31 @@
 """Enumerate chips x counts, predict each with the planner, price it and keep what is allowed.
 
-For every chip in the catalog (or the ones asked for), chip counts are powers of two from 1
-up to ``request.max_chips`` (and the chip's largest job size, e.g. a TPU pod). Each count is
-planned (``perf.predict`` finds the fastest plan that fits); counts where nothing fits are
-skipped. A chip's *option* is its best count for the objective under the constraints.
+For each chip in the catalog (or the ones asked for), ``search_chip``
+
+1. rules the chip out before any planning when no count could qualify: a precision it has
+   no rate for; no price in the catalog (for the cloud and pricing asked) when the objective
+   is cost or a budget is set; not for sale under ``--own-hardware``; a budget below what the
+   run costs even at peak FLOP/s;
+2. walks chip counts 1, 2, 4, ... up to ``request.max_chips`` (a TPU also stops at its
+   largest job, which is tried too), skipping counts that cannot fit by a memory floor or
+   cannot meet the run-length limit even at peak FLOP/s (``memory_floor_bytes``,
+   ``step_floor_s``: lower bounds, so nothing that could qualify is skipped);
+3. plans each remaining count with the planner, reusing one ``StepModel`` (training) or
+   ``ServeModel`` (serving) per chip, so per-shape op timings are computed once per chip;
+4. stops once two doublings in a row stop paying (``STOP_GAIN``, ``TIE_TOLERANCE``). The
+   curve of cost or energy against chips is flat past the efficient point, so this plans a
+   few counts instead of all of them; the pick can differ from planning every count only
+   between options within ``TIE_TOLERANCE`` of each other (tested against the exhaustive
+   search).
+
+A chip's *option* is its best count for the objective under the constraints (``best_option``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from chipwise.advise.request import MAX_PRACTICAL_DAYS, AdviseRequest
 from chipwise.cost import (
@@ -25,17 +40,29 @@ from chipwise.cost import (
     costs_of_run,
     energy_of_run,
     energy_of_serving,
+    offers_in,
     owned_cost,
+    owned_cost_of_run,
+    replicas_for,
     serving_costs,
 )
 from chipwise.errors import ChipwiseError
 from chipwise.hardware import Catalog, Chip
-from chipwise.perf.base import InferPrediction, TrainPrediction
+from chipwise.hardware.chip import PriceOffer
+from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
+from chipwise.perf.layers import mlp_params
+from chipwise.perf.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, reserve_bytes
+from chipwise.perf.models import model_for
+from chipwise.perf.parallel import Network
+from chipwise.perf.planner import plan_serving, plan_training
 from chipwise.perf.predict import predict
-from chipwise.units import SECONDS_PER_DAY
-from chipwise.workload.ir import Inference, Training
+from chipwise.perf.serve import ServeModel
+from chipwise.perf.step import StepModel
+from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, dtype_bytes
+from chipwise.workload.accounting import matmul_params, model_flops_per_token
+from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
 
-Progress = Callable[[str], None]
+Prediction = TrainPrediction | InferPrediction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,12 +90,88 @@ class Option:
         return self.chips * self.replicas
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChipSearch:
+    """What the search found for one chip: the counts it priced, or why it has none."""
+
+    chip: Chip
+    options: tuple[Option, ...]  # every planned count, allowed or not, fewest chips first
+    why_none: str = ""  # set when ``options`` is empty
+    counts_planned: int = 0
+
+
 def chip_counts(chip: Chip, max_chips: int) -> tuple[int, ...]:
-    """Powers of two from 1 to the smaller of ``max_chips`` and the chip's largest job."""
-    limit = min(max_chips, max(chip.scale_up.max_chips, chip.scale_up.domain_chips, 1))
-    if chip.kind != "tpu":
-        limit = max_chips  # GPUs scale out over the data-centre network
-    return tuple(2**i for i in range(int(math.log2(max(limit, 1))) + 1))
+    """Powers of two from 1 to ``max_chips``; a TPU stops at its largest job (pod or
+    multislice limit from the catalog), which is included when it is not a power of two."""
+    limit = max_chips
+    if chip.kind == "tpu":
+        job = chip.scale_up.max_chips if chip.scale_up.max_chips > 1 else chip.scale_up.domain_chips
+        limit = min(max_chips, max(job, 1))
+    counts = [2**i for i in range(int(math.log2(max(limit, 1))) + 1)]
+    if chip.kind == "tpu" and limit < max_chips and counts[-1] != limit:
+        counts.append(limit)
+    return tuple(counts)
+
+
+# ---- lower bounds: what no plan can beat --------------------------------------------------
+
+
+def memory_floor_bytes(
+    spec: TransformerSpec, chip: Chip, chips: int, precision: str, *, training: bool
+) -> float:
+    """Bytes per chip that every plan on ``chips`` chips needs at least.
+
+    Whatever the sharding, each matmul weight (and in training its gradient and optimizer
+    state; ZeRO §3.1 bytes, as ``perf.memory`` counts them) is stored at least once across
+    the chips, so the fullest chip holds at least 1/``chips`` of it, plus the framework
+    reserve every chip keeps. Embeddings, activations and the KV cache only add to this.
+
+    Routed experts are left out: ``perf.memory`` divides them by ``ep`` on top of ``fsdp``
+    even when the two axes share chips, so its per-chip total can sit below 1/``chips`` of
+    the experts; a floor above the planner's own count would skip plans it deems to fit.
+    """
+    key = "fp32" if precision == "fp32" else "default"
+    if training:
+        per_param = WEIGHT_BYTES[key] + GRAD_BYTES[key] + OPTIMIZER_BYTES[key]
+    else:  # serving keeps weights in the serving precision (perf.memory.serve_memory)
+        per_param = 4.0 if precision == "fp32" else dtype_bytes(precision)
+    params = matmul_params(spec) - spec.n_moe_layers * mlp_params(spec, moe=True)[1]
+    return params * per_param / chips + reserve_bytes(chip)
+
+
+def _floor_peak_flops_per_s(chip: Chip, precision: str) -> float:
+    """The fastest rate any op of a ``precision`` step may run at: the precision's own, bf16
+    (activations of fp8/int8 steps) or tf32 (fp32 matmuls on tensor cores)."""
+    rates = [chip.dense_flops_per_s[d] for d in (precision, "bf16", "tf32") if chip.supports(d)]
+    return max(rates)
+
+
+def step_floor_s(
+    spec: TransformerSpec, phase: Training, chip: Chip, chips: int, precision: str
+) -> float:
+    """Seconds per training step no plan can beat: the step's model FLOPs (causal attention
+    halved, no recompute) at the chip's peak rate, perfectly spread over ``chips``."""
+    flops = model_flops_per_token(spec, phase.seq_len, causal_halving=True)
+    tokens = phase.seq_len * phase.global_batch
+    return flops * tokens / (chips * _floor_peak_flops_per_s(chip, precision))
+
+
+# ---- pricing one prediction ---------------------------------------------------------------
+
+
+def _pricing_filter(request: AdviseRequest) -> tuple[str, ...] | None:
+    return None if request.pricing == "any" else (request.pricing,)
+
+
+def offer_label(offer: PriceOffer) -> str:
+    """'gcp on-demand us-central1 ($4.20/chip-h; source, date)': what the price is and where
+    it comes from."""
+    recorded = offer.region.strip() not in ("", "not recorded")
+    region = offer.region if recorded else "region not recorded"
+    return (
+        f"{offer.provider} {offer.pricing} {region} (${offer.usd_per_chip_hour:.2f}/chip-h; "
+        f"{offer.source}, {offer.date})"
+    )
 
 
 def _priced_training(
@@ -80,8 +183,6 @@ def _priced_training(
     excluded = ""
     cost: RunCost | OwnedRunCost | None
     if request.own_hardware:
-        from chipwise.cost import owned_cost_of_run
-
         owned = owned_cost_of_run(pred, chip, catalog, run)
         if isinstance(owned, NotPurchasable):
             cost, usd, label = None, None, "not for sale"
@@ -89,23 +190,20 @@ def _priced_training(
         else:
             cost, usd = owned, owned.usd_total
             label = (
-                f"owned (${owned.owned.usd_per_chip_hour_owned:.2f}/chip-h; purchase "
+                f"owned, TCO (${owned.owned.usd_per_chip_hour_owned:.2f}/chip-h; purchase "
                 f"${owned.owned.purchase.usd:,.0f}, {owned.owned.purchase.source}, "
                 f"{owned.owned.purchase.date})"
             )
     else:
-        best = cheapest(costs_of_run(pred, catalog, run, cloud=request.cloud))
+        best = cheapest(
+            costs_of_run(pred, catalog, run, cloud=request.cloud, pricing=_pricing_filter(request))
+        )
         if best is None:
             cost, usd, label = None, None, "no price"
             if request.objective == "cost" or request.budget_usd is not None:
-                excluded = f"no cloud offer on {request.cloud} in the catalog"
+                excluded = no_price_reason(request)
         else:
-            o = best.offer
-            cost, usd = best, best.usd_total
-            label = (
-                f"{o.provider} {o.pricing} {o.region} (${o.usd_per_chip_hour:.2f}/chip-h; "
-                f"{o.source}, {o.date})"
-            )
+            cost, usd, label = best, best.usd_total, offer_label(best.offer)
     excluded = excluded or _constraints(days, usd, request)
     return Option(
         chip=chip,
@@ -119,6 +217,13 @@ def _priced_training(
         kwh=energy.facility_kwh,
         excluded=excluded,
     )
+
+
+def no_price_reason(request: AdviseRequest) -> str:
+    """Why a chip without a matching offer cannot be ranked on cost or held to a budget."""
+    where = "any cloud" if request.cloud == "any" else request.cloud
+    pricing = "any pricing" if request.pricing == "any" else request.pricing
+    return f"no cloud price in the catalog ({pricing}, {where})"
 
 
 def _constraints(days: float | None, usd: float | None, request: AdviseRequest) -> str:
@@ -135,12 +240,12 @@ def _priced_serving(
     pred: InferPrediction, chip: Chip, request: AdviseRequest, catalog: Catalog
 ) -> Option:
     load = ServingLoad(requests_per_day=request.requests_per_day or 1.0)
-    energy = energy_of_serving(pred, chip, load)
+    energy = energy_of_serving(
+        pred, chip, load, facility="owned" if request.own_hardware else "cloud"
+    )
     excluded = ""
     usd: float | None
     cost: ServingCost | None = None
-    from chipwise.cost import replicas_for
-
     replicas = replicas_for(pred, load)
     if request.own_hardware:
         owned = owned_cost(chip, catalog, pred=pred)
@@ -148,20 +253,19 @@ def _priced_serving(
             usd, label, excluded = None, "not for sale", f"cannot be owned: {owned.reason}"
         else:
             usd = owned.usd_per_calendar_hour * 24 * pred.chips * replicas
-            label = f"owned (${owned.usd_per_calendar_hour:.2f}/chip-h all day)"
+            label = f"owned, TCO (${owned.usd_per_calendar_hour:.2f}/chip-h all day)"
     else:
-        cost = cheapest(serving_costs(pred, catalog, load, cloud=request.cloud))
+        cost = cheapest(
+            serving_costs(
+                pred, catalog, load, cloud=request.cloud, pricing=_pricing_filter(request)
+            )
+        )
         if cost is None:
             usd, label = None, "no price"
             if request.objective == "cost" or request.budget_usd is not None:
-                excluded = f"no cloud offer on {request.cloud} in the catalog"
+                excluded = no_price_reason(request)
         else:
-            o = cost.offer
-            usd = cost.usd_per_day
-            label = (
-                f"{o.provider} {o.pricing} {o.region} (${o.usd_per_chip_hour:.2f}/chip-h; "
-                f"{o.source}, {o.date})"
-            )
+            usd, label = cost.usd_per_day, offer_label(cost.offer)
     if (
         not excluded
         and request.budget_usd is not None
@@ -184,12 +288,15 @@ def _priced_serving(
     )
 
 
+# ---- ranking ------------------------------------------------------------------------------
+
+
 def objective_key(request: AdviseRequest) -> Callable[[Option], tuple[float, float]]:
-    """Sort key for options: the objective first, then the other two as tie-breaks."""
+    """Sort key for options: the objective first, then cost (or time, for cost) to break ties."""
 
     def key(o: Option) -> tuple[float, float]:
         inf = math.inf
-        time_s = (o.days if o.days is not None else _serving_time(o)) or inf
+        time_s = (o.days * SECONDS_PER_DAY if o.days is not None else _serving_time(o)) or inf
         usd = o.usd if o.usd is not None else inf
         kwh = o.kwh if o.kwh is not None else inf
         if request.objective == "time":
@@ -207,58 +314,202 @@ def _serving_time(o: Option) -> float:
     return pred.request_time_s
 
 
-# Counts are tried in doubling order. For cost and energy, the search stops once two
-# doublings in a row are more than ``STOP_WORSE`` worse than the best so far (the curve is flat
-# to rising past the efficient point: more chips add communication, not work). For time, it
-# stops once two doublings in a row each gain less than ``STOP_GAIN``: nobody doubles a
-# cluster for a few per cent.
-STOP_WORSE = 0.10
+# Counts are tried in doubling order, and the search for a chip stops after two doublings in
+# a row that do not pay. For cost and energy a doubling pays when it beats the best so far by
+# more than ``TIE_TOLERANCE`` (anything less is a tie, and ties go to fewer chips anyway);
+# past the efficient point more chips add communication, not work, so the curve is flat or
+# rising. For time a doubling pays when it gains at least ``STOP_GAIN``: nobody doubles a
+# cluster for a few per cent. Counts excluded for taking too long never stop the search (more
+# chips are the cure).
+STOP_STRIKES = 2
 STOP_GAIN = 0.05
 # Options whose objective is within this fraction of the best are ties at the model's
 # resolution (its validation error is larger); among ties the fewest chips win.
 TIE_TOLERANCE = 0.05
+# Kept for callers of the earlier name: a doubling is "worse" above best x (1 + STOP_WORSE).
+STOP_WORSE = TIE_TOLERANCE
+
+
+class _Planner:
+    """Plans one workload on one chip at any count, reusing per-shape timings across counts."""
+
+    def __init__(self, workload: Workload, chip: Chip, precision: str) -> None:
+        self.workload = workload
+        self.chip = chip
+        self.precision = precision
+        self._step: StepModel | None = None
+        self._serve: ServeModel | None = None
+
+    def predict(self, chips: int) -> Prediction:
+        spec, phase, chip = self.workload.model, self.workload.phase, self.chip
+        if not isinstance(spec, TransformerSpec):
+            pred = predict(self.workload, chip, chips, self.precision)
+            if not isinstance(pred, TrainPrediction | InferPrediction):
+                raise ChipwiseError(f"{spec.name}: not a workload the advisor can plan")
+            return pred
+        if isinstance(phase, Training):
+            if self._step is None:
+                perf = model_for(chip)
+                self._step = StepModel(spec, chip, self.precision, perf, Network(chip))
+            choice = plan_training(
+                self._step, chips=chips, seq_len=phase.seq_len, global_batch=phase.global_batch
+            )
+            return _noted(choice.prediction, choice.reason)
+        assert isinstance(phase, Inference)
+        if self._serve is None:
+            perf = model_for(chip)
+            self._serve = ServeModel(spec, chip, self.precision, perf, Network(chip))
+        served = plan_serving(
+            self._serve,
+            chips=chips,
+            batch=phase.batch,
+            input_len=phase.input_len,
+            output_len=phase.output_len,
+        )
+        return _noted(served.prediction, served.reason)
+
+
+def _noted(pred: Prediction, reason: str) -> Prediction:
+    """The planner's reason as the first assumption, as ``perf.predict`` records it."""
+    note = Assumption(name="plan", value=reason, source="planner")
+    return replace(pred, assumptions=(note, *pred.assumptions))
+
+
+def _precheck(chip: Chip, request: AdviseRequest, catalog: Catalog) -> str:
+    """Why no count of ``chip`` can qualify, decided without planning; '' if some may."""
+    if not chip.supports(request.precision):
+        have = ", ".join(chip.dense_flops_per_s) or "none"
+        return f"no {request.precision} rate in the catalog (it has: {have})"
+    if request.own_hardware:
+        owned = owned_cost(chip, catalog)
+        if isinstance(owned, NotPurchasable):
+            if not chip.purchasable:
+                return f"cloud only: {owned.reason}"
+            return f"cannot be owned: {owned.reason}"
+        return ""
+    offers = offers_in(catalog, chip.id, cloud=request.cloud, pricing=_pricing_filter(request))
+    if request.cloud != "any" and not offers and request.cloud not in chip.clouds:
+        return f"not offered on {request.cloud} (catalog availability and offers)"
+    if not offers and (request.objective == "cost" or request.budget_usd is not None):
+        return no_price_reason(request)
+    wl = request.workload
+    if (
+        offers
+        and request.budget_usd is not None
+        and request.tokens
+        and isinstance(wl.model, TransformerSpec)
+        and isinstance(wl.phase, Training)
+    ):
+        # chip-seconds at peak do not depend on the count: steps x step FLOPs / peak
+        steps = math.ceil(request.tokens / (wl.phase.seq_len * wl.phase.global_batch))
+        chip_s = steps * step_floor_s(wl.model, wl.phase, chip, 1, request.precision)
+        usd = chip_s / SECONDS_PER_HOUR * min(o.usd_per_chip_hour for o in offers)
+        if usd > request.budget_usd:
+            return (
+                f"costs at least ${usd:,.0f} even at peak FLOP/s, over the budget "
+                f"(${request.budget_usd:,.0f})"
+            )
+    return ""
+
+
+def _count_floor(chip: Chip, n: int, request: AdviseRequest) -> str:
+    """Why ``n`` chips cannot qualify by a lower bound ('' if they may)."""
+    wl = request.workload
+    spec, phase = wl.model, wl.phase
+    if not isinstance(spec, TransformerSpec):
+        return ""
+    training = isinstance(phase, Training)
+    need = memory_floor_bytes(spec, chip, n, request.precision, training=training)
+    if need > chip.hbm_capacity_bytes:
+        return (
+            f"does not fit: needs at least {need / GB:,.0f} GB per chip on {n} chips "
+            f"(has {chip.hbm_capacity_bytes / GB:,.0f} GB)"
+        )
+    if isinstance(phase, Training) and request.tokens:
+        steps = math.ceil(request.tokens / (phase.seq_len * phase.global_batch))
+        days = steps * step_floor_s(spec, phase, chip, n, request.precision) / SECONDS_PER_DAY
+        limit = request.deadline_days or MAX_PRACTICAL_DAYS
+        if days > limit:
+            what = "the deadline" if request.deadline_days else "a practical run length"
+            return (
+                f"takes at least {days:,.0f} days on {n} chips even at peak FLOP/s, beyond "
+                f"{what} ({limit:g} days)"
+            )
+    return ""
+
+
+def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSearch:
+    """Plan and price the counts of ``chip`` that could qualify (see the module docstring)."""
+    why = _precheck(chip, request, catalog)
+    if why:
+        return ChipSearch(chip=chip, options=(), why_none=why)
+    phase = request.workload.phase
+    counts = chip_counts(chip, request.max_chips)
+    if isinstance(phase, Inference):
+        # serve within one scale-up domain; more load takes more replicas, not bigger ones
+        counts = tuple(n for n in counts if n <= max(chip.scale_up.domain_chips, 1))
+    planner = _Planner(request.workload, chip, request.precision)
+    key = objective_key(request)
+    out: list[Option] = []
+    last_why = ""
+    best: float | None = None
+    strikes = planned = 0
+    for n in counts:
+        floor_why = _count_floor(chip, n, request)
+        if floor_why:
+            last_why = floor_why
+            continue
+        planned += 1
+        try:
+            pred = planner.predict(n)
+        except ChipwiseError as err:
+            last_why = str(err)
+            continue  # does not fit at this count, or no layout of n chips
+        if isinstance(pred, TrainPrediction):
+            option = _priced_training(pred, chip, request, catalog)
+        else:
+            option = _priced_serving(pred, chip, request, catalog)
+        out.append(option)
+        value = key(option)[0]
+        if not math.isfinite(value) or _too_slow(option, request):
+            continue  # more chips may still bring it within the limit
+        if best is None:
+            best = value
+            continue
+        if request.objective == "time":
+            pays = value < best * (1 - STOP_GAIN)
+        else:
+            pays = value < best * (1 - TIE_TOLERANCE)
+        best = min(best, value)
+        strikes = 0 if pays else strikes + 1
+        if strikes >= STOP_STRIKES:
+            break
+    if not out:
+        return ChipSearch(
+            chip=chip, options=(), why_none=_none_reason(last_why, request), counts_planned=planned
+        )
+    return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
+
+
+def _too_slow(option: Option, request: AdviseRequest) -> bool:
+    limit = request.deadline_days or MAX_PRACTICAL_DAYS
+    return option.days is not None and option.days > limit
+
+
+def _none_reason(last_why: str, request: AdviseRequest) -> str:
+    if last_why.startswith(("does not fit:", "takes at least")):
+        return last_why
+    return f"does not fit in {request.max_chips} chips or fewer on any plan"
 
 
 def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tuple[Option, ...]:
     """Counts of ``chip`` that fit, priced; empty if the chip cannot run it at all."""
-    phase = request.workload.phase
-    out: list[Option] = []
-    counts = chip_counts(chip, request.max_chips)
-    if isinstance(phase, Inference):
-        counts = tuple(n for n in counts if n <= max(chip.scale_up.domain_chips, 1))
-    key = objective_key(request)
-    best: float | None = None
-    previous: float | None = None
-    strikes = 0
-    for n in counts:
-        try:
-            pred = predict(request.workload, chip, n, request.precision)
-        except ChipwiseError:
-            continue  # does not fit at this count, or a dtype the chip lacks
-        if isinstance(pred, TrainPrediction) and isinstance(phase, Training):
-            option = _priced_training(pred, chip, request, catalog)
-        elif isinstance(pred, InferPrediction):
-            option = _priced_serving(pred, chip, request, catalog)
-        else:
-            continue
-        out.append(option)
-        value = key(option)[0]
-        if not option.allowed or not math.isfinite(value):
-            continue
-        if request.objective == "time":
-            gain = 0.0 if previous is None else 1 - value / previous
-            strikes = strikes + 1 if previous is not None and gain < STOP_GAIN else 0
-        else:
-            strikes = strikes + 1 if best is not None and value > best * (1 + STOP_WORSE) else 0
-        best = value if best is None else min(best, value)
-        previous = value
-        if strikes >= 2:
-            break
-    return tuple(out)
+    return search_chip(chip, request, catalog).options
 
 
 def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | None:
-    """The allowed option that scores best on the objective."""
+    """The allowed option that scores best on the objective; within ``TIE_TOLERANCE`` of it,
+    the one with the fewest chips."""
     allowed = [o for o in options if o.allowed]
     key = objective_key(request)
     top = min(allowed, key=key, default=None)

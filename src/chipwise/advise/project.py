@@ -19,6 +19,7 @@ def facts_from_report(report: ScanReport) -> ProjectFacts:
                 Finding(
                     name=f.title,
                     where=f.location,
+                    key=f.key,
                     platform=impact.platform,
                     verdict=impact.verdict,
                     porting=impact.porting,

@@ -1,9 +1,10 @@
 """Rank, prune and explain: the advisor's answer for one request.
 
-``recommend(request)`` enumerates chips x counts (``candidates``), keeps what fits and what
-the constraints allow, ranks by the objective and returns the best GPU option, the best TPU
-option and the overall pick, with the article's situations as reasons (``situations``) and a
-confidence band from the validation error (``confidence``).
+``recommend(request)`` searches chips x counts (``candidates.search_chip``), keeps what fits
+and what the constraints allow, ranks by the objective and returns the best GPU option, the
+best TPU option and the overall pick, with the article's situations as reasons
+(``situations``) and a confidence band from the validation error on the picked chip
+(``confidence``). Chips the project's code cannot run on are excluded before any planning.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from chipwise.advise.candidates import Option, best_option, objective_key, options_for_chip
-from chipwise.advise.confidence import Confidence, training_confidence
-from chipwise.advise.request import AdviseRequest, Platform
+from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
+from chipwise.advise.confidence import Confidence, confidence_for_chip
+from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.workload.ir import NonMLKind
@@ -51,11 +52,11 @@ class Recommendation:
     request: AdviseRequest
     options: tuple[Option, ...]  # each chip's best allowed option, best first
     excluded: tuple[Excluded, ...]
-    best_gpu: Option | None
+    best_gpu: Option | None  # best non-TPU option (GPUs and other accelerators)
     best_tpu: Option | None
     pick: Option | None
     reasons: tuple[Reason, ...]
-    confidence: Confidence | None
+    confidence: Confidence | None  # validation error on the picked chip (or its kind)
     notes: tuple[str, ...] = ()
     non_ml: NonMLAnswer | None = None
 
@@ -67,48 +68,78 @@ def platform_of(chip: Chip) -> Platform | None:
     return _PLATFORM_BY_VENDOR.get(chip.vendor)
 
 
-def _project_exclusion(chip: Chip, request: AdviseRequest) -> str:
+def _blockers(proj: ProjectFacts, platform: Platform) -> str:
+    """'name (file:line, ...)' for each finding that stops the project on ``platform``."""
+    where: dict[str, list[str]] = {}
+    for f in proj.findings:
+        if f.platform == platform and f.verdict == "does-not-run":
+            where.setdefault(f.name, []).append(f.where)
+    return "; ".join(f"{name} ({', '.join(locs)})" for name, locs in where.items())
+
+
+def project_exclusion(chip: Chip, request: AdviseRequest) -> str:
+    """Why the code (``--framework`` or the scanned project) cannot run on ``chip``, or ''."""
     proj = request.project
-    if request.framework == "tensorflow" and "tensorflow" not in chip.software:
-        return "TensorFlow is not supported on this chip"
+    if request.framework is not None and request.framework not in chip.software:
+        return f"{request.framework} is not supported on this chip (catalog software list)"
     if proj is None:
         return ""
     platform = platform_of(chip)
     if platform is None:
         if proj.cuda_specific:
-            return f"the project needs CUDA-specific code ({', '.join(proj.cuda_specific)})"
+            return f"the project needs CUDA-specific code ({', '.join(proj.cuda_titles)})"
         return ""
     if proj.blocks(platform):
-        blockers = [
-            f.name for f in proj.findings if f.platform == platform and f.verdict == "does-not-run"
-        ]
-        return f"the project does not run on {platform}: {', '.join(blockers) or 'see scan'}"
-    if "tensorflow" in proj.frameworks and "tensorflow" not in chip.software:
-        return "the project uses TensorFlow, which this chip does not support"
+        blockers = _blockers(proj, platform) or "see 'chipwise scan'"
+        port = "needs a port" if platform == "google-tpu" else "does not run as is"
+        return f"the project {port} on {platform}: {blockers}"
+    missing = [fw for fw in proj.frameworks if fw in _FRAMEWORKS and fw not in chip.software]
+    if missing:
+        return f"the project uses {', '.join(missing)}, which this chip does not support"
     return ""
 
 
-def _non_ml(request: AdviseRequest, catalog: Catalog, model: NonMLKind) -> Recommendation:
+# Frameworks whose support the catalog lists per chip (``software``).
+_FRAMEWORKS = ("pytorch", "jax", "tensorflow")
+
+
+def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -> Recommendation:
+    """Which chips can run a non-ML workload at all, and why a TPU cannot."""
     needs = {r.capability for r in model.requirements}
-    capable = [c for c in catalog.chips if c.kind == "gpu"]
+    excluded: list[Excluded] = []
+    capable: list[Chip] = []
+    for c in chips:
+        if c.kind == "tpu":
+            excluded.append(Excluded(chip_id=c.id, why="a TPU runs tensor math (XLA) only"))
+        elif c.kind != "gpu":
+            excluded.append(
+                Excluded(chip_id=c.id, why="an ML accelerator: runs framework graphs only")
+            )
+        elif "fp64" in needs and not c.supports("fp64"):
+            excluded.append(Excluded(chip_id=c.id, why="no fp64 rate in the catalog"))
+        elif request.own_hardware and not c.purchasable:
+            excluded.append(Excluded(chip_id=c.id, why="cannot be bought"))
+        elif not request.own_hardware and request.cloud != "any" and request.cloud not in c.clouds:
+            excluded.append(Excluded(chip_id=c.id, why=f"not offered on {request.cloud}"))
+        else:
+            capable.append(c)
     basis = "GPUs (TPUs run only tensor math)"
     if "fp64" in needs:
-        capable = sorted(
-            (c for c in capable if c.supports("fp64")),
-            key=lambda c: -c.peak_flops_per_s("fp64"),
-        )
+        capable.sort(key=lambda c: -c.peak_flops_per_s("fp64"))
         basis = "dense fp64 FLOP/s (catalog)"
-    elif "raster" in needs or "rt-cores" in needs or "media-encode" in needs:
-        basis = "GPUs; check display/raster and media engines for the specific card"
-    excluded = tuple(
-        Excluded(chip_id=c.id, why="a TPU runs tensor math only")
-        for c in catalog.chips
-        if c.kind == "tpu"
-    )
+    elif needs & {"raster", "rt-cores", "display", "media-encode"}:
+        basis = (
+            "GPUs; the catalog does not list raster, ray-tracing, display or video-encode "
+            "units: check the specific card (data-centre GPUs such as A100/H100 have no "
+            "display outputs, and A100/H100 have no NVENC)"
+        )
+    elif "memory-bandwidth" in needs:
+        capable.sort(key=lambda c: -c.hbm_bytes_per_s)
+        basis = "memory bandwidth (catalog)"
     return Recommendation(
         request=request,
         options=(),
-        excluded=excluded,
+        excluded=tuple(excluded),
         best_gpu=None,
         best_tpu=None,
         pick=None,
@@ -118,18 +149,25 @@ def _non_ml(request: AdviseRequest, catalog: Catalog, model: NonMLKind) -> Recom
     )
 
 
+def _chips(request: AdviseRequest, catalog: Catalog) -> tuple[Chip, ...]:
+    if not request.chip_ids:
+        return catalog.chips
+    chosen = (catalog.chip(i) for i in request.chip_ids)  # unknown ids raise, with suggestions
+    return tuple({c.id: c for c in chosen}.values())
+
+
 def recommend(
     request: AdviseRequest,
     catalog: Catalog | None = None,
     *,
     progress: Progress | None = None,
 ) -> Recommendation:
-    """Compare the catalog for ``request`` and explain the choice."""
+    """Compare the catalog (or ``request.chip_ids``) for ``request`` and explain the choice."""
     cat = default_catalog() if catalog is None else catalog
+    chips = _chips(request, cat)
     model = request.workload.model
     if isinstance(model, NonMLKind):
-        return _non_ml(request, cat, model)
-    chips = tuple(cat.chip(i) for i in request.chip_ids) if request.chip_ids else cat.chips
+        return _non_ml(request, chips, model)
     best: list[Option] = []
     excluded: list[Excluded] = []
     single_gpu: list[Option] = []
@@ -137,22 +175,24 @@ def recommend(
     for i, chip in enumerate(chips):
         if progress is not None:
             progress(chip.id, i, len(chips))
-        why = _project_exclusion(chip, request)
+        why = project_exclusion(chip, request)
         if why:
             excluded.append(Excluded(chip_id=chip.id, why=why))
             continue
-        options = options_for_chip(chip, request, cat)
-        if not options:
-            excluded.append(Excluded(chip_id=chip.id, why=_no_option_reason(chip, request)))
+        found = search_chip(chip, request, cat)
+        if not found.options:
+            excluded.append(Excluded(chip_id=chip.id, why=found.why_none))
             continue
         if chip.kind == "gpu" and chip.purchasable:
-            single_gpu.extend(o for o in options if o.chips == 1 and o.allowed)
-        choice = best_option(options, request)
+            single_gpu.extend(o for o in found.options if o.chips == 1 and o.allowed)
+        choice = best_option(found.options, request)
         if choice is None:
-            worst = min(options, key=key)
-            excluded.append(Excluded(chip_id=chip.id, why=worst.excluded))
+            closest = min(found.options, key=key)
+            excluded.append(Excluded(chip_id=chip.id, why=closest.excluded))
             continue
         best.append(choice)
+    if progress is not None:
+        progress("", len(chips), len(chips))
     best.sort(key=key)
     best_gpu = next((o for o in best if o.chip.kind != "tpu"), None)
     best_tpu = next((o for o in best if o.chip.kind == "tpu"), None)
@@ -163,9 +203,8 @@ def recommend(
         best_tpu=best_tpu,
         pick=pick,
         single_chip_gpu=min(single_gpu, key=key, default=None),
+        catalog=cat,
     )
-    conf = training_confidence()
-    kind = "all" if pick is None else ("tpu" if pick.chip.kind == "tpu" else "gpu")
     notes = []
     if not best:
         notes.append("no chip in the catalog can run this under the given constraints")
@@ -177,17 +216,11 @@ def recommend(
         best_tpu=best_tpu,
         pick=pick,
         reasons=reasons_for(ctx),
-        confidence=conf.get(kind) or conf.get("all"),
+        confidence=None if pick is None else confidence_for_chip(pick.chip),
         notes=tuple(notes),
     )
 
 
-def _no_option_reason(chip: Chip, request: AdviseRequest) -> str:
-    if not chip.supports(request.precision):
-        return f"no {request.precision} support"
-    return f"does not fit in {request.max_chips} chips or fewer on any plan"
-
-
-def with_project(request: AdviseRequest, project: object) -> AdviseRequest:
+def with_project(request: AdviseRequest, project: ProjectFacts) -> AdviseRequest:
     """Attach project facts (helper for callers that build the request in two steps)."""
-    return replace(request, project=project)  # type: ignore[arg-type]
+    return replace(request, project=project)

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from chipwise.errors import ChipwiseError
-from chipwise.workload.ir import Workload
+from chipwise.perf.predict import PRECISIONS
+from chipwise.workload.ir import Primitive, Workload
 
 Objective = Literal["time", "cost", "energy"]
 OBJECTIVES: tuple[Objective, ...] = ("time", "cost", "energy")
 Cloud = Literal["gcp", "aws", "azure", "any"]
+CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
+# Which cloud prices rank the options: one pricing model, or the cheapest of all ("any").
+# On-demand is the default: spot can be reclaimed mid-run and committed prices need a 1-3
+# year contract, so neither is what a first answer should assume.
+Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "any"]
+PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Platform = Literal["nvidia-cuda", "amd-rocm", "intel-xpu", "google-tpu"]
 
@@ -30,6 +38,7 @@ class Finding:
 
     name: str  # package or signal, e.g. "flash-attn", "custom CUDA kernel"
     where: str  # file:line
+    key: str = ""  # the scan's rule id, e.g. "flash-attn", "cuda-kernel"
     platform: Platform
     verdict: str  # runs | runs-with-changes | does-not-run
     porting: str = ""  # e.g. "Pallas splash attention"
@@ -44,12 +53,18 @@ class ProjectFacts:
     frameworks: tuple[str, ...] = ()
     verdicts: dict[Platform, str] = field(default_factory=dict)  # platform -> verdict
     findings: tuple[Finding, ...] = ()
-    cuda_specific: tuple[str, ...] = ()  # names of CUDA-only libraries / kernels
+    cuda_specific: tuple[str, ...] = ()  # rule ids of CUDA-only libraries / kernels
     needs_fp64: bool = False
     needs_graphics: bool = False
 
     def blocks(self, platform: Platform) -> bool:
         return self.verdicts.get(platform) == "does-not-run"
+
+    @property
+    def cuda_titles(self) -> tuple[str, ...]:
+        """Display names of the CUDA-specific libraries and kernels (rule ids as a fallback)."""
+        titles = {f.key: f.name for f in self.findings if f.key}
+        return tuple(titles.get(k, k) for k in self.cuda_specific)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +75,7 @@ class AdviseRequest:
     tokens: float | None = None  # training: tokens to train on
     requests_per_day: float | None = None  # serving
     cloud: Cloud = "any"
+    pricing: Pricing = "on-demand"
     own_hardware: bool = False
     budget_usd: float | None = None
     deadline_days: float | None = None
@@ -71,11 +87,28 @@ class AdviseRequest:
     max_chips: int = 4096
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise AdviseError(f"objective must be one of {', '.join(OBJECTIVES)}")
-        if self.budget_usd is not None and self.budget_usd <= 0:
-            raise AdviseError("--budget-usd must be positive")
-        if self.deadline_days is not None and self.deadline_days <= 0:
-            raise AdviseError("--deadline-days must be positive")
+        _one_of("objective", self.objective, OBJECTIVES)
+        _one_of("cloud", self.cloud, CLOUDS)
+        _one_of("pricing", self.pricing, PRICINGS)
+        _one_of("precision", self.precision, PRECISIONS)
+        for name, value in (
+            ("--budget-usd", self.budget_usd),
+            ("--deadline-days", self.deadline_days),
+            ("--tokens", self.tokens),
+            ("--requests-per-day", self.requests_per_day),
+        ):
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise AdviseError(f"{name} must be a positive number, got {value:g}")
         if self.max_chips < 1:
-            raise AdviseError("--max-chips must be >= 1")
+            raise AdviseError(f"--max-chips must be >= 1, got {self.max_chips}")
+        if isinstance(self.workload.model, Primitive):
+            raise AdviseError(
+                f"{self.workload.name} is a primitive (one kernel), not a job to buy chips "
+                "for; time it with 'chipwise predict' or give a model (see 'chipwise "
+                "workload list')"
+            )
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise AdviseError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")

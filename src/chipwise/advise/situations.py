@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from chipwise.advise.candidates import Option, objective_key
-from chipwise.advise.request import AdviseRequest
+from chipwise.advise.display import format_energy, format_run_time, format_usd
+from chipwise.advise.request import AdviseRequest, Finding
+from chipwise.hardware import Catalog, Chip
 from chipwise.perf.base import TrainPrediction
 from chipwise.units import GB, format_seconds
 from chipwise.workload.accounting import params_total
@@ -31,6 +33,11 @@ Favours = Literal["gpu", "tpu"]
 # the scale of the public runs that used pods (PaLM 540B, Llama-3 405B: 15.6T tokens).
 MASSIVE_PARAMS = 50e9
 MASSIVE_TOKENS = 1e12
+# A card goes in a workstation when it is sold on its own as a PCIe add-in card and draws at
+# most what one 12V-2x6 (12VHPWR) power connector delivers: 600 W (PCIe CEM 5.1 / Intel ATX
+# 3.1), the most any single add-in card is specified for. SXM/OAM modules need a server
+# baseboard whatever their power.
+WORKSTATION_MAX_TDP_W = 600.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,20 +61,32 @@ class Context:
     best_tpu: Option | None
     pick: Option | None
     single_chip_gpu: Option | None  # the best allowed 1-chip option on a purchasable GPU
+    catalog: Catalog | None = None  # for facts about chips outside the options
+
+
+def is_workstation_card(chip: Chip) -> bool:
+    """A GPU you can put in a desktop workstation: sold, PCIe, within one 12V-2x6 connector."""
+    return (
+        chip.kind == "gpu"
+        and chip.purchasable
+        and chip.scale_up.topology == "pcie"
+        and chip.tdp_w <= WORKSTATION_MAX_TDP_W
+    )
 
 
 def describe(o: Option) -> str:
     """A short line with the numbers of an option."""
     parts = [f"{o.chip.id} ×{o.total_chips}"]
     if o.days is not None:
-        parts.append(f"{o.days:,.1f} days" if o.days >= 1 else format_seconds(o.days * 86400))
+        parts.append(format_run_time(o.days))
     if isinstance(o.prediction, TrainPrediction):
         parts.append(f"{o.prediction.tokens_per_s_per_chip:,.0f} tok/s/chip")
+    else:
+        parts.append(f"{format_seconds(o.prediction.request_time_s)} per request")
     if o.usd is not None:
-        per = "/day" if o.days is None else ""
-        parts.append(f"${o.usd:,.0f}{per}")
+        parts.append(format_usd(o.usd) + ("/day" if o.days is None else ""))
     if o.kwh is not None:
-        parts.append(f"{o.kwh:,.0f} kWh")
+        parts.append(format_energy(o.kwh) + ("/day" if o.days is None else ""))
     return ", ".join(parts)
 
 
@@ -95,18 +114,22 @@ def massive_training(ctx: Context) -> Reason | None:
     if params < MASSIVE_PARAMS and tokens < MASSIVE_TOKENS:
         return None
     situation = "Training massive models at Google-scale → TPU"
-    scale = f"{params / 1e9:,.0f}B parameters, {tokens / 1e12:,.2g}T tokens"
+    scale = f"{params / 1e9:,.0f}B parameters, {tokens / 1e12:,.3g}T tokens"
     cmp = _compare(ctx)
     if cmp is None:
         only = ctx.best_tpu or ctx.best_gpu
         if only is None:
             return None
+        kind = "TPU" if only.chip.kind == "tpu" else "GPU"
         return Reason(
             rule="massive-training",
             situation=situation,
-            favours=(only.chip.kind == "tpu" and "tpu") or "gpu",
-            text=f"Training at scale ({scale}); only one kind of chip is allowed here.",
-            evidence=(describe(only),),
+            favours="tpu" if only.chip.kind == "tpu" else "gpu",
+            text=(
+                f"Training at scale ({scale}); only {kind} options are allowed here, so the "
+                "article's comparison cannot be made."
+            ),
+            evidence=(f"best {kind}: {describe(only)}",),
         )
     winner, by = cmp
     assert ctx.best_gpu is not None and ctx.best_tpu is not None
@@ -131,6 +154,19 @@ def massive_training(ctx: Context) -> Reason | None:
     )
 
 
+def _where_to_get(chip: Chip) -> str:
+    """How one gets this GPU, from catalog facts (form factor, power, availability)."""
+    if is_workstation_card(chip):
+        return "a card you can put in a workstation"
+    ways = []
+    if chip.purchasable:
+        ways.append("a server GPU you can buy")
+    if chip.clouds:
+        listed = ", ".join(chip.clouds[:3]) + (", ..." if len(chip.clouds) > 3 else "")
+        ways.append(f"rent on {len(chip.clouds)} clouds ({listed})")
+    return " or ".join(ways) or "a GPU"
+
+
 def local_development(ctx: Context) -> Reason | None:
     req = ctx.request
     one = ctx.single_chip_gpu
@@ -144,44 +180,71 @@ def local_development(ctx: Context) -> Reason | None:
     if one is not None:
         mem = one.prediction.memory.total_bytes / GB
         cap = one.chip.hbm_capacity_bytes / GB
+        where = _where_to_get(one.chip)
         evidence.append(
-            f"fits on one {one.chip.id} ({mem:,.0f} of {cap:,.0f} GB), a GPU you can put in a "
-            f"workstation or rent anywhere: {describe(one)}"
+            f"fits on one {one.chip.id} ({mem:,.0f} of {cap:,.0f} GB), {where}: {describe(one)}"
         )
     if pytorch:
         evidence.append(
             "PyTorch runs natively on CUDA and ROCm; on TPU it needs torch_xla/torchax "
             "(the article: 'PyTorch support exists but is less mature')"
         )
+    text = (
+        "One GPU runs the whole job: develop and run it on the same kind of chip."
+        if one is not None
+        else "The code is PyTorch-first: a GPU runs it as written."
+    )
     return Reason(
         rule="local-development",
         situation=situation,
         favours="gpu",
-        text="The job is small or PyTorch-first: a GPU gives the shortest path from laptop to run.",
+        text=text,
         evidence=tuple(evidence),
     )
+
+
+def _ports(findings: tuple[Finding, ...], keys: tuple[str, ...]) -> list[str]:
+    """One line per CUDA-specific rule: its title, every file:line, the TPU porting path."""
+    by_key: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.platform == "google-tpu" and f.verdict != "runs" and f.key in keys:
+            by_key.setdefault(f.key, []).append(f)
+    lines = []
+    for key in keys:
+        group = by_key.get(key)
+        if not group:
+            continue
+        first = group[0]
+        where = ", ".join(dict.fromkeys(f.where for f in group))
+        effort = f" ({first.effort} effort)" if first.effort else ""
+        lines.append(f"{first.name} at {where} → on TPU: {first.porting or 'rewrite'}{effort}")
+    return lines
 
 
 def cuda_libraries(ctx: Context) -> Reason | None:
     proj = ctx.request.project
     if proj is None or not proj.cuda_specific:
         return None
-    ports = [
-        f"{f.name} ({f.where}) → {f.porting or 'rewrite'}"
-        + (f", {f.effort} effort" if f.effort else "")
-        for f in proj.findings
-        if f.platform == "google-tpu" and f.verdict != "runs"
-    ]
+    ports = _ports(proj.findings, proj.cuda_specific)
+    tpu = proj.verdicts.get("google-tpu", "")
+    verdict = f" (scan verdict for TPU: {tpu})" if tpu else ""
     return Reason(
         rule="cuda-libraries",
         situation="You need CUDA-specific libraries → GPU",
         favours="gpu",
         text=(
-            f"The project uses CUDA-specific code: {', '.join(proj.cuda_specific)}. "
-            "On a TPU each needs a port."
+            f"The project uses CUDA-specific code: {', '.join(proj.cuda_titles)}. "
+            f"On a TPU each needs a port{verdict}."
         ),
-        evidence=tuple(ports) or tuple(proj.cuda_specific),
+        evidence=tuple(ports) or proj.cuda_titles,
     )
+
+
+def _tensorflow_gaps(ctx: Context) -> list[str]:
+    """TPUs in the catalog whose software list lacks TensorFlow."""
+    if ctx.catalog is None:
+        return []
+    return [c.name for c in ctx.catalog.chips if c.kind == "tpu" and "tensorflow" not in c.software]
 
 
 def google_ecosystem(ctx: Context) -> Reason | None:
@@ -203,16 +266,21 @@ def google_ecosystem(ctx: Context) -> Reason | None:
         evidence.append(f"best TPU: {describe(ctx.best_tpu)}")
     if ctx.best_gpu is not None:
         evidence.append(f"best GPU: {describe(ctx.best_gpu)}")
-    if "tensorflow" in google:
-        evidence.append("TensorFlow is not supported on TPU7x (Ironwood); v6e and older run it")
+    gaps = _tensorflow_gaps(ctx) if "tensorflow" in google else []
+    if gaps:
+        evidence.append(f"TensorFlow is not supported on {', '.join(gaps)} (catalog software)")
     agrees = None if cmp is None else cmp[0] == "tpu"
+    lead = "; ".join(why)
+    lead = lead[0].upper() + lead[1:]
     if cmp is None:
-        text = f"{'; '.join(why).capitalize()}: TPUs are native there."
+        text = f"{lead}: TPUs are native there."
+        if ctx.best_tpu is None:
+            text = f"{lead}, but no TPU option is allowed here."
     elif cmp[0] == "tpu":
-        text = f"{'; '.join(why).capitalize()}, and the best TPU option is {cmp[1]}."
+        text = f"{lead}, and the best TPU option is {cmp[1]}."
     else:
         text = (
-            f"{'; '.join(why).capitalize()}, but here the best GPU option is {cmp[1]}: "
+            f"{lead}, but here the best GPU option is {cmp[1]}: "
             "the numbers contradict the rule of thumb."
         )
     return Reason(
