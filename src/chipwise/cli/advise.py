@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, TextColumn
 
-from chipwise.advise import AdviseRequest, recommend
+from chipwise.advise import AdviseError, AdviseRequest, recommend
 from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
 from chipwise.cli.app import app
 from chipwise.cli.output import console, err_console, print_json
@@ -27,6 +27,14 @@ class CloudChoice(StrEnum):
     gcp = "gcp"
     aws = "aws"
     azure = "azure"
+    any = "any"
+
+
+class PricingChoice(StrEnum):
+    on_demand = "on-demand"
+    spot = "spot"
+    committed_1y = "committed-1y"
+    committed_3y = "committed-3y"
     any = "any"
 
 
@@ -63,6 +71,12 @@ def advise(
         None, "--project", help="Scan this project (never executed) for compatibility."
     ),
     cloud: CloudChoice = typer.Option(CloudChoice.any, "--cloud", help="Where you rent."),
+    pricing: PricingChoice = typer.Option(
+        PricingChoice.on_demand,
+        "--pricing",
+        help="Which cloud prices to rank by: on-demand (default), spot, committed-1y, "
+        "committed-3y, or any (the cheapest of all).",
+    ),
     own_hardware: bool = typer.Option(
         False, "--own-hardware", help="Buy instead of rent (TCO; TPUs are cloud-only)."
     ),
@@ -108,16 +122,19 @@ def advise(
         from chipwise.advise.project import scan_facts
 
         facts = scan_facts(project)
-    n_tokens = parse_quantity(tokens) if tokens else None
+    n_tokens = _quantity("--tokens", tokens) if tokens else None
     if n_tokens is None and isinstance(model, TransformerSpec):
         n_tokens = default_tokens(model, is_default=workload == DEFAULT_WORKLOAD)
     request = AdviseRequest(
         workload=wl,
         tokens=n_tokens if phase is PhaseChoice.train else None,
-        requests_per_day=(parse_quantity(requests_per_day) if requests_per_day else 1e5)
+        requests_per_day=(
+            _quantity("--requests-per-day", requests_per_day) if requests_per_day else 1e5
+        )
         if phase is PhaseChoice.infer
         else None,
         cloud=cloud.value,
+        pricing=pricing.value,
         own_hardware=own_hardware,
         budget_usd=budget_usd,
         deadline_days=deadline_days,
@@ -153,3 +170,13 @@ def advise(
         print_json(recommendation_to_dict(rec))
         return
     console.print(render_recommendation(rec))
+
+
+def _quantity(option: str, text: str) -> float:
+    """A count such as 15T, 2e9 or 300B; a clear error instead of a traceback."""
+    try:
+        return parse_quantity(text)
+    except ValueError:
+        raise AdviseError(
+            f"{option} {text!r} is not a number; write e.g. 15T, 2.5e12, 300B or 1M"
+        ) from None

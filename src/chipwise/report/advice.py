@@ -2,16 +2,25 @@
 
 JSON schema (``chipwise advise --json``), version 1::
 
-    {"schema_version": 1, "workload", "phase", "objective", "constraints": {...},
+    {"schema_version": 1, "workload", "phase", "objective",
+     "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
+                     "framework", "tokens", "requests_per_day", "precision", "chips",
+                     "max_chips"},
      "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
      "options": [OPTION, ...],            # each chip's best allowed option, best first
      "excluded": [{"chip", "why"}],
      "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article"}],
-     "confidence": {"kind", "rows", "median_abs_error", "p90_abs_error"} | null,
-     "notes": [...], "non_ml": {...} | null}
-    OPTION = {"chip", "kind", "chips", "replicas", "plan", "days", "usd", "price",
-              "kwh", "kg_co2e", "tokens_per_s_per_chip" | "output_tokens_per_s",
-              "memory_per_chip_bytes", "capacity_bytes", "mfu"}
+     "confidence": {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"} | null,
+     "notes": [...],
+     "non_ml": {"workload", "capable_chips", "basis"} | null}
+    OPTION = {"chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd",
+              "price", "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
+              training: "tokens_per_s_per_chip", "step_time_s", "mfu";
+              serving: "output_tokens_per_s", "ttft_s", "tpot_s"}
+
+``days`` is the training run's wall clock (null when serving); ``usd`` the whole run
+(training) or one day (serving), null without a price; ``kwh`` facility energy of the run
+(training) or of one day (serving). Fields are only ever added within a version.
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ from rich.table import Table
 from rich.text import Text
 
 from chipwise.advise.candidates import Option
+from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
+from chipwise.advise.situations import describe
 from chipwise.perf.base import InferPrediction, TrainPrediction
 from chipwise.units import GB, format_seconds
 
@@ -45,6 +56,7 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "kind": o.chip.kind,
         "chips": o.chips,
         "replicas": o.replicas,
+        "total_chips": o.total_chips,
         "plan": str(p.plan),
         "days": o.days,
         "usd": o.usd,
@@ -75,6 +87,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
         "objective": req.objective,
         "constraints": {
             "cloud": req.cloud,
+            "pricing": req.pricing,
             "own_hardware": req.own_hardware,
             "budget_usd": req.budget_usd,
             "deadline_days": req.deadline_days,
@@ -82,6 +95,8 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "tokens": req.tokens,
             "requests_per_day": req.requests_per_day,
             "precision": req.precision,
+            "chips": list(req.chip_ids),
+            "max_chips": req.max_chips,
         },
         "pick": option_to_dict(rec.pick) if rec.pick else None,
         "best_gpu": option_to_dict(rec.best_gpu) if rec.best_gpu else None,
@@ -103,6 +118,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
         if rec.confidence is None
         else {
             "kind": rec.confidence.kind,
+            "scope": rec.confidence.scope,
             "rows": rec.confidence.rows,
             "median_abs_error": rec.confidence.median_abs_error,
             "p90_abs_error": rec.confidence.p90_abs_error,
@@ -118,42 +134,51 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
     }
 
 
-def _days(o: Option) -> str:
+def _time(o: Option) -> str:
+    """Training: the run's wall clock; serving: one request's latency."""
     if o.days is None:
         p = o.prediction
         return format_seconds(p.request_time_s) if isinstance(p, InferPrediction) else "—"
-    return f"{o.days:,.2f}" if o.days < 10 else f"{o.days:,.0f}"
+    return format_run_time(o.days)
+
+
+def _prices(rec: Recommendation) -> str:
+    req = rec.request
+    if req.own_hardware:
+        return "owned (TCO)"
+    where = "any cloud" if req.cloud == "any" else req.cloud
+    pricing = "cheapest of any pricing" if req.pricing == "any" else req.pricing
+    return f"{pricing} prices, {where}"
 
 
 def options_table(rec: Recommendation, limit: int = 12) -> Table:
     """Each chip's best option, best first (at most ``limit`` rows)."""
     training = rec.options and isinstance(rec.options[0].prediction, TrainPrediction)
-    title = f"Best option per chip (objective: {rec.request.objective})"
+    title = f"Best option per chip (objective: {rec.request.objective}; {_prices(rec)})"
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("chip")
     table.add_column("×n", justify="right")
     if training:
-        table.add_column("days", justify="right")
+        table.add_column("run", justify="right")
         table.add_column("tok/s/chip", justify="right")
         table.add_column("MFU", justify="right")
     else:
         table.add_column("request", justify="right")
         table.add_column("out tok/s", justify="right")
         table.add_column("TPOT", justify="right")
-    table.add_column("$ total" if training else "$/day", justify="right")
-    table.add_column("MWh" if training else "kWh/day", justify="right")
+    table.add_column("cost" if training else "cost/day", justify="right")
+    table.add_column("energy" if training else "energy/day", justify="right")
     for i, o in enumerate(rec.options[:limit], 1):
         p = o.prediction
         if isinstance(p, TrainPrediction):
             mfu = _mfu(o)
-            mid = [_days(o), f"{p.tokens_per_s_per_chip:,.0f}", f"{mfu:.0%}" if mfu else "—"]
-            energy = f"{o.kwh / 1000:,.1f}" if o.kwh is not None else "—"
+            mid = [_time(o), f"{p.tokens_per_s_per_chip:,.0f}", f"{mfu:.0%}" if mfu else "—"]
         else:
             assert isinstance(p, InferPrediction)
-            mid = [_days(o), f"{p.output_tokens_per_s:,.0f}", format_seconds(p.tpot_s)]
-            energy = f"{o.kwh:,.0f}" if o.kwh is not None else "—"
-        usd = f"{o.usd:,.0f}" if o.usd is not None else "—"
+            mid = [_time(o), f"{p.output_tokens_per_s:,.0f}", format_seconds(p.tpot_s)]
+        energy = format_energy(o.kwh) if o.kwh is not None else "—"
+        usd = format_usd(o.usd) if o.usd is not None else "—"
         chip = o.chip.id + (" ★" if o is rec.pick else "")
         table.add_row(str(i), chip, str(o.total_chips), *mid, usd, energy)
     return table
@@ -166,8 +191,10 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         parts.append(Text(f"{rec.non_ml.workload.title}: not an ML workload.", style="bold"))
         for r in rec.reasons:
             parts.append(Text(f"• {r.text}"))
-        capable = ", ".join(rec.non_ml.capable[:8])
-        parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}"))
+        capable = ", ".join(rec.non_ml.capable[:8]) or "none of the chips considered"
+        more = f" (+{len(rec.non_ml.capable) - 8} more)" if len(rec.non_ml.capable) > 8 else ""
+        parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
+        parts.extend(_excluded(rec))
         return Group(*parts)
     parts.append(options_table(rec))
     if rec.pick is None:
@@ -180,19 +207,22 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
             Text.assemble(
                 ("Recommendation: ", "bold"),
                 (f"{o.chip.name} ×{o.total_chips}", "bold green"),
-                f"  plan {p.plan}; {mem}; price: {o.price_label}",
+                f"  ({describe(o)})",
             )
         )
+        parts.append(Text(f"  plan {p.plan}; {mem}"))
+        parts.append(Text(f"  price: {o.price_label}"))
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
-                parts.append(Text(f"  {label}: {best.chip.id} ×{best.total_chips}"))
+                parts.append(Text(f"  {label}: {describe(best)}"))
     if rec.confidence is not None:
         c = rec.confidence
+        on = c.scope or c.kind
         parts.append(
             Text(
                 f"Confidence: training-throughput predictions are within ±{c.median_abs_error:.0%}"
                 f" (median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
-                f"measurements ({c.kind})."
+                f"measurements ({on})."
             )
         )
     if rec.reasons:
@@ -203,10 +233,28 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
             parts.append(Text(f"• {r.situation}: {r.text}{tail}"))
             for e in r.evidence:
                 parts.append(Text(f"    – {e}"))
-    if rec.excluded:
-        shown = "; ".join(f"{e.chip_id}: {e.why}" for e in rec.excluded[:6])
-        more = f" (+{len(rec.excluded) - 6} more)" if len(rec.excluded) > 6 else ""
-        parts.append(Text(f"Excluded: {shown}{more}", style="dim"))
+    parts.extend(_excluded(rec))
     for n in rec.notes:
         parts.append(Text(f"Note: {n}", style="yellow"))
     return Group(*parts)
+
+
+# Excluded chips shown in the terminal; the JSON and HTML reports list every one.
+MAX_EXCLUDED_LINES = 8
+
+
+def _excluded(rec: Recommendation) -> list[Text]:
+    """Excluded chips grouped by reason: 'reason: chip, chip' (most common reasons first)."""
+    if not rec.excluded:
+        return []
+    by_why: dict[str, list[str]] = {}
+    for e in rec.excluded:
+        by_why.setdefault(e.why, []).append(e.chip_id)
+    groups = sorted(by_why.items(), key=lambda kv: -len(kv[1]))
+    lines = [Text("Excluded:", style="dim")]
+    for why, chips in groups[:MAX_EXCLUDED_LINES]:
+        lines.append(Text(f"  {', '.join(chips)}: {why}", style="dim"))
+    if len(groups) > MAX_EXCLUDED_LINES:
+        rest = sum(len(c) for _, c in groups[MAX_EXCLUDED_LINES:])
+        lines.append(Text(f"  (+{rest} more; see --json)", style="dim"))
+    return lines
