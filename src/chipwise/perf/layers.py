@@ -253,7 +253,9 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         # router logits in the activation dtype (Megatron's default moe_router_dtype)
         ops.append(_matmul("router", t, e, d, Dtypes(matmul=dt.act, act=dt.act)))
         ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
-        ops.append(_memop("moe_permute", OpKind.COPY, t * k * d, 1, 1, dt.act, 0))
+        # dispatch: an indexed gather of each token's k copies into expert order; combine: a
+        # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
+        ops.append(_memop("moe_permute", OpKind.GATHER, t * k * d, 1, 1, dt.act, 0))
         ops += _mlp(
             "expert",
             per_expert,
@@ -263,7 +265,7 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             dt,
             batch=local_experts,
         )
-        ops.append(_memop("moe_unpermute", OpKind.COPY, t * k * d, 1, 1, dt.act, 1))
+        ops.append(_memop("moe_unpermute", OpKind.SCATTER, t * k * d, 1, 1, dt.act, 1))
         if spec.n_shared_experts:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)

@@ -56,6 +56,10 @@ RESERVE_FRACTION = {"gpu": 0.05, "tpu": 0.02, "asic": 0.05}
 # Logits stay alive for the loss: bf16 logits plus their bf16 gradient (the fp32 upcast is
 # fused into the loss in Megatron's fused cross-entropy, MaxText and torch.compile).
 LOGITS_BYTES_PER_ELEMENT = 4.0
+# Serving engines prefill in chunks, so the prefill's transient activations are bounded by
+# one chunk (vLLM's default max_num_batched_tokens with chunked prefill: 8192; TRT-LLM's
+# max_num_tokens default: 8192).
+PREFILL_CHUNK_TOKENS = 8192
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,14 +243,15 @@ def serve_memory(
     chip: Chip,
 ) -> MemoryUse:
     """Per-chip bytes for serving: weights, the KV cache of ``batch`` x ``context`` tokens,
-    and the largest transient (one prefill's activations and logits)."""
+    and the largest transient (one prefill chunk's activations, the logits)."""
     wbytes = dtype_bytes(precision) if precision != "fp32" else 4.0
     p = stage_params(spec, plan).total
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv = batch * context * layers * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
     act_bytes = 2.0 if precision != "fp32" else 4.0
     width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
-    transient = prefill_tokens * (4 * spec.d_model + width / plan.tp) * act_bytes
+    chunk = min(prefill_tokens, PREFILL_CHUNK_TOKENS)
+    transient = chunk * (4 * spec.d_model + width / plan.tp) * act_bytes
     logits = batch * (-(-spec.vocab_size // plan.tp)) * 4.0
     return MemoryUse(
         weights_bytes=p * wbytes,

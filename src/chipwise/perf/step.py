@@ -102,9 +102,9 @@ STEP_OVERHEAD_S = 0.0
 # validation data (shared cases + perf/data/measurements.csv); see validation.py. Families:
 # GPUs and GEMM ASICs; TPUs with 128x128 MXUs (v2-v5p); TPUs with 256x256 MXUs (v6e, 7x).
 SUSTAINED_TENSOR_FRACTION: dict[str, float] = {
-    "gpu": 0.64,
-    "tpu-mxu128": 0.86,
-    "tpu-mxu256": 0.685,
+    "gpu": 0.642,
+    "tpu-mxu128": 0.859,
+    "tpu-mxu256": 0.738,
 }
 
 
