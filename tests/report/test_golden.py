@@ -1,0 +1,67 @@
+"""Golden tests: the terminal renderings of ``chipwise chips`` and ``chipwise advise`` at 100
+columns without colour, on a fixture catalog and hand-built recommendations (see
+``factories.py``), so neither catalog edits nor perf-model tuning move them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chipwise.hardware import Catalog
+from chipwise.report.advice import render_recommendation
+from chipwise.report.chips import chip_detail_table, chips_table
+from tests.report.factories import (
+    fixture_catalog,
+    serving_recommendation,
+    training_recommendation,
+)
+from tests.report.golden import check_golden, render_text
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    return fixture_catalog(tmp_path)
+
+
+def test_chips_table_matches_its_golden(catalog: Catalog) -> None:
+    check_golden("chips", render_text(chips_table(catalog.chips, catalog)))
+
+
+def test_chip_detail_matches_its_golden(catalog: Catalog) -> None:
+    check_golden("chip_detail", render_text(chip_detail_table(catalog.chip("testtpu"))))
+
+
+def test_training_advice_matches_its_golden(catalog: Catalog) -> None:
+    check_golden(
+        "advise_train", render_text(render_recommendation(training_recommendation(catalog)))
+    )
+
+
+def test_serving_advice_matches_its_golden(catalog: Catalog) -> None:
+    check_golden(
+        "advise_serve", render_text(render_recommendation(serving_recommendation(catalog)))
+    )
+
+
+def test_golden_rendering_ignores_the_terminal(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrow or colour terminal in the environment must not leak into the goldens."""
+    rec = training_recommendation(catalog)
+    plain = render_text(render_recommendation(rec))
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert render_text(render_recommendation(rec)) == plain
+    assert "\x1b[" not in plain
+    assert max(len(line) for line in plain.splitlines()) <= 100
+
+
+def test_a_changed_rendering_fails_the_golden(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CHIPWISE_REGEN_GOLDEN", raising=False)
+    text = render_text(render_recommendation(training_recommendation(catalog)))
+    with pytest.raises(pytest.fail.Exception, match="differs"):
+        check_golden("advise_train", text.replace("testtpu-v1", "testtpu-v2"))
