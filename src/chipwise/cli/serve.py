@@ -1,0 +1,55 @@
+"""``chipwise serve``: the local web UI (pick a workload, see the answer and its charts).
+
+Binds 127.0.0.1 by default: the UI is for the person at this machine. Binding another
+address (0.0.0.0 exposes it to the network) prints a warning; the app has no login.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import typer
+
+from chipwise.cli.app import app
+from chipwise.cli.output import err_console
+from chipwise.report.charts import WEB_EXTRA_HINT, ReportError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to a public address
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option(
+        DEFAULT_HOST, "--host", help="Address to bind; 0.0.0.0 exposes the UI to the network."
+    ),
+    port: int = typer.Option(DEFAULT_PORT, "--port", min=1, max=65535, help="TCP port."),
+) -> None:
+    """Start the web UI on http://HOST:PORT/ (JSON API under /api, docs at /api/docs)."""
+    try:
+        import uvicorn
+    except ImportError as err:
+        raise ReportError(
+            f"'chipwise serve' needs uvicorn, which is not installed; {WEB_EXTRA_HINT}"
+        ) from err
+    from chipwise.report.web import create_app
+
+    web_app = create_app()
+    if not is_loopback(host):
+        err_console.print(
+            f"[bold yellow]warning:[/] binding {host} makes the UI reachable from other "
+            "machines, and it has no login; use the default 127.0.0.1 unless you mean to share it"
+        )
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    err_console.print(f"chipwise web UI on http://{shown}:{port}/ (Ctrl-C to stop)")
+    uvicorn.run(web_app, host=host, port=port, log_level="warning")

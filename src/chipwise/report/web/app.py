@@ -1,0 +1,409 @@
+"""The web UI's FastAPI app: one page, a JSON API under ``/api``, no CDN.
+
+Routes::
+
+    GET  /                          the page (static/index.html), its script and style
+    GET  /static/plotly.min.js      plotly.js from the installed plotly package
+    GET  /api/chips                 the catalog, briefly
+    GET  /api/workloads             the model zoo and the non-ML kinds
+    POST /api/workloads/upload      a config.json (multipart, <= 256 KiB), read, never run
+    POST /api/advise                AdviseBody -> recommendation JSON + charts + terminal text
+    GET  /api/openapi.json, /api/docs
+
+Errors: a ``ChipwiseError`` is 400 ``{"error": "..."}`` (the CLI's one line); a malformed
+body is 422 with ``error`` and pydantic's ``detail``; an upload or body over its limit is 413.
+
+Nothing the user sends is executed or used as a server path: a workload is a zoo id or a
+non-ML kind, or an uploaded config.json that the config reader parses as JSON.
+
+No ``from __future__ import annotations`` here: FastAPI reads the endpoints' annotations at
+run time, and ``Request``/``UploadFile`` are imported inside ``create_app`` (optional extra).
+"""
+
+import io
+import json
+import re
+import tempfile
+import threading
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chipwise._version import __version__
+from chipwise.advise import AdviseError, AdviseRequest, Recommendation, recommend
+from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
+from chipwise.errors import ChipwiseError, WorkloadError
+from chipwise.hardware import default_catalog
+from chipwise.report.advice import recommendation_to_dict, render_recommendation
+from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
+from chipwise.report.web.models import (
+    BODY_LIMIT_BYTES,
+    UPLOAD_LIMIT_BYTES,
+    AdviseBody,
+    AdviseResponse,
+    ChartOut,
+    ChipOut,
+    ChipsResponse,
+    ErrorResponse,
+    KindOut,
+    ModelOut,
+    UploadResponse,
+    WorkloadsResponse,
+)
+from chipwise.units import parse_quantity
+from chipwise.workload import accounting
+from chipwise.workload.config import load_config
+from chipwise.workload.ir import Inference, Model, Training, TransformerSpec, Workload
+from chipwise.workload.kinds import NON_ML_KINDS, find_kind
+from chipwise.workload.presets import PRESETS, find_preset, load_preset
+
+if TYPE_CHECKING:  # FastAPI is the optional [web] extra, imported in create_app
+    from fastapi import FastAPI
+
+TEXT_WIDTH = 100  # the terminal rendering sent with each answer, as a 100-column terminal
+_STATIC = "static"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "The request cannot be answered as given."},
+    413: {"model": ErrorResponse, "description": "The body or upload is over its size limit."},
+    422: {"model": ErrorResponse, "description": "The body does not match the schema."},
+}
+
+
+# ---- workloads ------------------------------------------------------------------------------
+
+
+def model_for_web(name: str) -> Model:
+    """A zoo model or a non-ML kind. Anything else (a path, module:factory, a primitive) is
+    refused: the server reads no file and runs no code a request names."""
+    preset = find_preset(name)
+    if preset is not None:
+        return load_preset(preset.id)
+    kind = find_kind(name)
+    if kind is not None:
+        return kind
+    from chipwise.workload.presets import close_presets
+
+    close = close_presets(name)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise WorkloadError(
+        f"unknown workload {name!r}{hint} (pick a zoo id from GET /api/workloads or a non-ML "
+        "kind, or upload a config.json)"
+    )
+
+
+def safe_name(name: str) -> str:
+    """A model name from an uploaded file name: letters, digits, '.', '_' and '-' only."""
+    stem = name.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+    stem = stem[:-5] if stem.lower().endswith(".json") else stem
+    return _SAFE_NAME.sub("-", stem).strip("-.")[:100] or "uploaded"
+
+
+def read_uploaded_config(raw: dict[str, Any], name: str) -> TransformerSpec:
+    """Read an uploaded config with the same reader as ``chipwise advise config.json``.
+
+    The JSON object is written to a private temporary directory and read by
+    ``workload.config.load_config`` (transformers' ``AutoConfig`` without remote code when
+    installed, else the built-in reader); error messages name the upload, not the temp path.
+    """
+    label = safe_name(name)
+    with tempfile.TemporaryDirectory(prefix="chipwise-upload-") as tmp:
+        path = Path(tmp) / "config.json"
+        path.write_text(json.dumps(raw), encoding="utf-8")
+        try:
+            return load_config(path, name=label)
+        except ChipwiseError as err:
+            message = str(err).replace(str(path), f"{label}.json").replace(tmp, "")
+            raise WorkloadError(message) from None
+
+
+def parse_upload(data: bytes, filename: str) -> tuple[dict[str, Any], TransformerSpec]:
+    """An uploaded config.json: its JSON object and the model it describes."""
+    label = safe_name(filename)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise WorkloadError(f"{label}.json is not UTF-8 text; upload a config.json") from None
+    except json.JSONDecodeError as err:
+        raise WorkloadError(
+            f"{label}.json is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from None
+    if not isinstance(raw, dict):
+        raise WorkloadError(
+            f"{label}.json must hold a JSON object (a Hugging Face config), not "
+            f"{type(raw).__name__}"
+        )
+    return raw, read_uploaded_config(raw, label)
+
+
+def _quantity(option: str, value: float | str) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        raise AdviseError(
+            f"{option} {value!r} is not a number; write e.g. 15T, 2.5e12, 300B or 1M"
+        ) from None
+
+
+def request_from_body(body: AdviseBody) -> AdviseRequest:
+    """The ``AdviseRequest`` that ``chipwise advise`` builds from the same options."""
+    if body.config is not None:
+        model: Model = read_uploaded_config(body.config, body.config_name)
+        is_default = False
+    else:
+        model = model_for_web(body.workload)
+        is_default = body.workload == DEFAULT_WORKLOAD
+    if body.phase == "train":
+        phase: Training | Inference = Training(seq_len=body.seq_len, global_batch=body.global_batch)
+    else:
+        phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len)
+    tokens = _quantity("tokens", body.tokens) if body.tokens not in (None, "") else None
+    if tokens is None and isinstance(model, TransformerSpec):
+        tokens = default_tokens(model, is_default=is_default)
+    per_day = (
+        _quantity("requests_per_day", body.requests_per_day)
+        if body.requests_per_day not in (None, "")
+        else 1e5
+    )
+    return AdviseRequest(
+        workload=Workload(model=model, phase=phase),
+        tokens=tokens if body.phase == "train" else None,
+        requests_per_day=per_day if body.phase == "infer" else None,
+        cloud=body.cloud,
+        pricing=body.pricing,
+        own_hardware=body.own_hardware,
+        budget_usd=body.budget_usd,
+        deadline_days=body.deadline_days,
+        objective=body.objective,
+        framework=body.framework,
+        precision=body.precision,
+        chip_ids=tuple(c.strip() for c in body.chips if c.strip()),
+        max_chips=body.max_chips,
+    )
+
+
+def terminal_text(rec: Recommendation) -> str:
+    """What ``chipwise advise`` prints, at ``TEXT_WIDTH`` columns without colour."""
+    from rich.console import Console
+
+    console = Console(
+        width=TEXT_WIDTH,
+        color_system=None,
+        force_terminal=False,
+        record=True,
+        file=io.StringIO(),
+        highlight=False,
+    )
+    console.print(render_recommendation(rec))
+    return console.export_text(styles=False)
+
+
+def advise_response(rec: Recommendation) -> AdviseResponse:
+    return AdviseResponse(
+        recommendation=recommendation_to_dict(rec),
+        charts=[
+            ChartOut(id=c.id, title=c.title, caption=c.caption, figure=figure_json(c.figure))
+            for c in charts_for(rec)
+        ],
+        text=terminal_text(rec),
+    )
+
+
+@cache
+def workloads_listing() -> WorkloadsResponse:
+    models = []
+    for p in PRESETS:
+        spec = load_preset(p.id)
+        models.append(
+            ModelOut(
+                id=p.id,
+                title=p.title,
+                aliases=list(p.aliases),
+                moe=spec.is_moe,
+                params_total=accounting.params_total(spec),
+                params_active=accounting.params_active(spec),
+            )
+        )
+    kinds = [KindOut(id=k.name, title=k.title) for k in NON_ML_KINDS]
+    return WorkloadsResponse(default=DEFAULT_WORKLOAD, models=models, non_ml=kinds)
+
+
+def chips_listing() -> ChipsResponse:
+    return ChipsResponse(
+        chips=[
+            ChipOut(
+                id=c.id,
+                name=c.name,
+                vendor=c.vendor,
+                kind=c.kind,
+                aliases=list(c.aliases),
+                hbm_bytes=c.hbm_capacity_bytes,
+                hbm_bytes_per_s=c.hbm_bytes_per_s,
+                bf16_flops_per_s=c.dense_flops_per_s.get("bf16"),
+                clouds=list(c.clouds),
+                purchasable=c.purchasable,
+            )
+            for c in default_catalog().chips
+        ]
+    )
+
+
+# ---- static files ---------------------------------------------------------------------------
+
+
+def static_text(name: str) -> str:
+    """A file of the page (``index.html``, ``app.js``, ``style.css``) from the package."""
+    return (
+        resources.files(__package__ or "chipwise.report.web")
+        .joinpath(_STATIC, name)
+        .read_text(encoding="utf-8")
+    )
+
+
+# ---- limits ---------------------------------------------------------------------------------
+
+# Multipart framing around an uploaded file (boundaries, part headers) is well under this.
+_MULTIPART_SLACK_BYTES = 16 * 1024
+
+
+def _upload_too_large(n_bytes: int) -> str:
+    return (
+        f"the upload is {n_bytes:,}+ bytes; the limit is {UPLOAD_LIMIT_BYTES // 1024} KiB: "
+        "upload the model's config.json only"
+    )
+
+
+def _too_large(path: str, n_bytes: int) -> str:
+    """Why a body of ``n_bytes`` (Content-Length) is refused before it is read; '' if not."""
+    if path == "/api/workloads/upload" and n_bytes > UPLOAD_LIMIT_BYTES + _MULTIPART_SLACK_BYTES:
+        return _upload_too_large(n_bytes)
+    if n_bytes > BODY_LIMIT_BYTES:
+        return f"the request body is {n_bytes:,} bytes; the limit is {BODY_LIMIT_BYTES // 1024} KiB"
+    return ""
+
+
+# ---- the app --------------------------------------------------------------------------------
+
+
+def create_app() -> "FastAPI":
+    """Build the FastAPI app (``chipwise serve`` runs it with uvicorn).
+
+    Raises:
+        ReportError: FastAPI or plotly is not installed (``pip install 'chipwise[web]'``).
+    """
+    try:
+        from fastapi import FastAPI, File, Request, UploadFile
+        from fastapi.exceptions import RequestValidationError
+        from fastapi.responses import HTMLResponse, JSONResponse, Response
+    except ImportError as err:
+        raise ReportError(
+            f"the web UI needs FastAPI, which is not installed; {WEB_EXTRA_HINT}"
+        ) from err
+
+    from chipwise.report.html import plotly_js
+
+    plotly_js()  # fail at start, not on the first page view, when plotly is missing
+    app = FastAPI(
+        title="chipwise",
+        version=__version__,
+        description="GPU or TPU, which chip, how many, at what cost: the advisor's JSON API.",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    # One advise at a time: the planner is CPU-bound Python, so parallel requests would only
+    # slow each other down; later ones wait their turn.
+    advise_lock = threading.Lock()
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Any) -> Any:
+        length = request.headers.get("content-length", "")
+        too_large = _too_large(request.url.path, int(length)) if length.isdigit() else ""
+        if too_large:
+            return JSONResponse(status_code=413, content={"error": too_large})
+        return await call_next(request)
+
+    @app.exception_handler(ChipwiseError)
+    async def chipwise_error(request: Request, err: ChipwiseError) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"error": str(err)})
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, err: RequestValidationError) -> JSONResponse:
+        errors = err.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        detail = json.loads(json.dumps(errors, default=str))
+        return JSONResponse(
+            status_code=422,
+            content={"error": f"{where}: {first.get('msg', 'invalid')}", "detail": detail},
+        )
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(static_text("index.html"))
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/static/app.js", include_in_schema=False)
+    def app_js() -> Response:
+        return Response(static_text("app.js"), media_type="text/javascript")
+
+    @app.get("/static/style.css", include_in_schema=False)
+    def style_css() -> Response:
+        return Response(static_text("style.css"), media_type="text/css")
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_bundle() -> Response:
+        return Response(
+            plotly_js(),
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    @app.get("/api/chips", response_model=ChipsResponse, tags=["catalog"])
+    def chips() -> ChipsResponse:
+        """The hardware catalog, briefly ('chipwise chips --json' has every figure)."""
+        return chips_listing()
+
+    @app.get("/api/workloads", response_model=WorkloadsResponse, tags=["workloads"])
+    def workloads() -> WorkloadsResponse:
+        """The model zoo and the non-ML kinds."""
+        return workloads_listing()
+
+    @app.post(
+        "/api/workloads/upload",
+        response_model=UploadResponse,
+        responses=_ERRORS,
+        tags=["workloads"],
+    )
+    def upload(file: UploadFile = File(...)) -> Any:
+        """Read an uploaded config.json (JSON only, never executed; at most 256 KiB)."""
+        data = file.file.read(UPLOAD_LIMIT_BYTES + 1)
+        name = file.filename or "config.json"
+        if len(data) > UPLOAD_LIMIT_BYTES:
+            return JSONResponse(status_code=413, content={"error": _upload_too_large(len(data))})
+        raw, spec = parse_upload(data, name)
+        return UploadResponse(
+            name=spec.name,
+            config=raw,
+            params_total=accounting.params_total(spec),
+            params_active=accounting.params_active(spec),
+            n_layers=spec.n_layers,
+            d_model=spec.d_model,
+            moe=spec.is_moe,
+        )
+
+    @app.post("/api/advise", response_model=AdviseResponse, responses=_ERRORS, tags=["advise"])
+    def advise(body: AdviseBody) -> AdviseResponse:
+        """The recommendation for one request, as 'chipwise advise --json', with its charts."""
+        request = request_from_body(body)
+        with advise_lock:
+            rec = recommend(request)
+        return advise_response(rec)
+
+    return app

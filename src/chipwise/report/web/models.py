@@ -1,0 +1,144 @@
+"""Pydantic models of the web API's requests and responses (the OpenAPI schema's source).
+
+``AdviseBody`` mirrors the options of ``chipwise advise``, with the same defaults, so the same
+request gives the same answer in the browser and in the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chipwise.advise.defaults import DEFAULT_WORKLOAD
+from chipwise.advise.request import Cloud, Framework, Objective, Pricing
+
+# The largest config.json an upload may be: real Hugging Face configs are a few KiB (those
+# with big label maps reach tens of KiB); 256 KiB leaves room and bounds the work.
+UPLOAD_LIMIT_BYTES = 256 * 1024
+# Any request body: an advise body may carry an uploaded config plus the form's fields.
+BODY_LIMIT_BYTES = 1024 * 1024
+# A chip filter longer than this is not a filter (the catalog has a few dozen chips).
+MAX_CHIP_FILTER = 64
+
+
+class _Edge(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AdviseBody(_Edge):
+    """What to advise on: the options of ``chipwise advise``, with its defaults."""
+
+    workload: str = Field(
+        DEFAULT_WORKLOAD,
+        min_length=1,
+        max_length=200,
+        description="A zoo id or alias (GET /api/workloads) or a non-ML kind. Paths, "
+        "module:factory and primitives are not accepted here: upload a config.json instead.",
+    )
+    config: dict[str, Any] | None = Field(
+        None,
+        description="An uploaded config.json (as returned by POST /api/workloads/upload); "
+        "when given, it is the workload and 'workload' is ignored.",
+    )
+    config_name: str = Field(
+        "uploaded",
+        min_length=1,
+        max_length=100,
+        description="The name the uploaded model goes by in the answer.",
+    )
+    phase: Literal["train", "infer"] = "train"
+    tokens: float | str | None = Field(
+        None,
+        description="Training tokens, e.g. '15T' or 2e9. Default: 1B for the default "
+        "fine-tune (llama3-8b), else 20 tokens per parameter (Chinchilla).",
+    )
+    requests_per_day: float | str | None = Field(
+        None, description="Serving load, e.g. '1M'. Default 100k."
+    )
+    cloud: Cloud = "any"
+    pricing: Pricing = "on-demand"
+    own_hardware: bool = False
+    budget_usd: float | None = Field(None, gt=0)
+    deadline_days: float | None = Field(None, gt=0)
+    objective: Objective = "cost"
+    framework: Framework | None = None
+    precision: str = Field("bf16", max_length=16)
+    seq_len: int = Field(4096, ge=1, le=1 << 21)
+    global_batch: int = Field(256, ge=1, le=1 << 24)
+    batch: int = Field(64, ge=1, le=1 << 20)
+    input_len: int = Field(1024, ge=1, le=1 << 21)
+    output_len: int = Field(256, ge=0, le=1 << 21)
+    chips: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_CHIP_FILTER,
+        description="Only these chips (ids or aliases); empty: the whole catalog.",
+    )
+    max_chips: int = Field(1024, ge=1, le=1 << 20, description="Largest chip count to consider.")
+
+
+class ChartOut(_Edge):
+    id: str = Field(description="Stable id: roofline-<chip>, time-cost, pareto, memory.")
+    title: str
+    caption: str = ""
+    figure: dict[str, Any] = Field(description="A plotly figure: {data: [...], layout: {...}}.")
+
+
+class AdviseResponse(_Edge):
+    recommendation: dict[str, Any] = Field(
+        description="Exactly what 'chipwise advise --json' prints (schema_version 1)."
+    )
+    charts: list[ChartOut]
+    text: str = Field(description="The terminal rendering at 100 columns, without colour.")
+
+
+class ChipOut(_Edge):
+    id: str
+    name: str
+    vendor: str
+    kind: str
+    aliases: list[str]
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    bf16_flops_per_s: float | None
+    clouds: list[str]
+    purchasable: bool
+
+
+class ChipsResponse(_Edge):
+    chips: list[ChipOut]
+
+
+class ModelOut(_Edge):
+    id: str
+    title: str
+    aliases: list[str]
+    moe: bool
+    params_total: float
+    params_active: float
+
+
+class KindOut(_Edge):
+    id: str
+    title: str
+
+
+class WorkloadsResponse(_Edge):
+    default: str
+    models: list[ModelOut]
+    non_ml: list[KindOut]
+
+
+class UploadResponse(_Edge):
+    name: str = Field(description="Send back as 'config_name' in POST /api/advise.")
+    config: dict[str, Any] = Field(description="Send back as 'config' in POST /api/advise.")
+    params_total: float
+    params_active: float
+    n_layers: int
+    d_model: int
+    moe: bool
+
+
+class ErrorResponse(_Edge):
+    error: str = Field(description="One line: what is wrong and how to fix it.")
+    detail: list[dict[str, Any]] | None = None
