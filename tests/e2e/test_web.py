@@ -1,0 +1,165 @@
+"""Browser end to end: the web UI in headless system Chromium (never a downloaded browser),
+served by uvicorn on 127.0.0.1 in a background thread.
+
+Skipped when Playwright or /usr/bin/chromium is missing (CI installs Debian's chromium).
+Set CHIPWISE_SCREENSHOT_DIR to keep the screenshots for a look.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chipwise.workload.presets import preset_config
+from tests.e2e.png import distinct_colours
+from tests.report.factories import fixed_confidence
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+VIEWPORT = {"width": 1400, "height": 1000}
+ADVISE_TIMEOUT_MS = 45_000
+
+sync_api = pytest.importorskip("playwright.sync_api")
+uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    """The app on a free local port; the confidence band is fixed so answers come fast."""
+    from chipwise.report.web import create_app
+
+    with fixed_confidence():
+        port = _free_port()
+        config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                pytest.fail("the web UI did not start within 30 s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, base_url: str) -> Iterator[Any]:
+    """A fresh page that records console errors and every URL it asks for."""
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    pg.errors = []
+    pg.urls = []
+    pg.on("pageerror", lambda err: pg.errors.append(str(err)))
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    pg.on("request", lambda r: pg.urls.append(r.url))
+    pg.goto(base_url + "/")
+    pg.wait_for_selector("body[data-ready=true]", timeout=20_000)
+    yield pg
+    context.close()
+
+
+def _keep(name: str, png: bytes) -> None:
+    folder = os.environ.get("CHIPWISE_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / name).write_bytes(png)
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def test_the_page_renders_something_worth_looking_at(page: Any, base_url: str) -> None:
+    png = page.screenshot()
+    _keep("web-ui-start.png", png)
+    assert len(png) > 20_000
+    assert distinct_colours(png) > 16  # not a blank or single-colour page
+    assert page.locator("#workload option").count() >= 19
+    assert page.locator('input[name="chip"]').count() >= 20
+    assert all(u.startswith(base_url) for u in page.urls), page.urls  # no CDN, no network
+    assert page.errors == []
+
+
+def test_advise_in_the_browser_matches_the_api(page: Any, base_url: str) -> None:
+    page.select_option("#workload", "llama3-8b")
+    page.check('input[name="chip"][value="h100-sxm"]')
+    page.check('input[name="chip"][value="tpu-v5p"]')
+    page.fill("#max-chips", "64")
+    page.select_option("#objective", "time")
+    page.click("#advise")
+    page.wait_for_selector("body[data-answered=true]", timeout=ADVISE_TIMEOUT_MS)
+    page.wait_for_function(
+        "document.querySelectorAll('#charts .chart').length >= 5 && "
+        "Array.from(document.querySelectorAll('#charts .chart'))"
+        ".every(d => d.querySelector('.main-svg'))",
+        timeout=10_000,
+    )
+    chip = page.get_attribute("#pick", "data-chip")
+    text = page.inner_text("#pick")
+    api = _post(
+        base_url + "/api/advise",
+        {"workload": "llama3-8b", "chips": ["h100-sxm", "tpu-v5p"], "max_chips": 64,
+         "objective": "time"},
+    )["recommendation"]  # fmt: skip
+    pick = api["pick"]
+    assert chip == pick["chip"]
+    assert text == f"Recommendation: {pick['chip']} ×{pick['chips'] * pick['replicas']}"
+    ids = page.eval_on_selector_all("#charts .chart", "ds => ds.map(d => d.id)")
+    assert {"time-cost", "pareto", "memory", f"roofline-{pick['chip']}"} <= set(ids)
+    rows = page.locator("#options-table tbody tr").count()
+    assert rows == len(api["options"])
+    _keep("web-ui-answer.png", page.screenshot(full_page=True))
+    assert all(u.startswith(base_url) for u in page.urls), page.urls
+    assert page.errors == []
+
+
+def test_an_uploaded_config_becomes_the_workload(page: Any) -> None:
+    config = json.dumps(preset_config("llama3-8b")).encode()
+    page.set_input_files(
+        "#upload", files=[{"name": "my-llama.json", "mimeType": "application/json",
+                           "buffer": config}]
+    )  # fmt: skip
+    page.wait_for_function(
+        "document.getElementById('upload-status').textContent.includes('parameters')",
+        timeout=30_000,
+    )
+    assert page.input_value("#workload") == "__uploaded__"
+    assert "my-llama" in page.inner_text("#upload-status")
+    page.set_input_files(
+        "#upload", files=[{"name": "bad.json", "mimeType": "application/json", "buffer": b"{"}]
+    )
+    page.wait_for_selector("#upload-status.error")
+    assert "not valid JSON" in page.inner_text("#upload-status")
