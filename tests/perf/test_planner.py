@@ -77,3 +77,26 @@ def test_long_sequences_without_tensor_parallelism_use_context_parallelism() -> 
     choice = plan_training(_step(spec), chips=8, seq_len=131072, global_batch=8,
                            fixed={"tp": 1})  # fmt: skip
     assert choice.prediction.plan.cp > 1 and choice.prediction.fits
+
+
+def test_an_imported_graph_runs_data_parallel_across_chips() -> None:
+    from chipwise.workload.ir import Graph, Op, OpKind
+
+    mm = Op(name="mm", kind=OpKind.MATMUL, flops=2 * 4096**3, mnk=(4096, 4096, 4096),
+            bytes_read=2 * 2 * 4096**2, bytes_written=2 * 4096**2)  # fmt: skip
+    bwd = Op(name="mm_bwd", kind=OpKind.MATMUL, flops=4 * 4096**3, mnk=(4096, 4096, 8192),
+             bytes_read=4 * 2 * 4096**2, bytes_written=2 * 2 * 4096**2, backward=True)  # fmt: skip
+    g = Graph(name="toy", ops=(mm, bwd), params=4096 * 4096)
+    w = Workload(model=g, phase=Training(seq_len=1024, global_batch=8))
+    one, eight = predict(w, H100, 1), predict(w, H100, 8)
+    assert one.step_time_s > 0 and eight.plan.dp == 8  # type: ignore[union-attr]
+    assert eight.step_time_s >= one.step_time_s  # the same per-chip step plus an all-reduce
+
+
+def test_a_non_ml_workload_is_not_timed_here() -> None:
+    from chipwise.errors import UnsupportedOpError
+    from chipwise.workload.load import load_workload_model
+
+    w = Workload(model=load_workload_model("graphics"))
+    with pytest.raises(UnsupportedOpError, match="not an ML workload"):
+        predict(w, H100, 1)

@@ -2,9 +2,10 @@
 
 The bounds are the measured errors of this version plus a margin, so a model change that
 makes the fit worse fails here (and the commit message must show the before/after):
-training median |error| 5.3 % and p90 25 % over 50 rows (both data sets, in-sample for
-the three SUSTAINED_TENSOR_FRACTION values; cross-fitting the public and own rows against
-each other gives 5-8 % medians). Microbenchmarks: median 2.4 %.
+training median |error| 5.0 % and p90 22 % over 50 rows (GPU 4.8 % / 24 %, TPU 5.7 % /
+15 %; in-sample for the three SUSTAINED_TENSOR_FRACTION values - fitted on the shared rows
+alone they score the 36 added rows at 7.1 % / 24 %, fitted on the added rows they score
+the shared ones at 4.9 % / 17 %). Microbenchmarks: median 2.4 %.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from chipwise.perf.validation import (
     validation_dir,
 )
 
-TRAIN_MEDIAN_BOUND = 0.08
-TRAIN_P90_BOUND = 0.32
+TRAIN_MEDIAN_BOUND = 0.07
+TRAIN_P90_BOUND = 0.28
 MICROBENCH_MEDIAN_BOUND = 0.05
 
 
