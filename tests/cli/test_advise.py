@@ -1,0 +1,297 @@
+"""``chipwise advise`` through the CLI: the situations end to end, --json, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chipwise.cli import app
+from chipwise.report import advice
+
+FIXTURES = Path(__file__).parents[1] / "compat" / "fixtures"
+runner = CliRunner()
+SMALL = ["--chips", "h100-sxm,mi300x,tpu-v5e,tpu-v6e", "--max-chips", "64"]
+
+
+def advise(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = runner.invoke(app, ["advise", *args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def by_rule(data: dict[str, Any], rule: str) -> dict[str, Any]:
+    found = [r for r in data["reasons"] if r["rule"] == rule]
+    assert found, [r["rule"] for r in data["reasons"]]
+    return found[0]
+
+
+def excluded(data: dict[str, Any]) -> dict[str, str]:
+    return {e["chip"]: e["why"] for e in data["excluded"]}
+
+
+def _objective(option: dict[str, Any], objective: str) -> float:
+    field = {"cost": "usd", "time": "days", "energy": "kwh"}[objective]
+    value = option[field]
+    assert value is not None
+    return float(value)
+
+
+# ---- the default command -----------------------------------------------------------------
+
+
+def test_the_default_command_prints_a_table_a_recommendation_and_reasons() -> None:
+    result = runner.invoke(app, ["advise", "--quiet"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    text = " ".join(out.split())  # rich wraps long lines
+    assert "Best option per chip (objective: cost; on-demand prices, any cloud)" in text
+    assert "Recommendation:" in text and "Why:" in text and "Confidence:" in text
+    assert "0.00 d" not in text and "0.0 MWh" not in text
+    assert "no cloud price in the catalog" in text
+    assert "no cloud offer on any" not in text
+    # every row of the table has a run time and an energy with a unit
+    rows = [ln for ln in out.splitlines() if re.match(r"^│\s+\d+ │", ln)]
+    assert rows
+    for row in rows:
+        assert re.search(r"\d (s|min|h|d) │", row), row
+        assert re.search(r"\d (Wh|kWh|MWh|GWh) │", row), row
+
+
+def test_the_price_label_says_which_pricing() -> None:
+    for pricing in ("on-demand", "spot"):
+        data = advise(*SMALL, "--pricing", pricing)
+        assert data["constraints"]["pricing"] == pricing
+        assert data["options"]
+        assert all(f" {pricing} " in o["price"] for o in data["options"])
+
+
+# ---- the article's situations ------------------------------------------------------------
+
+
+def test_massive_training_agrees_with_the_article_iff_the_best_tpu_wins() -> None:
+    data = advise(
+        "llama3-405b",
+        "--tokens",
+        "15T",
+        "--chips",
+        "h100-sxm,b200,tpu-v5p,tpu-v6e",
+        "--max-chips",
+        "16384",
+    )
+    r = by_rule(data, "massive-training")
+    gpu, tpu = data["best_gpu"], data["best_tpu"]
+    assert gpu is not None and tpu is not None
+    gpus = [o for o in data["options"] if o["kind"] != "tpu"]
+    tpus = [o for o in data["options"] if o["kind"] == "tpu"]
+    assert gpu == min(gpus, key=lambda o: o["usd"]) and tpu == min(tpus, key=lambda o: o["usd"])
+    assert r["agrees_with_article"] is (tpu["usd"] < gpu["usd"])
+    assert any(
+        e.startswith(f"best TPU: {tpu['chip']} ×{tpu['total_chips']}") for e in r["evidence"]
+    )
+    assert any(
+        e.startswith(f"best GPU: {gpu['chip']} ×{gpu['total_chips']}") for e in r["evidence"]
+    )
+
+
+def test_local_development_with_pytorch_on_a_small_model() -> None:
+    data = advise(
+        "gpt2",
+        "--tokens",
+        "100M",
+        "--framework",
+        "pytorch",
+        "--chips",
+        "rtx-4090,l4,h100-sxm,tpu-v5e",
+        "--max-chips",
+        "8",
+        "--own-hardware",
+    )
+    r = by_rule(data, "local-development")
+    assert r["favours"] == "gpu"
+    assert any(e.startswith("fits on one ") for e in r["evidence"])
+    assert data["pick"]["kind"] == "gpu"
+
+
+def test_a_cuda_kernel_project_keeps_tpus_out_and_names_the_kernel() -> None:
+    data = advise(*SMALL, "--project", str(FIXTURES / "cuda_ext"))
+    r = by_rule(data, "cuda-libraries")
+    assert any("csrc/kernel.cu:4" in e and "Pallas" in e for e in r["evidence"])
+    why = excluded(data)
+    assert "needs a port" in why["tpu-v5e"] and "needs a port" in why["tpu-v6e"]
+    assert data["best_tpu"] is None
+
+
+def test_a_tensorflow_project_on_gcp_excludes_tpu7x() -> None:
+    data = advise(
+        "--chips",
+        "h100-sxm,tpu-v6e,tpu-v7",
+        "--max-chips",
+        "16",
+        "--cloud",
+        "gcp",
+        "--objective",
+        "time",
+        "--project",
+        str(FIXTURES / "tf_proj"),
+    )
+    assert "tensorflow" in excluded(data)["tpu-v7"]
+    r = by_rule(data, "google-ecosystem")
+    if data["best_gpu"] and data["best_tpu"]:
+        assert r["agrees_with_article"] is (data["best_tpu"]["days"] < data["best_gpu"]["days"])
+
+
+def test_jax_on_gcp_fires_the_google_rule() -> None:
+    data = advise(*SMALL, "--cloud", "gcp", "--framework", "jax")
+    r = by_rule(data, "google-ecosystem")
+    assert r["favours"] == "tpu" and "jax" in r["text"]
+
+
+def test_own_hardware_is_cloud_only_for_tpus_and_tco_for_gpus() -> None:
+    data = advise(*SMALL, "--own-hardware")
+    why = excluded(data)
+    assert why["tpu-v5e"].startswith("cloud only") and why["tpu-v6e"].startswith("cloud only")
+    assert data["options"] and all(o["price"].startswith("owned, TCO") for o in data["options"])
+    assert by_rule(data, "own-hardware")["favours"] == "gpu"
+
+
+@pytest.mark.parametrize("kind", ["graphics", "fp64-hpc", "hashing", "video-encode"])
+def test_non_ml_work_is_not_for_a_tpu(kind: str) -> None:
+    data = advise(kind)
+    assert data["non_ml"]["workload"] == kind
+    assert data["pick"] is None and data["non_ml"]["capable_chips"]
+    assert all("tensor math" in w for c, w in excluded(data).items() if c.startswith("tpu"))
+    (r,) = data["reasons"]
+    assert "cannot run on a TPU" in r["text"]
+
+
+def test_non_ml_text_output_lists_capable_chips() -> None:
+    result = runner.invoke(app, ["advise", "fp64-hpc"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "cannot run on a TPU" in result.stdout and "dense fp64 FLOP/s" in result.stdout
+
+
+# ---- constraints and objectives ----------------------------------------------------------
+
+
+def test_budget_and_deadline_exclude_with_the_reason() -> None:
+    free = advise(*SMALL)
+    costs = sorted(o["usd"] for o in free["options"])
+    budget = (costs[0] + costs[-1]) / 2
+    data = advise(*SMALL, "--budget-usd", f"{budget}")
+    assert all(o["usd"] <= budget for o in data["options"])
+    assert any("over the budget" in w for w in excluded(data).values())
+    data = advise(*SMALL, "--deadline-days", "0.01")
+    assert all(o["days"] <= 0.01 for o in data["options"])
+    assert any("the deadline (0.01 days)" in w for w in excluded(data).values())
+
+
+def test_aws_never_yields_a_tpu() -> None:
+    data = advise(*SMALL, "--cloud", "aws", "--objective", "time")
+    assert data["best_tpu"] is None
+    assert all(o["kind"] != "tpu" for o in data["options"])
+
+
+@pytest.mark.parametrize("objective", ["cost", "time", "energy"])
+def test_the_pick_is_the_best_listed_option_for_the_objective(objective: str) -> None:
+    data = advise(*SMALL, "--objective", objective)
+    values = [_objective(o, objective) for o in data["options"]]
+    assert values == sorted(values)
+    assert data["pick"] == data["options"][0]
+
+
+# ---- JSON --------------------------------------------------------------------------------
+
+TOP_KEYS = {
+    "schema_version", "workload", "phase", "objective", "constraints", "pick", "best_gpu",
+    "best_tpu", "options", "excluded", "reasons", "confidence", "notes", "non_ml",
+}  # fmt: skip
+CONSTRAINT_KEYS = {
+    "cloud", "pricing", "own_hardware", "budget_usd", "deadline_days", "framework", "tokens",
+    "requests_per_day", "precision", "chips", "max_chips",
+}  # fmt: skip
+OPTION_KEYS = {
+    "chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd", "price", "kwh",
+    "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
+}  # fmt: skip
+TRAIN_KEYS = {"tokens_per_s_per_chip", "step_time_s", "mfu"}
+SERVE_KEYS = {"output_tokens_per_s", "ttft_s", "tpot_s"}
+REASON_KEYS = {"rule", "situation", "favours", "text", "evidence", "agrees_with_article"}
+CONFIDENCE_KEYS = {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"}
+NON_ML_KEYS = {"workload", "capable_chips", "basis"}
+
+
+def test_every_key_in_these_sets_is_documented() -> None:
+    doc = advice.__doc__ or ""
+    for key in (TOP_KEYS | CONSTRAINT_KEYS | OPTION_KEYS | TRAIN_KEYS | SERVE_KEYS | REASON_KEYS
+                | CONFIDENCE_KEYS | NON_ML_KEYS):  # fmt: skip
+        assert f'"{key}"' in doc, key
+
+
+def test_training_json_has_every_documented_key() -> None:
+    data = advise(*SMALL)
+    assert set(data) == TOP_KEYS and data["schema_version"] == 1
+    assert set(data["constraints"]) == CONSTRAINT_KEYS
+    for o in [data["pick"], data["best_gpu"], data["best_tpu"], *data["options"]]:
+        assert set(o) == OPTION_KEYS | TRAIN_KEYS
+    assert all(set(r) == REASON_KEYS for r in data["reasons"])
+    assert set(data["confidence"]) == CONFIDENCE_KEYS
+    assert all(set(e) == {"chip", "why"} for e in data["excluded"])
+
+
+def test_serving_json_has_every_documented_key() -> None:
+    data = advise("--phase", "infer", "--chips", "h100-sxm,tpu-v6e", "--max-chips", "8")
+    assert data["phase"] == "infer" and data["options"]
+    for o in data["options"]:
+        assert set(o) == OPTION_KEYS | SERVE_KEYS
+        assert o["days"] is None
+
+
+def test_non_ml_json_has_every_documented_key() -> None:
+    data = advise("hashing")
+    assert set(data) == TOP_KEYS and set(data["non_ml"]) == NON_ML_KEYS
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["not-a-model"], "not-a-model"),
+        (["--chips", "h100-sxm,h10"], "h10"),
+        (["--budget-usd", "-5"], "--budget-usd"),
+        (["--tokens", "abc"], "--tokens 'abc' is not a number"),
+        (["--tokens", "0"], "--tokens must be a positive number"),
+        (["--requests-per-day", "lots", "--phase", "infer"], "--requests-per-day 'lots'"),
+        (["--precision", "fp4"], "unknown precision 'fp4'"),
+        (["--max-chips", "0"], "--max-chips"),
+        (["matmul:1024x1024x1024"], "primitive"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], says: str) -> None:
+    result = runner.invoke(app, ["advise", *args, "--quiet"])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: ") and says in lines[0]
+    assert "Traceback" not in result.output
+
+
+# ---- the scan never executes the project --------------------------------------------------
+
+
+def test_advise_with_a_project_executes_none_of_its_files(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    result = runner.invoke(
+        app,
+        ["advise", *SMALL, "--quiet", "--project", str(FIXTURES / "cuda_ext")],
+        env={"CHIPWISE_SCAN_MARKER": str(marker)},
+    )
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
