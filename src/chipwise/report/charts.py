@@ -180,8 +180,9 @@ def _serving_op_times(
     shard = Shard(tp=plan.tp, ep=plan.ep)
     b = -(-pred.batch // plan.dp)  # requests per replica, as perf.serve counts them
     model = model_for(option.chip)
+    moe = spec.is_moe  # an MoE model's typical layer is an MoE layer
     prefill = layer_ops(
-        spec, b=b, seq_len=pred.input_len, shard=shard, precision=pred.precision, moe=False
+        spec, b=b, seq_len=pred.input_len, shard=shard, precision=pred.precision, moe=moe
     )
     decode = decode_layer_ops(
         spec,
@@ -190,7 +191,7 @@ def _serving_op_times(
         shard=shard,
         precision=pred.precision,
         kv_dtype=kv_dtype_for(pred.precision),
-        moe=False,
+        moe=moe,
     )
     chip = option.chip
     return tuple(time_ops(prefill, chip, model)), tuple(time_ops(decode, chip, model))
