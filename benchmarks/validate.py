@@ -1,30 +1,111 @@
 """Accuracy benchmark: every published measurement, predicted vs measured.
 
     python benchmarks/validate.py [--kind train|infer|microbench] [--json]
+    python benchmarks/validate.py --fit-sustained
 
 Prints every row (predicted ones with their error, the rest with why they were not
 predicted) and the median and 90th-percentile absolute error overall, for training on
 GPUs and on TPUs. Data: ``cases-public.csv`` from ``$CHIPWISE_VALIDATION_DIR`` (default
 ``../shared/validation`` next to the repository) plus ``src/chipwise/perf/data/
 measurements.csv``. The same as ``chipwise validate``.
+
+``--fit-sustained`` refits ``sustained_tensor_fraction`` (data/efficiency.toml) for its three
+chip groups (GPUs and GEMM ASICs; TPUs with 128-wide MXUs; TPUs with 256-wide MXUs) as the
+median measured/predicted ratio of each group's training rows, iterated to a fixed point,
+and cross-checks it: fitted on the shared rows alone, the error on chipwise's own rows, and
+the reverse. It prints the values to put in the TOML; it writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable, Sequence
 
+import numpy as np
 from rich.console import Console
 
 from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
-from chipwise.perf.validation import run_validation
+from chipwise.hardware.chip import Chip
+from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.validation import Case, Report, load_cases, run_validation
+
+FIT_ROUNDS = 4
+
+
+def sustained_group(chip: Chip) -> str:
+    """The chip group that shares one sustained_tensor_fraction (see efficiency.toml)."""
+    if chip.kind == "tpu":
+        return "tpu-mxu256" if (chip.matrix_unit_dim or 128) >= 256 else "tpu-mxu128"
+    return "gpu"
+
+
+def _with(values: dict[str, float]) -> Callable[[Chip], Efficiency | None]:
+    def eff(chip: Chip) -> Efficiency | None:
+        f = values.get(sustained_group(chip))
+        base = efficiency_for(chip)
+        return base if f is None else dataclasses.replace(base, sustained_tensor_fraction=f)
+
+    return eff
+
+
+def _ratios(report: Report) -> dict[str, list[float]]:
+    from chipwise.hardware.catalog import chip as find_chip
+
+    out: dict[str, list[float]] = {}
+    for r in report.results:
+        if r.predicted and r.case.phase == "train":
+            g = sustained_group(find_chip(r.case.chip))
+            out.setdefault(g, []).append(r.case.value / r.predicted)
+    return out
+
+
+def fit(cases: Sequence[Case]) -> dict[str, float]:
+    """Fixed point of f <- f x median(measured / predicted) per group, over ``cases``."""
+    from chipwise.hardware.catalog import chip as find_chip
+
+    values: dict[str, float] = {}
+    for c in cases:
+        ch = find_chip(c.chip)
+        values.setdefault(sustained_group(ch), efficiency_for(ch).sustained_tensor_fraction)
+    for _ in range(FIT_ROUNDS):
+        ratios = _ratios(run_validation("train", cases, efficiency=_with(values)))
+        values = {g: min(1.0, values[g] * float(np.median(r))) for g, r in ratios.items()}
+    return {g: round(v, 3) for g, v in values.items()}
+
+
+def _stats(report: Report) -> str:
+    s = report.stats("train")
+    return (
+        "no rows"
+        if s is None
+        else f"{s.rows} rows, median {s.median_abs_error:.1%}, p90 {s.p90_abs_error:.1%}"
+    )
+
+
+def fit_sustained() -> None:
+    cases = tuple(c for c in load_cases() if c.phase == "train" and c.usable)
+    shared = tuple(c for c in cases if not c.id.startswith("CW-"))
+    own = tuple(c for c in cases if c.id.startswith("CW-"))
+    every = fit(cases)
+    print("fitted on all training rows:", every)
+    print("  in-sample:", _stats(run_validation("train", cases, efficiency=_with(every))))
+    for name, train, test in (("shared", shared, own), ("chipwise's own", own, shared)):
+        values = fit(train)
+        print(f"fitted on the {name} rows only:", values)
+        print("  held-out rows:", _stats(run_validation("train", test, efficiency=_with(values))))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", choices=("train", "infer", "microbench"), default=None)
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--fit-sustained", action="store_true", help="refit and cross-check")
     args = parser.parse_args()
+    if args.fit_sustained:
+        fit_sustained()
+        return
     report = run_validation(args.kind)
     if args.json:
         print_json(report_to_dict(report))

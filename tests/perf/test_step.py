@@ -7,6 +7,7 @@ import pytest
 from chipwise.errors import PlanError, UnsupportedOpError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
+from chipwise.perf.efficiency import efficiency_for
 from chipwise.perf.layers import (
     ATTENTION_BACKWARD_FLOPS_RATIO,
     Shard,
@@ -17,7 +18,7 @@ from chipwise.perf.layers import (
 from chipwise.perf.models import model_for
 from chipwise.perf.parallel import Network
 from chipwise.perf.roofline import RooflineModel
-from chipwise.perf.step import SUSTAINED_TENSOR_FRACTION, StepModel, chip_family, time_ops
+from chipwise.perf.step import StepModel, time_ops
 from chipwise.workload.accounting import attention_params_per_layer, mlp_params
 from chipwise.workload.ir import OpKind, TransformerSpec
 
@@ -118,15 +119,33 @@ def test_a_precision_the_chip_lacks_is_an_error() -> None:
 
 def test_sustained_fraction_slows_only_compute_bound_tensor_ops() -> None:
     ops = layer_ops(SPEC, b=4, seq_len=2048, shard=Shard(), precision="bf16", moe=False)
-    model = RooflineModel(H100)
+    model = model_for(H100)
+    f = model.sustained_tensor_fraction()
+    assert f == efficiency_for(H100).sustained_tensor_fraction < 1
     raw = {t.op.name: t for t in (model.op_time(o) for o in ops)}
     for t in time_ops(ops, H100, model):
         before = raw[t.op.name]
         if t.op.tensor_op and before.bound == "compute":
-            f = SUSTAINED_TENSOR_FRACTION[chip_family(H100)]
-            assert t.seconds == pytest.approx(before.seconds / f)
+            stretched = before.compute_s / f + before.overhead_s
+            assert t.seconds == pytest.approx(max(stretched, before.memory_s + before.overhead_s))
         elif not t.op.tensor_op:
             assert t.seconds == before.seconds
+
+
+def test_sustained_fraction_is_an_efficiency_parameter_calibration_can_replace() -> None:
+    eff = efficiency_for(H100).with_values(source="test", sustained_tensor_fraction=0.5)
+    base = StepModel(SPEC, H100, "bf16", model_for(H100), Network(H100))
+    slow = StepModel(SPEC, H100, "bf16", model_for(H100, eff), Network(H100, eff))
+    a = base.train(Plan(), seq_len=2048, global_batch=8).step_time_s
+    b = slow.train(Plan(), seq_len=2048, global_batch=8).step_time_s
+    assert b > a
+    names = {x.name: x for x in slow.train(Plan(), seq_len=2048, global_batch=8).assumptions}
+    assert names["sustained_tensor_fraction"].value == 0.5
+    assert "test" in names["sustained_tensor_fraction"].source
+
+
+def test_the_roofline_sustains_its_whole_rate() -> None:
+    assert RooflineModel(H100).sustained_tensor_fraction() == 1.0
 
 
 def test_fp8_training_is_faster_than_bf16_on_hopper() -> None:

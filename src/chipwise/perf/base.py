@@ -66,6 +66,11 @@ class PerfModel(ABC):
     def assumptions(self) -> tuple[Assumption, ...]:
         """The efficiency parameters this model used, with their sources."""
 
+    def sustained_tensor_fraction(self) -> float:
+        """Share of the per-op tensor rate a whole training/prefill step sustains (1 = all;
+        the refined models take it from their ``Efficiency``)."""
+        return 1.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:

@@ -42,9 +42,12 @@ PARAMETERS: tuple[str, ...] = (
     "scale_out_fraction",
     "collective_latency_s",
     "nvls_fraction",
+    "sustained_tensor_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
+# Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
+_OPTIONAL = frozenset({"nvls_fraction", "sustained_tensor_fraction"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +67,11 @@ class Efficiency:
         collective_latency_s: per-step latency (alpha) of a collective algorithm step.
         nvls_fraction: all-reduce algorithm bandwidth with in-switch reduction (NVLink
             SHARP) as a fraction of the link rate; 0 where the fabric has none.
+        sustained_tensor_fraction: the share of the per-op tensor rates above that a whole
+            training or prefill step sustains (minutes at the power limit, clocks below
+            boost, cold caches, collectives sharing HBM and SMs). The per-op fractions come
+            from seconds-long single-kernel benchmarks; this one is fitted to published
+            step throughput (``data/efficiency.toml`` says on which rows). 1 = none.
     """
 
     gemm_peak_fraction: float
@@ -74,6 +82,7 @@ class Efficiency:
     scale_out_fraction: float
     collective_latency_s: float
     nvls_fraction: float = 0.0
+    sustained_tensor_fraction: float = 1.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -129,6 +138,7 @@ class _Entry(_Frozen):
     scale_out_fraction: _Value | None = None
     collective_latency_s: _Value | None = None
     nvls_fraction: _Value | None = None
+    sustained_tensor_fraction: _Value | None = None
     note: str = ""
 
 
@@ -175,7 +185,7 @@ class EfficiencyTable:
                 sources[name] = source
         if chip.architecture not in self.architecture and chip.id not in self.chip:
             basis.append(f"(no entry for architecture {chip.architecture!r}: defaults)")
-        missing = [p for p in PARAMETERS if p not in values and p != "nvls_fraction"]
+        missing = [p for p in PARAMETERS if p not in values and p not in _OPTIONAL]
         if missing:
             raise CatalogError(f"efficiency.toml: {chip.id} resolves no value for {missing}")
         return Efficiency(basis=", ".join(basis), sources=sources, **values)

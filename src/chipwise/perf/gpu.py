@@ -155,6 +155,9 @@ class GpuModel(PerfModel):
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
 
+    def sustained_tensor_fraction(self) -> float:
+        return self.efficiency.sustained_tensor_fraction
+
     def op_time(self, op: Op) -> OpTime:
         chip, eff = self.chip, self.efficiency
         flops = op_flops(op)

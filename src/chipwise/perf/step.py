@@ -93,30 +93,9 @@ ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
 STEP_OVERHEAD_S = 0.0
 
 
-# Sustained share of the per-op tensor throughput in a whole training (or prefill) step.
-# The per-op efficiencies (efficiency.toml) are calibrated on seconds-long microbenchmarks
-# of one kernel (MAMF, a jax 8192^3 matmul); a step keeps every unit busy for minutes at the
-# power limit (GPU clocks settle below boost), with cold caches, layout/tiling constraints
-# of real fusions and collectives sharing HBM and SMs. One number per chip family, fitted
-# (in-sample) as the median measured/predicted ratio of that family's training rows in the
-# validation data (shared cases + perf/data/measurements.csv); see validation.py. Families:
-# GPUs and GEMM ASICs; TPUs with 128x128 MXUs (v2-v5p); TPUs with 256x256 MXUs (v6e, 7x).
-SUSTAINED_TENSOR_FRACTION: dict[str, float] = {
-    "gpu": 0.642,
-    "tpu-mxu128": 0.859,
-    "tpu-mxu256": 0.738,
-}
-
-
-def chip_family(chip: Chip) -> str:
-    """The ``SUSTAINED_TENSOR_FRACTION`` family of ``chip``."""
-    if chip.kind == "tpu":
-        return "tpu-mxu256" if (chip.matrix_unit_dim or 128) >= 256 else "tpu-mxu128"
-    return "gpu"
-
-
-def sustained_fraction(chip: Chip) -> float:
-    return SUSTAINED_TENSOR_FRACTION[chip_family(chip)]
+# The sustained share of the per-op tensor throughput in a whole step is an ``Efficiency``
+# parameter (``sustained_tensor_fraction`` in data/efficiency.toml, fitted per chip group
+# to published training rows), so calibration can override it; see ``time_ops``.
 
 
 def _sustain(t: OpTime, fraction: float) -> OpTime:
@@ -135,12 +114,6 @@ def step_assumptions() -> tuple[Assumption, ...]:
     """The step-level constants as reportable assumptions."""
     src = "perf/step.py"
     return (
-        Assumption(
-            name="sustained_tensor_fraction",
-            value=", ".join(f"{k} {v}" for k, v in SUSTAINED_TENSOR_FRACTION.items()),
-            source=f"{src}: fitted per chip family to published training throughput "
-            "(in-sample; median measured/predicted)",
-        ),
         Assumption(name="tp_overlap", value=TP_OVERLAP, source=f"{src} (NeMo comm overlap)"),
         Assumption(
             name="data_parallel_overlap",
@@ -185,11 +158,12 @@ def time_ops(
 ) -> list[OpTime]:
     """Time an op sequence with the per-op model (its fusion rule applies, via
     ``graph.time_graph``); on an MXU chip attention pads to the MXU side first.
-    ``sustained`` applies ``SUSTAINED_TENSOR_FRACTION`` (training and prefill; decode is
-    memory-bound and its skinny GEMMs are not limited by sustained tensor throughput)."""
+    ``sustained`` applies the model's ``sustained_tensor_fraction`` (training and prefill;
+    decode is memory-bound and its skinny GEMMs are not limited by sustained tensor
+    throughput)."""
     if chip.matrix_unit_dim:
         ops = tuple(mxu_padded_attention(op, chip.matrix_unit_dim) for op in ops)
-    f = sustained_fraction(chip) if sustained else 1.0
+    f = model.sustained_tensor_fraction() if sustained else 1.0
     return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
 
 

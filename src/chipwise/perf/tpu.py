@@ -108,6 +108,9 @@ class TpuModel(PerfModel):
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
         self.mxu_dim = chip.matrix_unit_dim or DEFAULT_MXU_DIM
 
+    def sustained_tensor_fraction(self) -> float:
+        return self.efficiency.sustained_tensor_fraction
+
     # -- one op ---------------------------------------------------------------------------
 
     def op_time(self, op: Op) -> OpTime:

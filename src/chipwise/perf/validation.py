@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -25,7 +25,9 @@ import numpy as np
 
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.catalog import chip as find_chip
+from chipwise.hardware.chip import Chip
 from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
+from chipwise.perf.efficiency import Efficiency
 from chipwise.perf.planner import plan_constraints
 from chipwise.perf.predict import predict
 from chipwise.workload.config import load_config
@@ -43,6 +45,9 @@ METRICS = (
     "achieved_bytes_per_s",
     "bus_bytes_per_s",
 )
+
+# Efficiency parameters per chip for a run (a calibration, a refit); None = the packaged ones.
+EfficiencyFor = Callable[[Chip], Efficiency | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,8 +206,9 @@ def load_model(text: str, base_dir: Path, precision: str = "bf16") -> Model:
     return model
 
 
-def run_case(case: Case) -> Result:
-    """Predict one case; a row that cannot be predicted says why."""
+def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
+    """Predict one case; a row that cannot be predicted says why. ``efficiency`` replaces
+    the packaged efficiency parameters of a chip (calibration, refits)."""
     if not case.usable:
         return Result(case=case, why="marked usable=no in the source: " + case.notes)
     if case.metric not in METRICS:
@@ -217,9 +223,10 @@ def run_case(case: Case) -> Result:
         else:
             phase = Training(seq_len=case.seq_len or 4096, global_batch=case.global_batch or 1)
         keys = plan_constraints(case.plan, case.chips) if case.plan else {}
+        eff = efficiency(chip) if efficiency is not None else None
         pred = predict(
             Workload(model=model, phase=phase), chip, case.chips, case.precision,
-            plan_keys=keys, allow_unfit=True,
+            plan_keys=keys, allow_unfit=True, efficiency=eff,
         )  # fmt: skip
     except ChipwiseError as err:
         return Result(case=case, why=f"{type(err).__name__}: {err}")
@@ -251,9 +258,14 @@ def _metric(
     return None
 
 
-def run_validation(kind: str | None = None, cases: Sequence[Case] | None = None) -> Report:
+def run_validation(
+    kind: str | None = None,
+    cases: Sequence[Case] | None = None,
+    *,
+    efficiency: EfficiencyFor | None = None,
+) -> Report:
     """Predict every case (of phase ``kind``: train | infer | microbench, or all)."""
     chosen = load_cases() if cases is None else tuple(cases)
     if kind is not None:
         chosen = tuple(c for c in chosen if c.phase == kind)
-    return Report(results=tuple(run_case(c) for c in chosen))
+    return Report(results=tuple(run_case(c, efficiency) for c in chosen))
