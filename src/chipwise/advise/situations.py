@@ -77,6 +77,8 @@ def is_workstation_card(chip: Chip) -> bool:
 def describe(o: Option) -> str:
     """A short line with the numbers of an option."""
     parts = [f"{o.chip.id} ×{o.total_chips}"]
+    if o.replicas > 1:
+        parts[0] += f" ({o.replicas} replicas of {o.chips})"
     if o.days is not None:
         parts.append(format_run_time(o.days))
     if isinstance(o.prediction, TrainPrediction):
