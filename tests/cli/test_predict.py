@@ -90,3 +90,34 @@ def test_text_output_names_the_plan_and_time() -> None:
     result = runner.invoke(app, ["predict", "llama3-8b", "--chip", "h100", "--chips", "8"])
     assert result.exit_code == 0
     assert "step time" in result.output and "planner" in result.output
+
+
+# ---- --calibrated -----------------------------------------------------------------------------
+
+
+def test_calibrated_without_a_calibration_is_one_clear_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "empty.sqlite"
+    result = runner.invoke(app, ["predict", "llama3-8b", "--chip", "h100", "--calibrated",
+                                 "--db", str(db)])  # fmt: skip
+    assert result.exit_code == 2
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no calibration for h100-sxm" in lines[0]
+    assert "chipwise calibrate --chip h100-sxm" in lines[0]
+
+
+def test_calibrated_uses_the_stored_calibration(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.bench.test_calibrate import SYNTHETIC_H100
+
+    from chipwise.bench import store
+
+    db = tmp_path / "store.sqlite"
+    store.add_measurements(db, SYNTHETIC_H100)
+    cal = runner.invoke(app, ["calibrate", "--db", str(db), "--chip", "h100", "--json"])
+    assert cal.exit_code == 0, cal.output
+    args = ["matmul:8192x8192x8192", "--chip", "h100"]
+    packaged = _json(args)
+    calibrated = _json([*args, "--calibrated", "--db", str(db)])
+    assert packaged["efficiency"] == "packaged" and calibrated["efficiency"] == "calibrated"
+    gemm = {a["name"]: a for a in calibrated["assumptions"]}["gemm_peak_fraction"]
+    assert gemm["value"] == pytest.approx(0.8) and "calibrate" in gemm["source"]
+    assert calibrated["achieved_tflops"] != pytest.approx(packaged["achieved_tflops"])

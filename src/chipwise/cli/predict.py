@@ -10,19 +10,28 @@ overhead_s, total_s}). Serving adds ``ttft_s``, ``tpot_s``, ``tokens_per_s``,
 ``output_tokens_per_s``, the same memory/plan keys, ``breakdown`` (one request: prefill +
 output_len decode steps) and ``prefill_breakdown``/``decode_breakdown``. Primitives add
 ``time_s``, ``achieved_tflops``, ``achieved_bytes_per_s``, ``bus_bytes_per_s``.
+
+``--calibrated [--db PATH]`` predicts with the chip's latest calibration from the measurement
+store (``chipwise bench`` then ``chipwise calibrate``) in place of the packaged efficiency
+parameters; every replaced assumption then cites that calibration. JSON adds
+``efficiency`` (packaged | calibrated).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
+from chipwise.bench.calibrate import calibrated_efficiency
+from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
+from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
 from chipwise.perf.base import (
     Breakdown,
@@ -83,6 +92,12 @@ def predict_command(
         "Unnamed axes are 1 and dp takes the chips left; without microbatch/recompute the "
         "planner picks them. Without --plan the planner chooses everything.",
     ),
+    calibrated: bool = typer.Option(
+        False, "--calibrated", help="Use the chip's calibration from the measurement store."
+    ),
+    db: Path | None = typer.Option(
+        None, "--db", help="Measurement store for --calibrated. Default: $CHIPWISE_DB."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Predict step time, throughput and memory of WORKLOAD on --chips x --chip."""
@@ -96,10 +111,22 @@ def predict_command(
         else Inference(batch=batch, input_len=input_len, output_len=output_len),
     )
     target = default_catalog().chip(chip)
+    efficiency = None
+    if calibrated:
+        efficiency = calibrated_efficiency(target.id, db)
+        if efficiency is None:
+            raise MeasurementError(
+                f"no calibration for {target.id} in {resolve_db(db)}; run 'chipwise bench' on "
+                f"a {target.id}, then 'chipwise calibrate --chip {target.id}' (or drop "
+                "--calibrated)"
+            )
     exact, keys = _plan_from(plan, chips, phase)
-    pred = predict(work, target, chips, precision.value, exact, plan_keys=keys)
+    pred = predict(
+        work, target, chips, precision.value, exact, plan_keys=keys, efficiency=efficiency
+    )
     source = "given" if exact is not None else ("planner" if plan is None else "planner+given")
     data = prediction_to_dict(pred, plan_source=source)
+    data["efficiency"] = "calibrated" if calibrated else "packaged"
     if as_json:
         print_json(data)
     else:

@@ -5,21 +5,31 @@ precision, metric, measured, predicted, error, plan, fits, why, source}], "summa
 {group: {rows, median_abs_error, p90_abs_error}}}`` with groups all, train, train-gpu,
 train-tpu, infer, microbench (those that have rows). Rows that cannot be predicted have
 ``predicted`` and ``error`` null and say ``why``.
+
+The table shows id, workload, chip, n, measured, predicted and error, readable at 80
+columns; ``--wide`` adds the metric, the plan (and whether it fits) and the row's notes.
+``--measured [--db PATH] [--calibrated]`` compares the local measurement store instead
+(``bench.compare.compare_measured``; its JSON is ``bench compare --json``'s).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from chipwise.bench.compare import Comparison, compare_measured, comparison_to_dict
+from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
 from chipwise.perf.validation import Report, Result, run_validation
+from chipwise.units import format_seconds
 
 JSON_SCHEMA_VERSION = 1
 
@@ -65,7 +75,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
 
 
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
 def _num(x: float) -> str:
+    """Four significant digits, SI-prefixed above 1000: 36260 -> 36.26k, 2.9e12 -> 2.900T."""
+    for scale, prefix in _SI:
+        if abs(x) >= scale:
+            return f"{x / scale:.4g}{prefix}"
     return f"{x:.4g}"
 
 
@@ -84,12 +101,33 @@ def _workload(text: str) -> str:
     return name[:-5] if name.endswith(".json") else name
 
 
-def report_table(report: Report) -> Group:
-    """Every row (predicted ones first, in file order), then unusable rows and the summary."""
-    table = Table(title="chipwise validate: predicted vs measured")
-    for col in ("id", "workload", "chip", "n", "metric", "measured", "predicted", "error"):
-        table.add_column(col, justify="right" if col in ("n", "measured", "predicted") else "left")
-    table.add_column("plan (fits)")
+def _table(title: str) -> Table:
+    """A compact table: one space between columns, no outer border (fits 80 columns)."""
+    return Table(
+        title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, show_edge=False
+    )
+
+
+def _note(text: str, limit: int = 90) -> str:
+    """The first sentence of a row's notes, cut at ``limit`` characters."""
+    first = text.split(". ", 1)[0].strip()
+    return first if len(first) <= limit else first[: limit - 1] + "\u2026"
+
+
+def report_table(report: Report, *, wide: bool = False) -> Group:
+    """Every row (predicted ones first, in file order), then unusable rows and the summary.
+
+    The default columns fit 80 columns; ``wide`` adds metric, plan (fits) and notes."""
+    table = _table("chipwise validate: predicted vs measured")
+    table.add_column("id", no_wrap=True)
+    table.add_column("workload", overflow="fold", min_width=12)
+    table.add_column("chip", no_wrap=True)
+    for col in ("n", "measured", "predicted", "error"):
+        table.add_column(col, justify="right", no_wrap=True)
+    if wide:
+        table.add_column("metric", no_wrap=True)
+        table.add_column("plan (fits)", overflow="fold")
+        table.add_column("notes", overflow="fold")
     skipped: list[Result] = []
     for r in report.results:
         if r.predicted is None:
@@ -97,12 +135,14 @@ def report_table(report: Report) -> Group:
             continue
         err = r.error or 0.0
         style = "red" if abs(err) > 0.25 else ("yellow" if abs(err) > 0.10 else "")
-        fits = "" if r.fits is None else (" fits" if r.fits else " NO FIT")
-        table.add_row(
+        cells: list[str | Text] = [
             r.case.id, _workload(r.case.workload), r.case.chip, str(r.case.chips),
-            r.case.metric, _num(r.case.value), _num(r.predicted),
-            Text(f"{err:+.1%}", style=style), f"{short_plan(r.plan)}{fits}",
-        )  # fmt: skip
+            _num(r.case.value), _num(r.predicted), Text(f"{err:+.1%}", style=style),
+        ]  # fmt: skip
+        if wide:
+            fits = "" if r.fits is None else (" fits" if r.fits else " NO FIT")
+            cells += [r.case.metric, f"{short_plan(r.plan)}{fits}", _note(r.case.notes)]
+        table.add_row(*cells)
     parts: list[Any] = [table]
     if skipped:
         parts.append(Text("Rows not predicted:", style="bold"))
@@ -117,15 +157,71 @@ def report_table(report: Report) -> Group:
     return Group(*parts)
 
 
+def measured_table(result: Comparison, db: Path | None) -> Group:
+    """``validate --measured``: each stored measurement against the model, then the spread."""
+    kind = "calibrated" if result.calibrated else "packaged"
+    if not result.rows:
+        parts: list[Any] = [
+            Text(
+                f"no measurements of catalog chips in {resolve_db(db)}; run 'chipwise bench' "
+                "on a GPU or TPU (a CPU has no catalog entry to compare with)"
+            )
+        ]
+    else:
+        table = _table(f"chipwise validate --measured ({kind} efficiencies)")
+        for col in ("chip", "benchmark", "shape", "dtype"):
+            table.add_column(col, overflow="fold")
+        for col in ("measured", "predicted", "error"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for r in result.rows:
+            style = "red" if abs(r.error) > 0.25 else ("yellow" if abs(r.error) > 0.10 else "")
+            table.add_row(
+                r.chip_id, r.benchmark, r.shape, r.dtype, format_seconds(r.measured_s),
+                format_seconds(r.predicted_s), Text(f"{r.error:+.1%}", style=style),
+            )  # fmt: skip
+        parts = [
+            table,
+            Text(
+                "Absolute error (median / 90th percentile):\n"
+                f"  measured    {len(result.rows):3d} rows  {result.median_abs_error:6.1%}  "
+                f"{result.p90_abs_error:6.1%}"
+            ),
+        ]
+    parts += [Text(f"skipped: {note}") for note in result.skipped]
+    return Group(*parts)
+
+
+DB_HELP = (
+    "Measurement store (SQLite) for --measured. Default: $CHIPWISE_DB, else the user data dir."
+)
+WIDE_MIN_COLUMNS = 200  # --wide never squeezes its plan and notes below this
+
+
 @app.command("validate")
 def validate_command(
     kind: KindChoice | None = typer.Option(None, "--kind", help="Only this kind of row."),
+    wide: bool = typer.Option(False, "--wide", help="Also show metric, plan and notes."),
+    measured: bool = typer.Option(
+        False, "--measured", help="Compare the local measurement store ('chipwise bench')."
+    ),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    calibrated: bool = typer.Option(
+        False, "--calibrated", help="With --measured: use the calibrated efficiencies."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Predict every published measurement and show the error of each, and its spread."""
+    if measured:
+        result = compare_measured(db, calibrated=calibrated)
+        if as_json:
+            print_json(comparison_to_dict(result))
+        else:
+            console.print(measured_table(result, db))
+        return
     report = run_validation(kind.value if kind else None)
     if as_json:
         print_json(report_to_dict(report))
+    elif wide:
+        Console(width=max(console.width, WIDE_MIN_COLUMNS)).print(report_table(report, wide=True))
     else:
-        # a report of many columns: never squeeze it below 160 columns (pipes default to 80)
-        Console(width=max(console.width, 160)).print(report_table(report))
+        console.print(report_table(report))
