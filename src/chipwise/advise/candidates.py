@@ -46,7 +46,7 @@ from chipwise.cost import (
     replicas_for,
     serving_costs,
 )
-from chipwise.errors import ChipwiseError
+from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import Catalog, Chip
 from chipwise.hardware.chip import PriceOffer
 from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
@@ -462,9 +462,15 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
         planned += 1
         try:
             pred = planner.predict(n)
+        except DoesNotFitError as err:
+            last_why = (
+                f"does not fit: the least-memory plan on {n} chips needs "
+                f"{err.needed_bytes / GB:,.0f} GB per chip (has {err.capacity_bytes / GB:,.0f} GB)"
+            )
+            continue
         except ChipwiseError as err:
-            last_why = str(err)
-            continue  # does not fit at this count, or no layout of n chips
+            last_why = str(err)  # no layout of n chips, or a figure the model lacks
+            continue
         if isinstance(pred, TrainPrediction):
             option = _priced_training(pred, chip, request, catalog)
         else:
@@ -497,9 +503,9 @@ def _too_slow(option: Option, request: AdviseRequest) -> bool:
 
 
 def _none_reason(last_why: str, request: AdviseRequest) -> str:
-    if last_why.startswith(("does not fit:", "takes at least")):
-        return last_why
-    return f"does not fit in {request.max_chips} chips or fewer on any plan"
+    """Why a chip has no option: what stopped its largest count (a floor, the planner's
+    memory answer, or an error the performance model raised)."""
+    return last_why or f"does not fit in {request.max_chips} chips or fewer on any plan"
 
 
 def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tuple[Option, ...]:

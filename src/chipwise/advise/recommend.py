@@ -207,7 +207,8 @@ def recommend(
     )
     notes = []
     if not best:
-        notes.append("no chip in the catalog can run this under the given constraints")
+        which = "in the catalog" if not request.chip_ids else "of those asked for (--chips)"
+        notes.append(f"no chip {which} can run this under the given constraints")
     return Recommendation(
         request=request,
         options=tuple(best),
