@@ -326,8 +326,6 @@ STOP_GAIN = 0.05
 # Options whose objective is within this fraction of the best are ties at the model's
 # resolution (its validation error is larger); among ties the fewest chips win.
 TIE_TOLERANCE = 0.05
-# Kept for callers of the earlier name: a doubling is "worse" above best x (1 + STOP_WORSE).
-STOP_WORSE = TIE_TOLERANCE
 
 
 class _Planner:
