@@ -151,11 +151,21 @@ def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float
     return s_q * s_kv / 2.0 if causal else float(s_q * s_kv)
 
 
+def layer_window(spec: TransformerSpec, sliding: bool | None) -> int:
+    """The attention window of a layer kind: ``spec.sliding_window`` for a sliding layer,
+    0 (the whole sequence) for a global one; ``None`` = the kind of the first layer."""
+    if sliding is None:
+        sliding = spec.is_sliding_layer(0)
+    return spec.sliding_window if sliding else 0
+
+
 def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int,
-               qk_dim: int, v_dim: int, spec: TransformerSpec, dt: Dtypes) -> Op:  # fmt: skip
+               qk_dim: int, v_dim: int, spec: TransformerSpec, dt: Dtypes,
+               window: int = 0) -> Op:  # fmt: skip
     """Fused (flash) attention: QK^T, softmax, PV in one kernel. Causal masks halve the
-    FLOPs (flash skips fully masked tiles). Traffic: Q, K, V read once, O written once."""
-    pairs = causal_pairs(s_q, s_kv, causal=spec.causal, window=spec.sliding_window)
+    FLOPs (flash skips fully masked tiles); a sliding window of ``window`` tokens leaves
+    each query at most ``window`` keys. Traffic: Q, K, V read once, O written once."""
+    pairs = causal_pairs(s_q, s_kv, causal=spec.causal, window=window)
     flops = 2.0 * b * heads * pairs * (qk_dim + v_dim)
     a = dtype_bytes(dt.act)
     read = b * (s_q * heads * qk_dim + s_kv * kv_heads * (qk_dim + v_dim)) * a
@@ -174,11 +184,12 @@ def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int
 
 
 def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
-                  s_kv: int | None = None) -> list[Op]:  # fmt: skip
+                  s_kv: int | None = None, window: int = 0) -> list[Op]:  # fmt: skip
     """Norm, projections, attention core, output projection and residual add.
 
     ``s`` is the query length one chip processes per sequence (already divided by cp);
-    ``s_kv`` the key length attended to (the whole sequence under cp ring attention).
+    ``s_kv`` the key length attended to (the whole sequence under cp ring attention);
+    ``window`` a sliding window (0 = global attention).
     """
     d = spec.d_model
     h, hkv = heads_per_rank(spec, shard.tp)
@@ -199,14 +210,14 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         ops.append(_matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, dt))
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
         ops.append(_matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, dt))
-        ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt))
+        ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
         ops += _fp8_cast("o_proj_cast", t * h * v, dt)
         ops.append(_matmul("o_proj", t, d, h * v, dt))
     else:
         dh = spec.head_dim
         ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, dt))
         ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
-        ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt))
+        ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
         ops += _fp8_cast("o_proj_cast", t * h * dh, dt)
         ops.append(_matmul("o_proj", t, d, h * dh, dt))
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
@@ -280,15 +291,17 @@ def _split(n: int, parts: int, what: str) -> int:
 
 
 def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
-              moe: bool) -> tuple[Op, ...]:  # fmt: skip
-    """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip."""
+              moe: bool, sliding: bool | None = None) -> tuple[Op, ...]:  # fmt: skip
+    """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip;
+    ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's)."""
     if seq_len % shard.cp:
         raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
     dt = Dtypes.for_precision(precision)
     s = seq_len // shard.cp
     # Under cp each chip's s/cp queries meet all S keys; causal_pairs(S/cp, S) = S^2/(2 cp),
     # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
-    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=dt, s_kv=seq_len)
+    window = layer_window(spec, sliding)
+    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=dt, s_kv=seq_len, window=window)
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
     return tuple(ops)
 
@@ -388,16 +401,31 @@ def selective_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
 
 
 def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: Shard,
-                     precision: str, kv_dtype: str, moe: bool) -> tuple[Op, ...]:  # fmt: skip
+                     precision: str, kv_dtype: str, moe: bool,
+                     sliding: bool | None = None) -> tuple[Op, ...]:  # fmt: skip
     """One decode step of one layer: ``batch`` new tokens attending to ``context`` cached
-    tokens each. Projections are skinny GEMMs (M = batch) that read every weight; attention
-    reads the whole KV cache."""
+    tokens each (at most the window in a sliding layer). Projections are skinny GEMMs
+    (M = batch) that read every weight; attention reads the layer's whole KV cache."""
     dt = Dtypes.for_precision(precision)
-    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=dt, s_kv=context)
-    ops = [_decode_attention(op, spec, batch, context, shard, kv_dtype) if op.kind is
+    window = layer_window(spec, sliding)
+    ctx = min(context, window) if window else context
+    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=dt, s_kv=ctx)
+    ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
            OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)
     return tuple(ops)
+
+
+def kv_cached_tokens(spec: TransformerSpec, context: int, layers: int) -> float:
+    """Token-layers of KV cache one sequence of ``context`` tokens holds over ``layers``
+    decoder layers: a sliding layer keeps only its last ``sliding_window`` tokens (vLLM and
+    TensorRT-LLM free the rest); layers share the pattern in proportion."""
+    n_sliding = spec.n_sliding_layers
+    if not n_sliding:
+        return float(context * layers)
+    windowed = min(context, spec.sliding_window)
+    per_layer = (n_sliding * windowed + (spec.n_layers - n_sliding) * context) / spec.n_layers
+    return per_layer * layers
 
 
 def kv_bytes_per_token_per_layer(spec: TransformerSpec, tp: int, kv_dtype: str) -> float:
@@ -411,9 +439,10 @@ def kv_bytes_per_token_per_layer(spec: TransformerSpec, tp: int, kv_dtype: str) 
 
 def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, shard: Shard,
                       kv_dtype: str) -> Op:  # fmt: skip
-    """Decode attention is a read of the cache: memory-bound, flops 4 x ctx x heads x Dh."""
+    """Decode attention is a read of the cache: memory-bound, flops 4 x ctx x heads x Dh
+    (``context`` is what this layer attends to: already cut to its window)."""
     h, _ = heads_per_rank(spec, shard.tp)
-    ctx = min(context, spec.sliding_window) if spec.sliding_window else context
+    ctx = context
     cache = batch * ctx * kv_bytes_per_token_per_layer(spec, shard.tp, kv_dtype)
     dh = spec.head_dim if not spec.uses_mla else spec.kv_lora_rank + spec.qk_rope_head_dim
     return replace(

@@ -37,6 +37,7 @@ from chipwise.perf.layers import (
     embedding_params,
     heads_per_rank,
     kv_bytes_per_token_per_layer,
+    kv_cached_tokens,
     mlp_params,
 )
 from chipwise.perf.parallel import layers_per_stage
@@ -75,6 +76,36 @@ class StageParams:
 def moe_layer_count(spec: TransformerSpec) -> int:
     """``spec.n_moe_layers``, computed once per spec (the planner asks thousands of times)."""
     return spec.n_moe_layers
+
+
+@cache
+def sliding_layer_count(spec: TransformerSpec) -> int:
+    """``spec.n_sliding_layers``, computed once per spec."""
+    return spec.n_sliding_layers
+
+
+def stage_layer_kinds(
+    spec: TransformerSpec, layers: int, pp: int
+) -> tuple[tuple[bool, bool, int], ...]:
+    """(moe, sliding, count) of the ``layers`` decoder layers on the busiest pipeline stage.
+
+    MoE layers spread evenly over the ``pp`` stages (rounded up on the busiest); global
+    attention layers are the costlier kind, so the busiest stage gets its share of them
+    rounded up too, and the rest of its layers are sliding-window layers.
+    """
+    n_moe = min(-(-moe_layer_count(spec) // pp), layers) if spec.is_moe else 0
+    n_sliding = sliding_layer_count(spec)
+    out: list[tuple[bool, bool, int]] = []
+    for moe, count in ((False, layers - n_moe), (True, n_moe)):
+        if not count:
+            continue
+        n_global = count
+        if n_sliding:
+            n_global = min(count, -(-count * (spec.n_layers - n_sliding) // spec.n_layers))
+        for sliding, c in ((False, n_global), (True, count - n_global)):
+            if c:
+                out.append((moe, sliding, c))
+    return tuple(out)
 
 
 def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
@@ -247,7 +278,8 @@ def serve_memory(
     wbytes = dtype_bytes(precision) if precision != "fp32" else 4.0
     p = stage_params(spec, plan).total
     layers = layers_per_stage(spec.n_layers, plan.pp)
-    kv = batch * context * layers * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
+    kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
+    kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
     act_bytes = 2.0 if precision != "fp32" else 4.0
     width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
     chunk = min(prefill_tokens, PREFILL_CHUNK_TOKENS)

@@ -28,7 +28,7 @@ from chipwise.perf.layers import (
     head_ops,
     layer_ops,
 )
-from chipwise.perf.memory import serve_memory
+from chipwise.perf.memory import serve_memory, stage_layer_kinds
 from chipwise.perf.parallel import Group, Network, check_plan, groups
 from chipwise.perf.step import TP_OVERLAP, Cost, _cost, time_ops
 from chipwise.units import dtype_bytes
@@ -97,13 +97,11 @@ class ServeModel:
             self._cache[key] = cost
         return cost
 
-    def _layers(self, plan: Plan, ops_for: dict[bool, tuple[Op, ...]], *, sustained: bool) -> Cost:
-        spec = self.spec
-        layers = spec.n_layers  # a token passes every stage in turn
-        n_moe = spec.n_moe_layers
-        total = self._time(ops_for[False], sustained=sustained).scaled(layers - n_moe)
-        if n_moe:
-            total = total + self._time(ops_for[True], sustained=sustained).scaled(n_moe)
+    def _layers(self, ops_for: dict[tuple[bool, bool], tuple[Op, ...]], *, sustained: bool) -> Cost:
+        """All decoder layers (a token passes every stage in turn), by (moe, sliding) kind."""
+        total = Cost()
+        for moe, sliding, count in stage_layer_kinds(self.spec, self.spec.n_layers, 1):
+            total = total + self._time(ops_for[moe, sliding], sustained=sustained).scaled(count)
         return total
 
     def serve(self, plan: Plan, *, batch: int, input_len: int, output_len: int) -> InferPrediction:
@@ -119,11 +117,12 @@ class ServeModel:
         kw = {"b": b, "seq_len": input_len, "shard": shard, "precision": self.precision}
 
         # prefill: one forward over b x input_len tokens
+        kinds = [(moe, sliding) for moe, sliding, _ in stage_layer_kinds(spec, spec.n_layers, 1)]
         pre_ops = {
-            moe: layer_ops(spec, moe=moe, **kw)  # type: ignore[arg-type]
-            for moe in ((False, True) if spec.is_moe else (False,))
+            (moe, sliding): layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
+            for moe, sliding in kinds
         }
-        pre = self._layers(plan, pre_ops, sustained=True)
+        pre = self._layers(pre_ops, sustained=True)
         ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
         pre = pre + self._time(ends)
         tokens = b * input_len
@@ -133,11 +132,12 @@ class ServeModel:
         # decode: one token for each of b requests at the mean context
         context = input_len + max(1, output_len) // 2
         dec_ops = {
-            moe: decode_layer_ops(spec, batch=b, context=context, shard=shard,
-                                  precision=self.precision, kv_dtype=kv_dtype, moe=moe)
-            for moe in ((False, True) if spec.is_moe else (False,))
+            (moe, sliding): decode_layer_ops(spec, batch=b, context=context, shard=shard,
+                                             precision=self.precision, kv_dtype=kv_dtype,
+                                             moe=moe, sliding=sliding)
+            for moe, sliding in kinds
         }  # fmt: skip
-        dec = self._layers(plan, dec_ops, sustained=False)
+        dec = self._layers(dec_ops, sustained=False)
         kw1 = {"b": b, "seq_len": 1, "shard": shard, "precision": self.precision}
         dec = dec + self._time(
             embedding_ops(spec, **kw1) + head_ops(spec, loss=False, **kw1),  # type: ignore[arg-type]

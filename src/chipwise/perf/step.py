@@ -51,7 +51,7 @@ from chipwise.perf.layers import (
 from chipwise.perf.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
-    moe_layer_count,
+    stage_layer_kinds,
     stage_params,
     train_memory,
 )
@@ -213,7 +213,7 @@ class StepModel:
         self.model = model
         self.network = network
         self.model_assumptions = model.assumptions()
-        self._layers: dict[tuple[int, int, int, int, int, bool], LayerCost] = {}
+        self._layers: dict[tuple[int, int, int, int, int, bool, bool], LayerCost] = {}
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
@@ -242,15 +242,18 @@ class StepModel:
             self._comm[key] = t
         return t
 
-    def layer(self, b: int, seq_len: int, tp: int, cp: int, ep: int, moe: bool) -> LayerCost:
-        key = (b, seq_len, tp, cp, ep, moe)
+    def layer(
+        self, b: int, seq_len: int, tp: int, cp: int, ep: int, moe: bool, sliding: bool = False
+    ) -> LayerCost:
+        key = (b, seq_len, tp, cp, ep, moe, sliding)
         cached = self._layers.get(key)
         if cached is not None:
             return cached
         shard = Shard(tp=tp, cp=cp, ep=ep)
         fwd_ops = layer_ops(
-            self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe
-        )
+            self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
+            sliding=sliding,
+        )  # fmt: skip
         fwd = self.time_ops(fwd_ops)
         bwd = self.time_ops(tuple(reversed(backward_ops(fwd_ops))))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
@@ -290,13 +293,11 @@ class StepModel:
         m = global_batch // plan.data_parallel // plan.microbatch
         b = plan.microbatch
         layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp)
-        n_moe = min(-(-moe_layer_count(self.spec) // plan.pp), layers) if self.spec.is_moe else 0
         work = 0.0
-        for moe, count in ((False, layers - n_moe), (True, n_moe)):
-            if count:
-                lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe)
-                extra = {"full": lc.fwd.total_s, "selective": lc.selective.total_s}
-                work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
+        for moe, sliding, count in stage_layer_kinds(self.spec, layers, plan.pp):
+            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe, sliding)
+            extra = {"full": lc.fwd.total_s, "selective": lc.selective.total_s}
+            work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
         work += emb.total_s + head.total_s if plan.pp == 1 else max(emb.total_s, head.total_s)
         return work * (m + (plan.pp - 1) / plan.vp)
@@ -326,19 +327,14 @@ class StepModel:
         tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
 
         layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
-        n_moe = -(-moe_layer_count(spec) // plan.pp) if spec.is_moe else 0
-        n_moe = min(n_moe, layers)
-        kinds = [(False, layers - n_moe), (True, n_moe)]
 
         # per micro-batch, per stage
         work = Cost()
         exposed = 0.0
         fwd_s = bwd_s = 0.0
         op_times: tuple[OpTime, ...] = ()
-        for moe, count in kinds:
-            if count == 0:
-                continue
-            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe)
+        for moe, sliding, count in stage_layer_kinds(spec, layers, plan.pp):
+            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe, sliding)
             op_times = op_times or lc.op_times
             per = lc.fwd + lc.bwd
             recompute = Cost()

@@ -24,8 +24,13 @@ padding):
 * Encoder-decoder (T5): per position of an input and a target sequence both S long;
   attention layers are encoder self + decoder self + decoder cross.
 * Sliding-window and chunked attention are counted as full attention (as MaxText and
-  Megatron-LM do); norms, activations, softmax and residual adds are not in the headline
-  number (``vector_flops_per_token`` estimates them for the op mix).
+  Megatron-LM do), on every layer, whatever ``TransformerSpec.sliding_window_pattern``
+  says: ``model_flops_per_token`` is the validation FLOP convention (published TFLOP/s are
+  converted to tokens/s with it) and does not change. The performance model
+  (``perf/layers.py``) times what runs: a sliding layer's attention covers min(S, window)
+  keys per query and its KV cache holds min(context, window) tokens. Norms, activations,
+  softmax and residual adds are not in the headline number (``vector_flops_per_token``
+  estimates them for the op mix).
 
 Parameters count the weights of matmuls and embeddings; biases and norm gains (< 0.1 %
 of these models) are left out.
@@ -204,7 +209,8 @@ def kv_cache_bytes_per_token(spec: TransformerSpec, dtype: str = "bf16") -> floa
 
     GQA/MHA: 2 (K and V) x L x Hkv x Dh x bytes. MLA: L x (kv_lora_rank + qk_rope_head_dim)
     x bytes (the compressed latent plus the shared RoPE key). Encoder-only models keep no
-    cache (0). Sliding windows are ignored (an upper bound for long contexts); T5's
+    cache (0). Sliding windows are ignored here (an upper bound for long contexts; the
+    serving memory model in ``perf`` keeps only the window in sliding layers); T5's
     cross-attention cache, which grows with the input, not the output, is left out.
     """
     if not spec.causal:

@@ -64,10 +64,15 @@ class _Family:
     encoder_only: bool = False
     learned_positions: bool = False  # a learned absolute position table
     shared_experts: int = 0  # shared experts the model code always builds
+    sliding_pattern: int = 0  # every n-th layer global when the config has a sliding window
 
 
 _LLAMA_LIKE = _Family(gated=True)
 _GEMMA = _Family(gated=True, tied=True)
+# Gemma 2 alternates local and global layers (modeling_gemma2: sliding on even layers);
+# Gemma 3's default sliding_window_pattern is 6 (configuration_gemma3).
+_GEMMA2 = _Family(gated=True, tied=True, sliding_pattern=2)
+_GEMMA3 = _Family(gated=True, tied=True, sliding_pattern=6)
 _BERT = _Family(gated=False, tied=True, encoder_only=True, learned_positions=True)
 _FAMILIES: dict[str, _Family] = {
     **dict.fromkeys(
@@ -79,7 +84,9 @@ _FAMILIES: dict[str, _Family] = {
     ),
     "llama4": _Family(gated=True, shared_experts=1),
     "llama4_text": _Family(gated=True, shared_experts=1),
-    **dict.fromkeys(("gemma", "gemma2", "gemma3", "gemma3_text"), _GEMMA),
+    "gemma": _GEMMA,
+    "gemma2": _GEMMA2,
+    **dict.fromkeys(("gemma3", "gemma3_text"), _GEMMA3),
     "gpt2": _Family(gated=False, tied=True, ffn_4x=True, learned_positions=True),
     "gptj": _Family(gated=False, ffn_4x=True),
     "gpt_neox": _Family(gated=False),
@@ -194,6 +201,7 @@ def spec_from_config(
         head_dim = _optional_int(cfg, _HEAD_DIM, where) or d_model // n_heads
 
     moe = _moe_fields(cfg, model_type, family, n_layers, where)
+    window, pattern = _sliding(cfg, family, n_layers, where)
     d_ff = _dense_width(cfg, family, d_model, moe, where)
 
     spec = TransformerSpec(
@@ -220,7 +228,8 @@ def spec_from_config(
         v_head_dim=v_head_dim,
         n_encoder_layers=n_encoder_layers,
         causal=not family.encoder_only,
-        sliding_window=_sliding_window(cfg, where),
+        sliding_window=window,
+        sliding_window_pattern=pattern,
         source=source,
         published_params=published_params,
         learned_positions=_learned_positions(cfg, family, where),
@@ -360,10 +369,48 @@ def _tied(cfg: Mapping[str, Any], top: Mapping[str, Any], family: _Family, where
     return family.tied
 
 
-def _sliding_window(cfg: Mapping[str, Any], where: str) -> int:
+_SLIDING_TYPES = frozenset({"sliding_attention", "sliding", "local", "local_attention"})
+_FULL_TYPES = frozenset({"full_attention", "full", "global", "global_attention"})
+
+
+def _sliding(cfg: Mapping[str, Any], family: _Family, n_layers: int, where: str) -> tuple[int, int]:
+    """(sliding_window, sliding_window_pattern): an explicit ``layer_types`` list (gpt-oss,
+    newer Gemma configs) wins, then ``sliding_window_pattern`` (Gemma 3), then the family's
+    default; without either every layer is windowed (Mistral)."""
     if cfg.get("use_sliding_window") is False:
+        return 0, 0
+    window = _optional_int(cfg, ("sliding_window",), where) or 0
+    if not window:
+        return 0, 0
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        return window, _pattern_from_layer_types(types, n_layers, where)
+    pattern = _optional_int(cfg, ("sliding_window_pattern",), where)
+    return window, family.sliding_pattern if pattern is None else pattern
+
+
+def _pattern_from_layer_types(types: list[Any], n_layers: int, where: str) -> int:
+    """Express a ``layer_types`` list as 'every n-th layer is global', or refuse."""
+    if len(types) != n_layers:
+        raise WorkloadError(
+            f"config {where}: layer_types has {len(types)} entries for {n_layers} layers"
+        )
+    unknown = sorted({str(t) for t in types} - _SLIDING_TYPES - _FULL_TYPES)
+    if unknown:
+        raise WorkloadError(
+            f"config {where}: layer_types {unknown} are not sliding or full attention; "
+            "chipwise cannot time them yet"
+        )
+    full = [i for i, t in enumerate(types) if t in _FULL_TYPES]
+    if not full:
         return 0
-    return _optional_int(cfg, ("sliding_window",), where) or 0
+    n = full[0] + 1
+    if full != list(range(n - 1, n_layers, n)):
+        raise WorkloadError(
+            f"config {where}: full-attention layers {full[:8]}... are not 'every n-th "
+            "layer'; chipwise cannot represent this pattern yet"
+        )
+    return n
 
 
 def _learned_positions(cfg: Mapping[str, Any], family: _Family, where: str) -> int:

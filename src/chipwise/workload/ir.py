@@ -128,6 +128,10 @@ class TransformerSpec:
     plus ``n_shared_experts`` always active; the first ``first_dense_layers`` layers and
     every layer not on ``moe_layer_step`` are dense with width ``d_ff``.
     MLA (DeepSeek): ``kv_lora_rank`` > 0 switches attention to latent KV.
+    Sliding-window attention: with ``sliding_window`` > 0, every ``sliding_window_pattern``-th
+    layer (1-based, Gemma 3's convention: 6 = five local layers then one global) attends to
+    the whole sequence and the others to the last ``sliding_window`` tokens; pattern 0 =
+    every layer windowed (Mistral 7B), 2 = alternating from a local first layer (gpt-oss).
     """
 
     name: str
@@ -155,6 +159,7 @@ class TransformerSpec:
     n_encoder_layers: int = 0  # encoder-decoder (T5): encoder layers; n_layers = decoder
     causal: bool = True  # False for encoders (BERT)
     sliding_window: int = 0
+    sliding_window_pattern: int = 0  # every n-th layer is global; 0 = all layers windowed
     source: str = ""  # where the architecture figures came from
     published_params: float = 0.0  # the published total, for the 2 % check
     learned_positions: int = 0  # rows of a learned absolute position table (GPT-2, BERT)
@@ -167,6 +172,10 @@ class TransformerSpec:
             raise WorkloadError(f"{self.name}: n_heads must be a multiple of n_kv_heads")
         if self.n_experts and not (0 < self.experts_per_token <= self.n_experts):
             raise WorkloadError(f"{self.name}: experts_per_token must be in 1..n_experts")
+        if self.sliding_window < 0 or self.sliding_window_pattern < 0:
+            raise WorkloadError(
+                f"{self.name}: sliding_window and sliding_window_pattern must be >= 0"
+            )
 
     @property
     def is_moe(self) -> bool:
@@ -185,6 +194,17 @@ class TransformerSpec:
     @property
     def n_moe_layers(self) -> int:
         return sum(self.is_moe_layer(i) for i in range(self.n_layers))
+
+    def is_sliding_layer(self, layer: int) -> bool:
+        """Whether decoder layer ``layer`` (0-based) attends only to a sliding window."""
+        if not self.sliding_window:
+            return False
+        n = self.sliding_window_pattern
+        return not (n and (layer + 1) % n == 0)
+
+    @property
+    def n_sliding_layers(self) -> int:
+        return sum(self.is_sliding_layer(i) for i in range(self.n_layers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
