@@ -14,7 +14,7 @@ from chipwise.perf.efficiency import (
     efficiency_for,
     parse_efficiency_table,
 )
-from chipwise.perf.gpu import K_FILL, GpuModel, gemm_candidate, plan_gemm
+from chipwise.perf.gpu import K_FILL, GpuModel, gemm_candidate, gemm_efficiency, plan_gemm
 from chipwise.perf.models import model_for
 from chipwise.perf.tpu import TpuModel
 from chipwise.workload.ir import Op, OpKind
@@ -215,3 +215,21 @@ def test_a_bad_efficiency_file_is_a_catalog_error(bad: dict[str, object]) -> Non
 def test_an_efficiency_fraction_above_one_is_rejected() -> None:
     with pytest.raises(ValueError, match="gemm_peak_fraction"):
         dataclasses.replace(EFF, gemm_peak_fraction=1.5)
+
+
+def test_fp8_matmul_on_hopper_reaches_its_own_mamf_share() -> None:
+    h100 = chip("h100-sxm")
+    fp8 = gemm_efficiency(h100, 8192, 8192, 8192, "fp8")
+    bf16 = gemm_efficiency(h100, 8192, 8192, 8192, "bf16")
+    assert fp8 < bf16  # fp8 MAMF is a lower share of its (doubled) peak: 0.709 vs 0.803
+    assert fp8 == pytest.approx(bf16 * 0.709 / 0.803, rel=0.02)
+
+
+def test_attention_backward_is_slower_per_flop_than_forward_on_gpus() -> None:
+    h100 = chip("h100-sxm")
+    op = Op(name="a", kind=OpKind.ATTENTION, flops=1e13, bytes_read=1e6, bytes_written=1e6)
+    model = GpuModel(h100)
+    fwd = model.op_time(op)
+    bwd = model.op_time(dataclasses.replace(op, backward=True))
+    ratio = model.efficiency.attention_backward_ratio
+    assert bwd.compute_s == pytest.approx(fwd.compute_s / ratio) and ratio < 1

@@ -13,7 +13,6 @@ from chipwise.perf.layers import (
     Shard,
     backward_ops,
     layer_ops,
-    mxu_padded_attention,
 )
 from chipwise.perf.models import model_for
 from chipwise.perf.parallel import Network
@@ -66,13 +65,6 @@ def test_tensor_parallel_shards_heads_and_mlp_width() -> None:
     up = next(o for o in ops if o.name == "mlp_up")
     assert qkv.mnk == (512, (16 // 4 + 2 * (4 // 4)) * 64, 1024)
     assert up.mnk == (512, 2 * 4096 // 4, 1024)  # gated: gate and up together
-
-
-def test_mxu_padding_doubles_head_dim_64_attention_on_a_256_mxu() -> None:
-    ops = layer_ops(SPEC, b=1, seq_len=512, shard=Shard(), precision="bf16", moe=False)
-    attn = next(o for o in ops if o.kind is OpKind.ATTENTION)
-    assert mxu_padded_attention(attn, 128).flops == 2 * attn.flops
-    assert mxu_padded_attention(attn, 256).flops == 4 * attn.flops
 
 
 def test_one_chip_step_is_compute_plus_optimizer_and_breakdown_adds_up() -> None:

@@ -198,3 +198,51 @@ def test_elementwise_after_a_copy_is_not_fused() -> None:
     add = Op(name="a", kind=OpKind.ELEMENTWISE, bytes_read=1e6, bytes_written=1e6)
     g = time_graph(Graph(name="g", ops=(copy, add)), model)
     assert g.op_times[1] == model.op_time(add)
+
+
+# ---- attention on the MXU, its backward, fp8 ------------------------------------------------
+
+
+def _attention(head_dim: int, *, backward: bool = False) -> Op:
+    b, h, s = 2, 16, 4096
+    flops = 2.0 * b * h * s * s / 2 * 2 * head_dim
+    return Op(name="attn", kind=OpKind.ATTENTION, flops=flops, bytes_read=1e6,
+              bytes_written=1e6, shape=(b, h, s, head_dim), mnk=(s, s, head_dim),
+              batch=b * h, backward=backward)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mxu", "head_dim", "factor"),
+    [(128, 64, 2.0), (128, 128, 1.0), (256, 64, 4.0), (256, 128, 2.0)],
+)
+def test_attention_head_dims_pad_to_the_mxu_side(mxu: int, head_dim: int, factor: float) -> None:
+    model = TpuModel(tpu(mxu), EFF)
+    op = _attention(head_dim)
+    assert model.attention_padding(op) == factor
+    t = model.op_time(op)
+    assert t.compute_s == pytest.approx(op.flops * factor / (459e12 * EFF.attention_peak_fraction))
+
+
+def test_attention_backward_runs_at_its_own_lower_rate() -> None:
+    eff = dataclasses.replace(EFF, attention_backward_ratio=0.86)
+    model = TpuModel(tpu(128), eff)
+    fwd, bwd = model.op_time(_attention(128)), model.op_time(_attention(128, backward=True))
+    assert bwd.compute_s == pytest.approx(fwd.compute_s / 0.86)
+
+
+def test_packaged_backward_ratio_is_below_one_everywhere() -> None:
+    from chipwise.perf.efficiency import efficiency_for
+
+    for cid in ("h100-sxm", "a100-sxm-80gb", "mi300x", "tpu-v5p", "tpu-v6e"):
+        e = efficiency_for(chip(cid))
+        assert 0 < e.attention_fraction(backward=True) < e.attention_fraction(backward=False)
+
+
+def test_fp8_gemms_use_their_measured_fraction_where_there_is_one() -> None:
+    from chipwise.perf.efficiency import efficiency_for
+
+    h100 = efficiency_for(chip("h100-sxm"))
+    assert h100.gemm_fraction("fp8") == pytest.approx(0.709)
+    assert h100.gemm_fraction("bf16") == pytest.approx(0.803)
+    v7 = efficiency_for(chip("tpu-v7"))
+    assert v7.gemm_fraction("fp8") == v7.gemm_fraction("bf16")  # not measured: the bf16 one

@@ -2,10 +2,10 @@
 
 The bounds are the measured errors of this version plus a margin, so a model change that
 makes the fit worse fails here (and the commit message must show the before/after):
-training median |error| 5.0 % and p90 22 % over 50 rows (GPU 4.8 % / 24 %, TPU 5.7 % /
-15 %; in-sample for the three SUSTAINED_TENSOR_FRACTION values - fitted on the shared rows
-alone they score the 36 added rows at 7.1 % / 24 %, fitted on the added rows they score
-the shared ones at 4.9 % / 17 %). Microbenchmarks: median 2.4 %.
+training median |error| 5.4 % and p90 18 % over 50 rows (GPU 5.2 % / 26 %, TPU 5.6 % /
+17 %; in-sample for the three sustained_tensor_fraction values in efficiency.toml - fitted
+on the shared rows alone they score the 36 added rows at 7.3 % / 23 %, fitted on the added
+rows they score the shared ones at 5.9 % / 17 %). Microbenchmarks: median 2.4 %.
 """
 
 from __future__ import annotations

@@ -43,11 +43,18 @@ PARAMETERS: tuple[str, ...] = (
     "collective_latency_s",
     "nvls_fraction",
     "sustained_tensor_fraction",
+    "attention_backward_ratio",
+    "fp8_gemm_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
-_OPTIONAL = frozenset({"nvls_fraction", "sustained_tensor_fraction"})
+_OPTIONAL = frozenset(
+    {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
+     "fp8_gemm_peak_fraction"}
+)  # fmt: skip
+# Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
+_ZERO_OK = frozenset({"nvls_fraction", "fp8_gemm_peak_fraction"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +79,12 @@ class Efficiency:
             boost, cold caches, collectives sharing HBM and SMs). The per-op fractions come
             from seconds-long single-kernel benchmarks; this one is fitted to published
             step throughput (``data/efficiency.toml`` says on which rows). 1 = none.
+        attention_backward_ratio: fused attention backward FLOP/s as a fraction of the
+            forward's (FlashAttention-2: the backward reaches a lower share of peak, with
+            more non-matmul work and atomic dQ accumulation). 1 = the same.
+        fp8_gemm_peak_fraction: ``gemm_peak_fraction`` for fp8 GEMMs where it was measured
+            separately (fp8 MAMF is a lower share of its doubled peak); 0 = not measured,
+            use ``gemm_peak_fraction``.
     """
 
     gemm_peak_fraction: float
@@ -83,6 +96,8 @@ class Efficiency:
     collective_latency_s: float
     nvls_fraction: float = 0.0
     sustained_tensor_fraction: float = 1.0
+    attention_backward_ratio: float = 1.0
+    fp8_gemm_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -90,11 +105,22 @@ class Efficiency:
         for name in PARAMETERS:
             value = getattr(self, name)
             if name in _FRACTIONS:
-                low_ok = value >= 0 if name == "nvls_fraction" else value > 0
+                low_ok = value >= 0 if name in _ZERO_OK else value > 0
                 if not (low_ok and value <= 1):
                     raise ValueError(f"efficiency {name} must be in (0, 1], got {value}")
             elif value < 0:
                 raise ValueError(f"efficiency {name} must be >= 0 seconds, got {value}")
+
+    def gemm_fraction(self, dtype: str) -> float:
+        """The achievable share of the dense peak for a GEMM in ``dtype``."""
+        if dtype == "fp8" and self.fp8_gemm_peak_fraction:
+            return self.fp8_gemm_peak_fraction
+        return self.gemm_peak_fraction
+
+    def attention_fraction(self, *, backward: bool) -> float:
+        """The achievable share of the dense peak for fused attention, forward or backward."""
+        ratio = self.attention_backward_ratio if backward else 1.0
+        return self.attention_peak_fraction * ratio
 
     def with_values(self, *, source: str, **values: float) -> Efficiency:
         """A copy with ``values`` replaced, each now citing ``source`` (e.g. a calibration)."""
@@ -139,6 +165,8 @@ class _Entry(_Frozen):
     collective_latency_s: _Value | None = None
     nvls_fraction: _Value | None = None
     sustained_tensor_fraction: _Value | None = None
+    attention_backward_ratio: _Value | None = None
+    fp8_gemm_peak_fraction: _Value | None = None
     note: str = ""
 
 

@@ -7,7 +7,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
 ``Efficiency`` parameter:
 
 - **Achievable peak.** Tensor-core ops run at ``gemm_peak_fraction`` of the dtype's dense peak
-  (the measured MAMF of the generation); fused attention at ``attention_peak_fraction``.
+  (the measured MAMF of the generation; ``fp8_gemm_peak_fraction`` for fp8 where measured);
+  fused attention at ``attention_peak_fraction``, its backward at ``attention_backward_ratio``
+  of that.
 - **Tile quantisation.** A GEMM is cut into ceil(M/tm) x ceil(N/tn) x batch tiles; a partial
   tile costs a full one.
 - **Wave quantisation.** Tiles run in waves of ``SMs``: waves = ceil(tiles / SMs), and the
@@ -106,14 +108,17 @@ def gemm_candidate(
     split: int,
     peak: float,
     n_bytes: float,
+    fraction: float | None = None,
 ) -> GemmPlan:
-    """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch)."""
+    """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch);
+    ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``)."""
     m, n, k, batch = gemm
     sms = max(chip.units, 1)
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tm, tn = tile
     rate_factor = min(1.0, _intensity(tile) / _intensity(largest))
-    per_sm_flops_per_s = peak * eff.gemm_peak_fraction / sms * rate_factor
+    frac = eff.gemm_peak_fraction if fraction is None else fraction
+    per_sm_flops_per_s = peak * frac / sms * rate_factor
     k_pad = _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
     tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
     waves = _ceil_div(tiles, sms)
@@ -133,13 +138,21 @@ def gemm_candidate(
 
 
 def plan_gemm(
-    chip: Chip, eff: Efficiency, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float
+    chip: Chip,
+    eff: Efficiency,
+    m: int,
+    n: int,
+    k: int,
+    batch: int,
+    peak: float,
+    n_bytes: float,
+    fraction: float | None = None,
 ) -> GemmPlan:
     """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
     candidates = [
-        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes)
+        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction)
         for tile in tiles
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
@@ -167,7 +180,7 @@ class GpuModel(PerfModel):
         notes: list[str] = []
         if op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
-            g = plan_gemm(chip, eff, m, n, k, op.batch, peak, n_bytes)
+            g = plan_gemm(chip, eff, m, n, k, op.batch, peak, n_bytes, eff.gemm_fraction(op.dtype))
             r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
             notes.append(
                 f"tile {g.tile[0]}x{g.tile[1]} split-k {g.split_k}: {g.tiles} tiles in "
@@ -176,9 +189,9 @@ class GpuModel(PerfModel):
             )
         elif op.tensor_op:
             frac = (
-                eff.attention_peak_fraction
+                eff.attention_fraction(backward=op.backward)
                 if op.kind is OpKind.ATTENTION
-                else eff.gemm_peak_fraction
+                else eff.gemm_fraction(op.dtype)
             )
             r = Roof(
                 compute_s=flops / (peak * frac) if flops else 0.0,

@@ -128,21 +128,6 @@ def _fp8_cast(name: str, elements: float, dt: Dtypes) -> list[Op]:
     ]
 
 
-def mxu_padded_attention(op: Op, mxu_dim: int) -> Op:
-    """Fused attention on a systolic MXU of side ``mxu_dim``: QK^T contracts over the
-    qk head dim and PV produces the v head dim, so both pad to the MXU side (scaling-book
-    tpus.md: dims pad to 128, 256 on v6e/TPU7x); head_dim 128 on a 256 MXU runs at half
-    rate. A private helper until ``tpu.py`` pads ATTENTION ops itself."""
-    if op.kind is not OpKind.ATTENTION or op.mnk is None or not op.shape:
-        return op
-    qk = op.mnk[2]
-    v = op.shape[-1]
-    if not qk or not v:
-        return op
-    pad = (-(-qk // mxu_dim) * mxu_dim + -(-v // mxu_dim) * mxu_dim) / (qk + v)
-    return replace(op, flops=op.flops * pad) if pad > 1 else op
-
-
 def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float:
     """Query-key pairs one sequence's attention computes (flash skips masked blocks)."""
     if window and window < s_kv:

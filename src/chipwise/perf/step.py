@@ -45,7 +45,6 @@ from chipwise.perf.layers import (
     head_ops,
     heads_per_rank,
     layer_ops,
-    mxu_padded_attention,
     selective_recompute_ops,
 )
 from chipwise.perf.memory import (
@@ -157,12 +156,11 @@ def time_ops(
     ops: tuple[Op, ...], chip: Chip, model: PerfModel, *, sustained: bool = True
 ) -> list[OpTime]:
     """Time an op sequence with the per-op model (its fusion rule applies, via
-    ``graph.time_graph``); on an MXU chip attention pads to the MXU side first.
+    ``graph.time_graph``; ``TpuModel`` pads attention head dims to the MXU side).
     ``sustained`` applies the model's ``sustained_tensor_fraction`` (training and prefill;
     decode is memory-bound and its skinny GEMMs are not limited by sustained tensor
     throughput)."""
-    if chip.matrix_unit_dim:
-        ops = tuple(mxu_padded_attention(op, chip.matrix_unit_dim) for op in ops)
+    del chip  # the model knows its chip; kept for callers that pass it
     f = model.sustained_tensor_fraction() if sustained else 1.0
     return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
 

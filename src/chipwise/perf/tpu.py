@@ -9,6 +9,10 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
   padded to 128 (256 on v6e)"): the MXU does the padded FLOPs, so a matmul costs
   2 x ceil(M/d)d x ceil(N/d)d x ceil(K/d)d / (peak x ``gemm_peak_fraction``). Dense peak is
   per chip, so megacore (v4, v5p) and TPU7x's two TensorCores are already in it.
+- **Attention on the MXU.** Fused (splash/flash) attention runs QK^T, contracting over the
+  qk head dim, and PV, producing the v head dim, on the MXUs: both head dims pad to d, so
+  head_dim 64 costs 2x its FLOPs on a 128 MXU and 4x on a 256 MXU, head_dim 128 2x on 256.
+  Its backward runs at ``attention_backward_ratio`` of the forward's rate.
 - **Memory tiles.** Arrays live in HBM as (8, 128) tiles of their last two dims (S4), so
   traffic is that of the padded arrays.
 - **VPU.** Element-wise, reduction, norm, softmax and sort FLOPs run on the VPU at
@@ -140,17 +144,17 @@ class TpuModel(PerfModel):
         peak: float
         if op.tensor_op:
             peak = chip.peak_flops_per_s(op.dtype)
-            frac = (
-                eff.attention_peak_fraction
-                if op.kind is OpKind.ATTENTION
-                else eff.gemm_peak_fraction
-            )
             work = flops
             traffic = n_bytes
-            if op.mnk is not None and all(op.mnk) and op.kind is not OpKind.ATTENTION:
-                work, traffic = self._padded_matmul(op, n_bytes)
-                if work > flops * 1.0001:
-                    notes.append(f"MXU padding to {self.mxu_dim}: {work / flops:.2f}x the FLOPs")
+            if op.kind is OpKind.ATTENTION:
+                frac = eff.attention_fraction(backward=op.backward)
+                work = flops * self.attention_padding(op)
+            else:
+                frac = eff.gemm_fraction(op.dtype)
+                if op.mnk is not None and all(op.mnk):
+                    work, traffic = self._padded_matmul(op, n_bytes)
+            if work > flops * 1.0001:
+                notes.append(f"MXU padding to {self.mxu_dim}: {work / flops:.2f}x the FLOPs")
             compute_s = work / (peak * frac) if work else 0.0
         else:
             peak = vpu_rate(chip)
@@ -194,6 +198,18 @@ class TpuModel(PerfModel):
         )
 
     # -- pieces ---------------------------------------------------------------------------
+
+    def attention_padding(self, op: Op) -> float:
+        """MXU FLOPs / logical FLOPs of fused attention: QK^T contracts over the qk head dim
+        (``mnk[2]``) and PV produces the v head dim (``shape[-1]``); each pads to the MXU
+        side (S4: dims pad to 128, 256 on v6e/TPU7x). 1 when the op lacks those dims."""
+        if op.mnk is None or not op.shape:
+            return 1.0
+        qk, v = op.mnk[2], op.shape[-1]
+        if qk <= 0 or v <= 0:
+            return 1.0
+        d = self.mxu_dim
+        return (_pad(qk, d) + _pad(v, d)) / (qk + v)
 
     def _padded_matmul(self, op: Op, n_bytes: float) -> tuple[float, float]:
         """MXU FLOPs and (8, 128)-tiled HBM bytes of a matmul with known (M, N, K)."""
