@@ -244,4 +244,21 @@ def test_fp64_work_ranks_only_chips_with_an_fp64_rate_fastest_first() -> None:
     rates = [c.peak_flops_per_s("fp64") for c in capable]
     assert rates == sorted(rates, reverse=True)
     no_fp64 = [c.id for c in cat.chips if c.kind == "gpu" and not c.supports("fp64")]
-    assert all(excluded(rec)[c] == "no fp64 rate in the catalog" for c in no_fp64)
+    assert all("fp64" in excluded(rec)[c] for c in no_fp64)
+
+
+@pytest.mark.parametrize(
+    ("kind", "feature"), [("graphics", "raster"), ("video-encode", "media-encode")]
+)
+def test_non_ml_answers_list_only_chips_with_the_needed_catalog_capability(
+    kind: str, feature: str
+) -> None:
+    from chipwise.advise import AdviseRequest
+    from chipwise.workload.ir import Workload
+
+    rec = recommend(AdviseRequest(workload=Workload(model=load_workload_model(kind))))
+    assert rec.non_ml is not None and rec.non_ml.capable
+    cat = default_catalog()
+    assert all(cat.chip(c).has_feature(feature) for c in rec.non_ml.capable)
+    lacking = [c.id for c in cat.chips if c.kind == "gpu" and not c.has_feature(feature)]
+    assert all(feature in excluded(rec)[c] for c in lacking)

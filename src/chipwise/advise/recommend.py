@@ -17,6 +17,7 @@ from chipwise.advise.confidence import Confidence, confidence_for_chip
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
 from chipwise.hardware import Catalog, Chip, default_catalog
+from chipwise.hardware.schema import FEATURES
 from chipwise.workload.ir import NonMLKind
 
 Progress = Callable[[str, int, int], None]  # (chip id, index, total)
@@ -106,36 +107,38 @@ _FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -> Recommendation:
     """Which chips can run a non-ML workload at all, and why a TPU cannot."""
     needs = {r.capability for r in model.requirements}
+    # Capabilities the catalog records per chip (sourced); memory bandwidth is a figure.
+    checked = sorted(needs & set(FEATURES))
     excluded: list[Excluded] = []
     capable: list[Chip] = []
     for c in chips:
+        missing = [f for f in checked if not c.has_feature(f)]
         if c.kind == "tpu":
             excluded.append(Excluded(chip_id=c.id, why="a TPU runs tensor math (XLA) only"))
         elif c.kind != "gpu":
             excluded.append(
                 Excluded(chip_id=c.id, why="an ML accelerator: runs framework graphs only")
             )
-        elif "fp64" in needs and not c.supports("fp64"):
-            excluded.append(Excluded(chip_id=c.id, why="no fp64 rate in the catalog"))
+        elif missing:
+            excluded.append(
+                Excluded(chip_id=c.id, why=f"the catalog lists no {', '.join(missing)} for it")
+            )
         elif request.own_hardware and not c.purchasable:
             excluded.append(Excluded(chip_id=c.id, why="cannot be bought"))
         elif not request.own_hardware and request.cloud != "any" and request.cloud not in c.clouds:
             excluded.append(Excluded(chip_id=c.id, why=f"not offered on {request.cloud}"))
         else:
             capable.append(c)
-    basis = "GPUs (TPUs run only tensor math)"
+    basis = f"GPUs with {', '.join(checked)} (catalog capabilities)" if checked else "GPUs"
     if "fp64" in needs:
         capable.sort(key=lambda c: -c.peak_flops_per_s("fp64"))
-        basis = "dense fp64 FLOP/s (catalog)"
-    elif needs & {"raster", "rt-cores", "display", "media-encode"}:
-        basis = (
-            "GPUs; the catalog does not list raster, ray-tracing, display or video-encode "
-            "units: check the specific card (data-centre GPUs such as A100/H100 have no "
-            "display outputs, and A100/H100 have no NVENC)"
-        )
+        basis += "; ranked by dense fp64 FLOP/s"
     elif "memory-bandwidth" in needs:
         capable.sort(key=lambda c: -c.hbm_bytes_per_s)
-        basis = "memory bandwidth (catalog)"
+        basis += "; ranked by memory bandwidth"
+    else:
+        capable.sort(key=lambda c: -c.vector_flops_per_s if c.vector_flops_per_s else 0.0)
+        basis += "; ranked by fp32 vector FLOP/s"
     return Recommendation(
         request=request,
         options=(),
