@@ -61,8 +61,13 @@ _LARGEST_TILE: dict[str, tuple[int, int]] = {
     "gaudi3": (256, 256),
 }
 DEFAULT_TILE = (128, 128)  # CUTLASS's generic default; used for architectures not above
-# Smaller tiles cuBLAS-like libraries also ship, tried when they are faster.
-_SMALL_TILES: tuple[tuple[int, int], ...] = ((128, 128), (64, 128), (128, 64), (64, 64))
+# Smaller tiles cuBLAS-like libraries also ship, tried when they are faster. The 16-row
+# tiles are the skinny-GEMM kernels (decode, M = batch): 16 is the smallest M of a tensor
+# core instruction (mma.sync m16n8k16 on NVIDIA, 16x16x16 MFMA on CDNA), so a GEMM with
+# M = 1 does 16 rows of work, not 64 or 128, and is bound by reading its weights.
+_SMALL_TILES: tuple[tuple[int, int], ...] = (
+    (128, 128), (64, 128), (128, 64), (64, 64), (16, 128), (16, 256),
+)  # fmt: skip
 TILE_K = 64  # K step of one main-loop iteration (CUTLASS tk for 16-bit types); K pads to it
 # Prologue + epilogue of a tile in K elements: ~one main-loop step waiting on global memory
 # latency (~1 us HBM round trip ~= one 64-deep step on H100/A100) plus one step of epilogue
