@@ -28,13 +28,13 @@ from typing import Any
 
 from chipwise.bench.calibrate import MeasuredModel, load_calibration, load_measured_device
 from chipwise.bench.devices import DeviceInfo, detect_device
-from chipwise.errors import ChipwiseError, ExtractionError, MeasurementError, WorkloadError
+from chipwise.errors import MeasurementError, WorkloadError
 from chipwise.hardware import default_catalog
 from chipwise.perf.base import PerfModel
 from chipwise.perf.graph import time_graph
 from chipwise.perf.models import model_for
 from chipwise.units import dtype_bytes
-from chipwise.workload.from_torch import TRUST_CODE_MESSAGE, _load_factory, graph_from_module
+from chipwise.workload.from_torch import TRUST_CODE_MESSAGE, build_from_factory, graph_from_module
 from chipwise.workload.ir import Op, OpKind
 
 PROFILE_DTYPES = ("fp32", "bf16", "fp16")
@@ -66,34 +66,6 @@ class ProfileResult:
     def error(self) -> float:
         """``predicted / measured - 1``: +0.1 means the prediction is 10 % too slow."""
         return self.predicted_step_s / self.measured_step_s - 1.0
-
-
-def _build(torch: Any, spec: str, device: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
-    """Import and call the factory on ``device``; returns (module, example_inputs)."""
-    factory = _load_factory(spec)
-    try:
-        with torch.device(device):
-            built = factory(**kwargs)
-            if isinstance(built, tuple) and len(built) == 2:
-                module, inputs = built
-            else:
-                module = built
-                make_inputs = getattr(built, "example_inputs", None)
-                if not callable(make_inputs):
-                    raise ExtractionError(
-                        f"factory {spec!r} returned {type(built).__name__}; return "
-                        "(module, example_inputs) or a module with an example_inputs() method"
-                    )
-                inputs = make_inputs()
-    except ChipwiseError:
-        raise
-    except Exception as err:
-        raise ExtractionError(f"factory {spec!r} failed: {type(err).__name__}: {err}") from err
-    if not isinstance(module, torch.nn.Module):
-        raise ExtractionError(
-            f"factory {spec!r} returned {type(module).__name__}, not a torch.nn.Module"
-        )
-    return module, inputs
 
 
 def _prepare_inputs(torch: Any, inputs: Any, device: Any, dtype: Any) -> Any:
@@ -203,7 +175,9 @@ def profile_factory(
     import torch
 
     where = torch.device("cuda", 0) if dev.kind == "gpu" else torch.device("cpu")
-    module, inputs = _build(torch, spec, where, dict(factory_kwargs or {}))
+    module, inputs = build_from_factory(
+        spec, trust_code=trust_code, device=where, factory_kwargs=factory_kwargs
+    )
     torch_dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     if dtype is not None:
         module = module.to(dtype=torch_dtypes[dtype])

@@ -486,30 +486,28 @@ def _load_factory(spec: str) -> Callable[..., Any]:
     return factory  # type: ignore[no-any-return]
 
 
-def load_torch_factory(
+def build_from_factory(
     spec: str,
     *,
     trust_code: bool,
-    dtype: str = "bf16",
-    backward: bool = True,
+    device: Any = "meta",
     factory_kwargs: Mapping[str, Any] | None = None,
-    name: str | None = None,
-) -> Graph:
-    """Import ``spec`` ("package.module:factory" or "file.py:factory"), build, trace.
+) -> tuple[Any, Any]:
+    """Import ``spec`` and call its factory under ``torch.device(device)``.
 
-    The factory contract is in this module's docstring. Importing runs the user's code, so
-    it needs ``trust_code=True`` (the CLI's ``--trust-code``).
+    Returns ``(module, example_inputs)`` per the contract in this module's docstring. The
+    importer builds on the meta device; ``chipwise profile`` builds on a real one.
 
     Raises:
         WorkloadError: ``trust_code`` not given, or a malformed ``spec``.
-        ExtractionError: the import, the factory or the trace failed (one line).
+        ExtractionError: the import or the factory failed (one line).
     """
     if not trust_code:
         raise WorkloadError(TRUST_CODE_MESSAGE.format(spec=spec))
     factory = _load_factory(spec)
     torch = _import_torch()
     try:
-        with torch.device("meta"):
+        with torch.device(device):
             built = factory(**dict(factory_kwargs or {}))
             if isinstance(built, tuple) and len(built) == 2:
                 module, inputs = built
@@ -530,4 +528,28 @@ def load_torch_factory(
         raise ExtractionError(
             f"factory {spec!r} returned {type(module).__name__}, not a torch.nn.Module"
         )
+    return module, inputs
+
+
+def load_torch_factory(
+    spec: str,
+    *,
+    trust_code: bool,
+    dtype: str = "bf16",
+    backward: bool = True,
+    factory_kwargs: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> Graph:
+    """Import ``spec`` ("package.module:factory" or "file.py:factory"), build, trace.
+
+    The factory contract is in this module's docstring. Importing runs the user's code, so
+    it needs ``trust_code=True`` (the CLI's ``--trust-code``).
+
+    Raises:
+        WorkloadError: ``trust_code`` not given, or a malformed ``spec``.
+        ExtractionError: the import, the factory or the trace failed (one line).
+    """
+    module, inputs = build_from_factory(
+        spec, trust_code=trust_code, device="meta", factory_kwargs=factory_kwargs
+    )
     return graph_from_module(module, inputs, dtype=dtype, backward=backward, name=name)
