@@ -233,3 +233,15 @@ def test_attention_backward_is_slower_per_flop_than_forward_on_gpus() -> None:
     bwd = model.op_time(dataclasses.replace(op, backward=True))
     ratio = model.efficiency.attention_backward_ratio
     assert bwd.compute_s == pytest.approx(fwd.compute_s / ratio) and ratio < 1
+
+
+@pytest.mark.parametrize("cid", ["h100-sxm", "mi300x", "a100-sxm-80gb"])
+def test_a_decode_gemv_streams_its_weights_near_hbm_bandwidth(cid: str) -> None:
+    c = chip(cid)
+    model = GpuModel(c)
+    op = Op(name="gemv", kind=OpKind.MATMUL, dtype="bf16", mnk=(1, 8192, 8192), shape=(1, 8192))
+    t = model.op_time(op)
+    weights_s = 8192 * 8192 * 2 / (c.hbm_bytes_per_s * model.efficiency.hbm_fraction)
+    # 16-row tiles: the padded MMA work no longer outweighs reading the weights by much (with
+    # only 64-row tiles MI300X's GEMV came out 1.5x its weight-read time)
+    assert t.seconds - t.overhead_s == pytest.approx(weights_s, rel=0.2)
