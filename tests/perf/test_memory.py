@@ -92,3 +92,20 @@ def test_kv_cache_of_gqa_serving() -> None:
                      kv_dtype="bf16", prefill_tokens=4000, chip=H100)  # fmt: skip
     # K and V, 4 of 8 KV heads per tp rank, 128 dims, 2 bytes, 2 layers, 4 x 1000 tokens
     assert m.kv_cache_bytes == 2 * 4 * 128 * 2 * 2 * 4 * 1000
+
+
+def test_experts_shard_over_ep_and_fsdp_once_not_twice() -> None:
+    """ep is carved out of the fsdp ranks: mixtral on 8 chips with fsdp=8, ep=8 holds 1/8
+    of every weight (published 46.7e9 params, bf16), not 1/64 of the experts."""
+    from chipwise.perf.base import Plan
+    from chipwise.perf.memory import sharded_params
+    from chipwise.workload.accounting import params_total
+    from chipwise.workload.load import load_workload_model
+
+    spec = load_workload_model("mixtral-8x7b")
+    plan = Plan(fsdp=8, ep=8)
+    held, opt = sharded_params(
+        spec, pp=1, vp=1, tp=1, ep=plan.ep, weight_shards=8, optimizer_shards=8
+    )
+    assert held == pytest.approx(params_total(spec) / 8, rel=0.02)
+    assert opt == pytest.approx(params_total(spec) / 8, rel=0.02)

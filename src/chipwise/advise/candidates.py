@@ -50,7 +50,6 @@ from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import Catalog, Chip
 from chipwise.hardware.chip import PriceOffer
 from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
-from chipwise.perf.layers import mlp_params
 from chipwise.perf.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, reserve_bytes
 from chipwise.perf.models import model_for
 from chipwise.perf.parallel import Network
@@ -125,17 +124,15 @@ def memory_floor_bytes(
     state; ZeRO §3.1 bytes, as ``perf.memory`` counts them) is stored at least once across
     the chips, so the fullest chip holds at least 1/``chips`` of it, plus the framework
     reserve every chip keeps. Embeddings, activations and the KV cache only add to this.
-
-    Routed experts are left out: ``perf.memory`` divides them by ``ep`` on top of ``fsdp``
-    even when the two axes share chips, so its per-chip total can sit below 1/``chips`` of
-    the experts; a floor above the planner's own count would skip plans it deems to fit.
+    Routed experts count too: ``perf.memory.sharded_params`` never shards them more than
+    ``chips`` ways.
     """
     key = "fp32" if precision == "fp32" else "default"
     if training:
         per_param = WEIGHT_BYTES[key] + GRAD_BYTES[key] + OPTIMIZER_BYTES[key]
     else:  # serving keeps weights in the serving precision (perf.memory.serve_memory)
         per_param = 4.0 if precision == "fp32" else dtype_bytes(precision)
-    params = matmul_params(spec) - spec.n_moe_layers * mlp_params(spec, moe=True)[1]
+    params = matmul_params(spec)
     return params * per_param / chips + reserve_bytes(chip)
 
 

@@ -131,6 +131,30 @@ def _stage_params(spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int) -> 
     return StageParams(dense=dense, experts=experts, total=dense / tp + experts / (tp * ep))
 
 
+def sharded_params(
+    spec: TransformerSpec,
+    *,
+    pp: int,
+    vp: int,
+    tp: int,
+    ep: int,
+    weight_shards: int,
+    optimizer_shards: int,
+) -> tuple[float, float]:
+    """(weight and gradient params, optimizer-state params) one chip holds.
+
+    Dense params shard over tp, then over the ZeRO-3 group (``weight_shards``). Routed
+    experts shard over tp and ep; ep is carved out of the same data-parallel ranks as fsdp
+    (innermost first), so the two overlap and experts shard ``max(ep, weight_shards)`` ways,
+    not ``ep x weight_shards``. Optimizer states of both shard over every data-parallel
+    rank (``optimizer_shards``), since each expert's replicas are data-parallel ranks too.
+    """
+    sp = _stage_params(spec, pp, vp, tp, ep)
+    dense, experts = sp.dense / tp, sp.experts / tp
+    weights = dense / weight_shards + experts / max(ep, weight_shards)
+    return weights, (dense + experts) / optimizer_shards
+
+
 def activation_bytes_per_token_layer(
     spec: TransformerSpec, plan: Plan, precision: str, *, moe: bool
 ) -> float:
@@ -244,9 +268,12 @@ def train_memory_parts(
     key = "fp32" if precision == "fp32" else "default"
     p = _stage_params(spec, pp, vp, tp, ep).total
     shard3 = fsdp * cp if fsdp > 1 else 1  # see parallel.zero_shards
-    weights = p * WEIGHT_BYTES[key] / shard3
-    grads = p * GRAD_BYTES[key] / shard3
-    optimizer = p * OPTIMIZER_BYTES[key] / (fsdp * dp * cp)
+    held, opt_held = sharded_params(
+        spec, pp=pp, vp=vp, tp=tp, ep=ep, weight_shards=shard3, optimizer_shards=fsdp * dp * cp
+    )
+    weights = held * WEIGHT_BYTES[key]
+    grads = held * GRAD_BYTES[key]
+    optimizer = opt_held * OPTIMIZER_BYTES[key]
     tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
     layers = layers_per_stage(spec.n_layers, pp, vp)
     moe_frac = moe_layer_count(spec) / spec.n_layers

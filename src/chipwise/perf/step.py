@@ -50,6 +50,7 @@ from chipwise.perf.layers import (
 from chipwise.perf.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
+    sharded_params,
     stage_layer_kinds,
     stage_params,
     train_memory,
@@ -459,7 +460,10 @@ class StepModel:
         return max(0.0, rs - hide * bwd_s) + max(0.0, ag - hide * fwd_s)
 
     def _optimizer(self, plan: Plan) -> Cost:
-        params = stage_params(self.spec, plan).total / zero_shards(plan)[1]
+        _, params = sharded_params(
+            self.spec, pp=plan.pp, vp=plan.vp, tp=plan.tp, ep=plan.ep,
+            weight_shards=zero_shards(plan)[0], optimizer_shards=zero_shards(plan)[1],
+        )  # fmt: skip
         op = Op(
             name="adam",
             kind=OpKind.ELEMENTWISE,
