@@ -7,6 +7,12 @@ predicted with ``predict`` and reported with its error, including bad ones; rows
 be predicted are listed with the reason. Workload paths in a CSV are relative to that CSV's
 directory.
 
+A row may name its system's scale-out network (optional column
+``scale_out_bytes_per_s_per_chip``, from the publication: e.g. Selene's 8 x 200 Gb/s HDR per
+8-GPU node = 25 GB/s per GPU) when it differs from the catalog's default for the chip (the
+catalog's A100 lists AWS p4d's 50 Gb/s per GPU). It replaces only that bandwidth; the chip's
+compute, memory and scale-up network stay the catalog's.
+
 A row's plan is a *partial* plan: the keys it gives are kept, the planner chooses the rest
 (micro-batch, recompute, ...), as the framework's config would have. A row with no plan is
 planned from scratch. Error = predicted / measured - 1.
@@ -25,7 +31,7 @@ import numpy as np
 
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.catalog import chip as find_chip
-from chipwise.hardware.chip import Chip
+from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
 from chipwise.perf.efficiency import Efficiency
 from chipwise.perf.planner import plan_constraints
@@ -36,6 +42,7 @@ from chipwise.workload.load import load_workload_model
 
 ENV_DIR = "CHIPWISE_VALIDATION_DIR"
 PUBLIC_CASES = "cases-public.csv"
+SCALE_OUT_COLUMN = "scale_out_bytes_per_s_per_chip"  # optional: the row's system network
 METRICS = (
     "tokens_per_s_per_chip",
     "output_tokens_per_s",
@@ -72,6 +79,7 @@ class Case:
     notes: str
     source: str  # the CSV it came from (and, for own rows, the publication)
     base_dir: Path
+    scale_out_bytes_per_s_per_chip: float = 0.0  # the system's network; 0 = the catalog's
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +159,23 @@ def _int(text: str) -> int:
     return int(float(text)) if text.strip() else 0
 
 
+def _float(text: str) -> float:
+    return float(text) if text.strip() else 0.0
+
+
+def with_scale_out(chip: Chip, bytes_per_s_per_chip: float) -> Chip:
+    """``chip`` on a system whose scale-out network gives ``bytes_per_s_per_chip`` per chip
+    (unidirectional); ``0`` keeps the catalog's."""
+    if bytes_per_s_per_chip <= 0:
+        return chip
+    name = f"system network ({bytes_per_s_per_chip / 1e9:g} GB/s per chip, from the source)"
+    if chip.scale_out is None:
+        tier = Interconnect(name=name, bytes_per_s_per_chip=bytes_per_s_per_chip)
+    else:
+        tier = replace(chip.scale_out, name=name, bytes_per_s_per_chip=bytes_per_s_per_chip)
+    return replace(chip, scale_out=tier)
+
+
 def read_cases(path: Path) -> tuple[Case, ...]:
     """The rows of one cases CSV (the shared file's columns; extra columns ignored)."""
     rows: list[Case] = []
@@ -177,6 +202,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     notes=raw.get("notes", ""),
                     source=source,
                     base_dir=path.parent,
+                    scale_out_bytes_per_s_per_chip=_float(raw.get(SCALE_OUT_COLUMN) or ""),
                 )
             )
     return tuple(rows)
@@ -214,7 +240,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     if case.metric not in METRICS:
         return Result(case=case, why=f"metric {case.metric!r} is not one chipwise predicts")
     try:
-        chip = find_chip(case.chip)
+        chip = with_scale_out(find_chip(case.chip), case.scale_out_bytes_per_s_per_chip)
         model = load_model(case.workload, case.base_dir, case.precision)
         phase: Training | Inference
         if case.phase == "infer":
