@@ -1,7 +1,13 @@
+import re
+from typing import Any
+
+import pytest
 from typer.testing import CliRunner
 
 from chipwise import __version__
 from chipwise.cli import app
+from chipwise.cli.app import COMMAND_ORDER, reflow_help
+from chipwise.errors import UnknownChipError
 
 runner = CliRunner()
 
@@ -18,3 +24,92 @@ def test_unknown_chip_is_one_line_and_exit_2() -> None:
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1
     assert "h100-sxm" in lines[0]
+
+
+# ---- usage errors are one line too ----------------------------------------------------------
+
+
+def _one_line(output: str) -> str:
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["advize"], "no such command 'advize'"),
+        (["--jsn"], "no such option: --jsn"),
+        (["chips", "--jsn"], "--json"),
+        (["chips", "--kind", "fpga"], "'fpga' is not one of"),
+        (["predict", "llama3-8b"], "missing option '--chip'"),
+        (["predict", "llama3-8b", "--chip", "h100", "--chips", "-3"], "'--chips'"),
+        (["advise", "--seq-len", "0"], "'--seq-len'"),
+        (["advise", "--max-chips", "-1"], "'--max-chips'"),
+        (["workload", "show"], "missing argument 'WORKLOAD'"),
+        (["serve", "--port", "70000"], "'--port'"),
+        (["profile", "x:y", "--steps", "0"], "'--steps'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], says: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    line = _one_line(result.output)
+    assert line.startswith("error: ") and says in line, line
+    assert "--help' for more" not in line and "╭" not in result.output
+    assert line.endswith("--help')")  # and where to read the options
+
+
+def test_the_usage_hint_names_the_subcommand() -> None:
+    line = _one_line(runner.invoke(app, ["chips", "show"]).output)
+    assert "(see 'chipwise chips show --help')" in line
+
+
+def test_debug_still_shows_the_traceback_of_a_chipwise_error() -> None:
+    result = runner.invoke(app, ["--debug", "chips", "show", "h10"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, UnknownChipError)
+
+
+# ---- help ------------------------------------------------------------------------------------
+
+
+def test_help_lists_the_commands_question_first() -> None:
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    names = [n for n in COMMAND_ORDER if re.search(rf"│ {n} ", result.output)]
+    assert names == list(COMMAND_ORDER)
+    positions = [result.output.index(f"│ {n} ") for n in COMMAND_ORDER]
+    assert positions == sorted(positions)
+
+
+def test_docstring_paragraphs_are_reflowed_not_hard_wrapped() -> None:
+    assert reflow_help("One line\n    wrapped here.\n\n    Second\n    paragraph.") == (
+        "One line wrapped here.\n\nSecond paragraph."
+    )
+    result = runner.invoke(app, ["advise", "--help"], env={"COLUMNS": "200"})
+    assert "each with the number or scan finding behind it" in result.output
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+def test_every_option_has_help_text(columns: str) -> None:
+    """No option of any command prints without saying what it does."""
+    from typer.main import get_command
+
+    root = get_command(app)
+    missing = []
+
+    def walk(cmd: Any, path: str) -> None:
+        for p in cmd.params:
+            if p.param_type_name == "option" and not p.help:
+                missing.append(f"{path} {p.opts[0]}")
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(root, "chipwise")
+    assert not missing, missing
+    for name in COMMAND_ORDER:
+        result = runner.invoke(app, [name, "--help"], env={"COLUMNS": columns})
+        assert result.exit_code == 0, (name, result.output)
+        assert max(len(ln) for ln in result.output.splitlines()) <= int(columns)
+
