@@ -4,12 +4,13 @@ columns without colour, on a fixture catalog and hand-built recommendations (see
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from chipwise.hardware import Catalog
-from chipwise.report.advice import render_recommendation
+from chipwise.report.advice import options_table, render_recommendation
 from chipwise.report.chips import chip_detail_table, chips_table
 from tests.report.factories import (
     fixture_catalog,
@@ -65,3 +66,20 @@ def test_a_changed_rendering_fails_the_golden(
     text = render_text(render_recommendation(training_recommendation(catalog)))
     with pytest.raises(pytest.fail.Exception, match="differs"):
         check_golden("advise_train", text.replace("testtpu-v1", "testtpu-v2"))
+
+
+def test_training_advice_at_80_columns_matches_its_golden(catalog: Catalog) -> None:
+    """A narrow terminal: wrapped lines stay under their bullet or indent."""
+    text = render_text(render_recommendation(training_recommendation(catalog)), width=80)
+    check_golden("advise_train_80", text)
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_no_qualifying_chip_prints_no_empty_table(catalog: Catalog) -> None:
+    rec = replace(
+        training_recommendation(catalog), options=(), pick=None, best_gpu=None, best_tpu=None
+    )
+    text = render_text(render_recommendation(rec))
+    assert "No chip qualifies." in text
+    assert "┏" not in text and "request" not in text  # no empty (serving-headed) table
+    assert options_table(rec).columns[3].header == "run"  # training columns even when empty

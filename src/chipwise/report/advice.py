@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +38,7 @@ from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import describe
 from chipwise.perf.base import InferPrediction, TrainPrediction
 from chipwise.units import GB, format_seconds
+from chipwise.workload.ir import Training
 
 JSON_SCHEMA_VERSION = 1
 
@@ -153,7 +155,7 @@ def _prices(rec: Recommendation) -> str:
 
 def options_table(rec: Recommendation, limit: int = 12) -> Table:
     """Each chip's best option, best first (at most ``limit`` rows)."""
-    training = rec.options and isinstance(rec.options[0].prediction, TrainPrediction)
+    training = isinstance(rec.request.workload.phase, Training)
     title = f"Best option per chip (objective: {rec.request.objective}; {_prices(rec)})"
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("#", justify="right")
@@ -184,19 +186,33 @@ def options_table(rec: Recommendation, limit: int = 12) -> Table:
     return table
 
 
+def _indented(text: str | Text, indent: int, marker: str = "", style: str = "") -> Padding:
+    """``text`` indented by ``indent`` columns (after ``marker``, if any), so that its
+    wrapped lines stay under it on a narrow terminal instead of starting at column 0."""
+    body = Text(text, style=style) if isinstance(text, str) else text
+    if not marker:
+        return Padding(body, (0, 0, 0, indent), expand=False)
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(Text(marker, style=style), body)
+    return Padding(grid, (0, 0, 0, indent), expand=False)
+
+
 def render_recommendation(rec: Recommendation) -> RenderableType:
     """The whole advise answer for the terminal."""
     parts: list[RenderableType] = []
     if rec.non_ml is not None:
         parts.append(Text(f"{rec.non_ml.workload.title}: not an ML workload.", style="bold"))
         for r in rec.reasons:
-            parts.append(Text(f"• {r.text}"))
+            parts.append(_indented(r.text, 0, "•"))
         capable = ", ".join(rec.non_ml.capable[:8]) or "none of the chips considered"
         more = f" (+{len(rec.non_ml.capable) - 8} more)" if len(rec.non_ml.capable) > 8 else ""
         parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
         parts.extend(_excluded(rec))
         return Group(*parts)
-    parts.append(options_table(rec))
+    if rec.options:
+        parts.append(options_table(rec))
     if rec.pick is None:
         parts.append(Text("No chip qualifies.", style="bold red"))
     else:
@@ -210,11 +226,11 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
                 f"  ({describe(o)})",
             )
         )
-        parts.append(Text(f"  plan {p.plan}; {mem}"))
-        parts.append(Text(f"  price: {o.price_label}"))
+        parts.append(_indented(f"plan {p.plan}; {mem}", 2))
+        parts.append(_indented(f"price: {o.price_label}", 2))
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
-                parts.append(Text(f"  {label}: {describe(best)}"))
+                parts.append(_indented(f"{label}: {describe(best)}", 2))
     if rec.confidence is not None:
         c = rec.confidence
         on = c.scope or c.kind
@@ -230,12 +246,12 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         for r in rec.reasons:
             mark = {True: "agrees with the article", False: "contradicts the article", None: ""}
             tail = f" [{mark[r.agrees_with_article]}]" if mark[r.agrees_with_article] else ""
-            parts.append(Text(f"• {r.situation}: {r.text}{tail}"))
+            parts.append(_indented(f"{r.situation}: {r.text}{tail}", 0, "•"))
             for e in r.evidence:
-                parts.append(Text(f"    – {e}"))
+                parts.append(_indented(e, 4, "–"))
     parts.extend(_excluded(rec))
     for n in rec.notes:
-        parts.append(Text(f"Note: {n}", style="yellow"))
+        parts.append(_indented(n, 0, "Note:", style="yellow"))
     return Group(*parts)
 
 
@@ -243,7 +259,7 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
 MAX_EXCLUDED_LINES = 8
 
 
-def _excluded(rec: Recommendation) -> list[Text]:
+def _excluded(rec: Recommendation) -> list[RenderableType]:
     """Excluded chips grouped by reason: 'reason: chip, chip' (most common reasons first)."""
     if not rec.excluded:
         return []
@@ -251,10 +267,10 @@ def _excluded(rec: Recommendation) -> list[Text]:
     for e in rec.excluded:
         by_why.setdefault(e.why, []).append(e.chip_id)
     groups = sorted(by_why.items(), key=lambda kv: -len(kv[1]))
-    lines = [Text("Excluded:", style="dim")]
+    lines: list[RenderableType] = [Text("Excluded:", style="dim")]
     for why, chips in groups[:MAX_EXCLUDED_LINES]:
-        lines.append(Text(f"  {', '.join(chips)}: {why}", style="dim"))
+        lines.append(_indented(f"{', '.join(chips)}: {why}", 2, style="dim"))
     if len(groups) > MAX_EXCLUDED_LINES:
         rest = sum(len(c) for _, c in groups[MAX_EXCLUDED_LINES:])
-        lines.append(Text(f"  (+{rest} more; see --json)", style="dim"))
+        lines.append(_indented(f"(+{rest} more; see --json)", 2, style="dim"))
     return lines
