@@ -295,3 +295,55 @@ def test_advise_with_a_project_executes_none_of_its_files(tmp_path: Path) -> Non
     )
     assert result.exit_code == 0, result.output
     assert not marker.exists()
+
+
+# ---- checked before the planning starts -------------------------------------------------
+
+
+@pytest.fixture
+def no_planning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These errors must come before the (slow) planning, not after it."""
+
+    def planned(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("recommend() ran before the bad option was caught")
+
+    monkeypatch.setattr("chipwise.cli.advise.recommend", planned)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--chips", ","], "--chips ',' names no chip"),
+        (["--chips", " "], "names no chip"),
+        (["--html", "."], "it is a directory"),
+        (["--html", "no/such/folder/report.html"], "does not exist"),
+    ],
+)
+def test_bad_output_and_chip_options_fail_before_planning(
+    no_planning: None, args: list[str], says: str
+) -> None:
+    result = runner.invoke(app, ["advise", *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0]
+
+
+def test_html_report_is_written_and_json_stays_clean(tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["advise", *SMALL, "--json", "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["schema_version"] == 1 and result.stderr == ""
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_wrapped_lines_keep_their_indent(columns: int) -> None:
+    result = runner.invoke(app, ["advise", *SMALL, "--quiet"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(ln) for ln in lines) <= columns
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Why:"))
+    top_level = ("•", "Excluded:", "Note:", "Confidence:")
+    for line in lines[start + 1 :]:
+        assert line.startswith((" ", *top_level)), line

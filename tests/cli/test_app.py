@@ -113,3 +113,11 @@ def test_every_option_has_help_text(columns: str) -> None:
         assert result.exit_code == 0, (name, result.output)
         assert max(len(ln) for ln in result.output.splitlines()) <= int(columns)
 
+
+def test_every_long_running_command_takes_quiet_and_json() -> None:
+    from typer.main import get_command
+
+    root: Any = get_command(app)
+    for name in ("advise", "predict", "validate", "bench", "profile"):
+        opts = {o for p in root.commands[name].params for o in p.opts}
+        assert {"--quiet", "-q", "--json"} <= opts, name

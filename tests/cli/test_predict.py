@@ -121,3 +121,42 @@ def test_calibrated_uses_the_stored_calibration(tmp_path) -> None:  # type: igno
     gemm = {a["name"]: a for a in calibrated["assumptions"]}["gemm_peak_fraction"]
     assert gemm["value"] == pytest.approx(0.8) and "calibrate" in gemm["source"]
     assert calibrated["achieved_tflops"] != pytest.approx(packaged["achieved_tflops"])
+
+
+# ---- readability and plan strings ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+@pytest.mark.parametrize("phase", ["train", "infer"])
+def test_the_table_fits_the_terminal_and_cuts_nothing(columns: str, phase: str) -> None:
+    args = ["predict", "llama3-8b", "--chip", "h100", "--chips", "8", "--phase", phase]
+    result = runner.invoke(app, args, env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    assert max(len(ln) for ln in result.output.splitlines()) <= int(columns)
+    assert "…" not in result.output  # the plan and its reason are wrapped, never cut
+    assert "recompute=" in result.output
+    if phase == "infer":
+        assert "time split (one request)" in result.output
+
+
+@pytest.mark.parametrize("blank", ["", " ", ",,"])
+def test_a_blank_plan_leaves_the_choice_to_the_planner(blank: str) -> None:
+    data = _json(["llama3-8b", "--chip", "h100", "--chips", "8", "--plan", blank])
+    planned = _json(["llama3-8b", "--chip", "h100", "--chips", "8"])
+    assert data["plan_source"] == "planner" and data["plan"] == planned["plan"]
+
+
+def test_a_plan_may_have_spaces_after_commas() -> None:
+    data = _json(["llama3-8b", "--chip", "h100", "--chips", "8", "--plan",
+                  "tp=2, pp=2, microbatch=1, recompute=none"])  # fmt: skip
+    assert data["plan_source"] == "given"
+    assert "tp=2" in data["plan"] and "pp=2" in data["plan"]
+
+
+def test_json_stays_clean_when_the_planner_runs() -> None:
+    """--json output is one JSON document: no spinner or banner on stdout."""
+    result = runner.invoke(app, ["predict", "llama3-70b", "--chip", "h100", "--chips", "64",
+                                 "--json"])  # fmt: skip
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["schema_version"] == 1
+    assert result.stderr == ""

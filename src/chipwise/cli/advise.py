@@ -6,12 +6,19 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn
 
 from chipwise.advise import AdviseError, AdviseRequest, recommend
 from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
 from chipwise.cli.app import app
-from chipwise.cli.output import console, err_console, print_json
+from chipwise.cli.output import (
+    check_writable,
+    console,
+    err_console,
+    print_json,
+    progress_bar,
+    quiet_option,
+    show_progress,
+)
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.units import parse_quantity
 from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
@@ -54,61 +61,102 @@ class FrameworkChoice(StrEnum):
 def advise(
     workload: str = typer.Argument(
         DEFAULT_WORKLOAD,
-        help="Zoo id, config.json path, or non-ML kind (graphics, fp64-hpc, hashing, "
-        "video-encode). Default: Llama-3-8B fine-tuning on 1B tokens.",
+        metavar="[WORKLOAD]",
+        help="Zoo id ('chipwise workload list'), config.json path, or non-ML kind (graphics, "
+        "fp64-hpc, hashing, video-encode, ...). Default: Llama-3-8B fine-tuning on 1B tokens.",
+        show_default=False,
     ),
-    phase: PhaseChoice = typer.Option(PhaseChoice.train, "--phase", help="train or infer."),
+    phase: PhaseChoice = typer.Option(
+        PhaseChoice.train, "--phase", help="train (a training run) or infer (serving)."
+    ),
     tokens: str | None = typer.Option(
         None,
         "--tokens",
-        help="Training tokens, e.g. 15T or 2e9. Default: 1B for the default "
-        "fine-tune, else 20 tokens per parameter (Chinchilla).",
+        help="Train: tokens to train on, e.g. 15T, 300B or 2e9. Default: 1B for the default "
+        "fine-tune, else 20 per parameter (Chinchilla).",
     ),
     requests_per_day: str | None = typer.Option(
-        None, "--requests-per-day", help="Serving load (infer), e.g. 1M. Default 100k."
+        None,
+        "--requests-per-day",
+        help="Infer: requests per day to serve, e.g. 1M or 5e5. Default: 100k.",
     ),
     project: Path | None = typer.Option(
-        None, "--project", help="Scan this project (never executed) for compatibility."
+        None,
+        "--project",
+        help="A project folder to scan (read, never run); chips it cannot run on are excluded.",
     ),
-    cloud: CloudChoice = typer.Option(CloudChoice.any, "--cloud", help="Where you rent."),
+    cloud: CloudChoice = typer.Option(
+        CloudChoice.any, "--cloud", help="Which cloud's prices: gcp, aws, azure or any."
+    ),
     pricing: PricingChoice = typer.Option(
         PricingChoice.on_demand,
         "--pricing",
-        help="Which cloud prices to rank by: on-demand (default), spot, committed-1y, "
-        "committed-3y, or any (the cheapest of all).",
+        help="Which cloud prices to rank by; any = the cheapest of all.",
     ),
     own_hardware: bool = typer.Option(
-        False, "--own-hardware", help="Buy instead of rent (TCO; TPUs are cloud-only)."
+        False,
+        "--own-hardware",
+        help="Buy instead of rent: GPUs priced by 4-year TCO; TPUs excluded (cloud only).",
     ),
-    budget_usd: float | None = typer.Option(None, "--budget-usd", help="Spend limit (USD)."),
+    budget_usd: float | None = typer.Option(
+        None,
+        "--budget-usd",
+        help="Spend limit in USD: the whole run (train) or one day (infer). Default: none.",
+    ),
     deadline_days: float | None = typer.Option(
-        None, "--deadline-days", help="Wall-clock limit for the run."
+        None,
+        "--deadline-days",
+        help="Train: longest acceptable run, in days of wall clock. Default: none (runs over "
+        "365 days are dropped).",
     ),
     objective: ObjectiveChoice = typer.Option(
-        ObjectiveChoice.cost, "--objective", help="Rank by time, cost or energy."
+        ObjectiveChoice.cost,
+        "--objective",
+        help="Rank by cost (USD), time (wall clock) or energy (kWh); ties within 5% go to "
+        "fewer chips.",
     ),
     framework: FrameworkChoice | None = typer.Option(
-        None, "--framework", help="The framework the code is written in."
+        None,
+        "--framework",
+        help="The framework the code is written in; chips without it are excluded. Default: any.",
     ),
-    precision: str = typer.Option("bf16", "--precision", help="bf16, fp8, int8, fp16, fp32."),
-    seq_len: int = typer.Option(4096, "--seq-len", help="Training sequence length."),
-    global_batch: int = typer.Option(256, "--global-batch", help="Sequences per step."),
-    batch: int = typer.Option(64, "--batch", help="Serving: concurrent requests."),
-    input_len: int = typer.Option(1024, "--input-len", help="Serving: prompt tokens."),
-    output_len: int = typer.Option(256, "--output-len", help="Serving: generated tokens."),
+    precision: str = typer.Option(
+        "bf16", "--precision", help="Matmul precision: bf16, fp8, int8, fp16 or fp32."
+    ),
+    seq_len: int = typer.Option(4096, "--seq-len", min=1, help="Train: tokens per sequence."),
+    global_batch: int = typer.Option(
+        256, "--global-batch", min=1, help="Train: sequences per optimizer step."
+    ),
+    batch: int = typer.Option(64, "--batch", min=1, help="Infer: concurrent requests."),
+    input_len: int = typer.Option(1024, "--input-len", min=1, help="Infer: prompt tokens."),
+    output_len: int = typer.Option(
+        256, "--output-len", min=0, help="Infer: generated tokens per request."
+    ),
     chips: str | None = typer.Option(
-        None, "--chips", help="Only these chips (comma-separated ids or aliases)."
+        None,
+        "--chips",
+        help="Only these chips, comma-separated ids or aliases (e.g. h100,v5p). "
+        "Default: the whole catalog.",
     ),
-    max_chips: int = typer.Option(1024, "--max-chips", help="Largest chip count to consider."),
-    html: Path | None = typer.Option(None, "--html", help="Also write an HTML report here."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (documented, stable)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    max_chips: int = typer.Option(
+        1024, "--max-chips", min=1, help="Largest chip count to consider (1, 2, 4, ...)."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="Also write a self-contained HTML report to this file."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON (schema_version 1, documented in report/advice.py)."
+    ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Compare every chip for WORKLOAD and recommend the best GPU, best TPU and overall pick.
 
     The reasons follow the article's "when to use which" table, each with the number or scan
     finding behind it.
     """
+    if html is not None:
+        check_writable(html, "--html")
+    chip_ids = _chip_list(chips)
     model = load_workload_model(workload)
     if phase is PhaseChoice.train:
         wl = Workload(model=model, phase=Training(seq_len=seq_len, global_batch=global_batch))
@@ -142,18 +190,10 @@ def advise(
         framework=framework.value if framework else None,
         project=facts,
         precision=precision,
-        chip_ids=tuple(c.strip() for c in chips.split(",") if c.strip()) if chips else (),
+        chip_ids=chip_ids,
         max_chips=max_chips,
     )
-    show_progress = not (quiet or as_json)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} chips"),
-        console=err_console,
-        transient=True,
-        disable=not show_progress,
-    ) as bar:
+    with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:
         task = bar.add_task("planning", total=None)
 
         def tick(chip_id: str, i: int, total: int) -> None:
@@ -164,12 +204,25 @@ def advise(
         from chipwise.report.html import write_html_report
 
         write_html_report(rec, html)
-        if not as_json:
-            err_console.print(f"wrote {html}")
+        if not (as_json or quiet):
+            err_console.print(f"wrote {html}", soft_wrap=True, highlight=False)
     if as_json:
         print_json(recommendation_to_dict(rec))
         return
     console.print(render_recommendation(rec))
+
+
+def _chip_list(text: str | None) -> tuple[str, ...]:
+    """``--chips h100,v5p`` -> ids; a value that names no chip is an error, not 'all'."""
+    if text is None:
+        return ()
+    ids = tuple(c.strip() for c in text.split(",") if c.strip())
+    if not ids:
+        raise AdviseError(
+            f"--chips {text!r} names no chip; give comma-separated ids or aliases, e.g. "
+            "--chips h100,v5p (see 'chipwise chips'), or leave it out for the whole catalog"
+        )
+    return ids
 
 
 def _quantity(option: str, text: str) -> float:

@@ -30,7 +30,7 @@ from rich.table import Table
 from chipwise.bench.calibrate import calibrated_efficiency
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
-from chipwise.cli.output import console, print_json
+from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
 from chipwise.perf.base import (
@@ -74,31 +74,50 @@ def predict_command(
     ),
     chip: str = typer.Option(..., "--chip", help="Chip id or alias, e.g. h100 or v5p."),
     chips: int = typer.Option(1, "--chips", min=1, help="Number of chips."),
-    phase: PhaseChoice = typer.Option(PhaseChoice.train, "--phase", help="train or infer."),
+    phase: PhaseChoice = typer.Option(
+        PhaseChoice.train, "--phase", help="train (one training step) or infer (serving)."
+    ),
     precision: PrecisionChoice = typer.Option(
         PrecisionChoice.bf16, "--precision", help="Matmul precision."
     ),
-    seq_len: int = typer.Option(Training().seq_len, "--seq-len", min=1, help="Train: tokens."),
+    seq_len: int = typer.Option(
+        Training().seq_len, "--seq-len", min=1, help="Train: tokens per sequence."
+    ),
     global_batch: int = typer.Option(
         Training().global_batch, "--global-batch", min=1, help="Train: sequences per step."
     ),
-    batch: int = typer.Option(Inference().batch, "--batch", min=1, help="Infer: requests."),
-    input_len: int = typer.Option(Inference().input_len, "--input-len", min=1),
-    output_len: int = typer.Option(Inference().output_len, "--output-len", min=0),
+    batch: int = typer.Option(
+        Inference().batch, "--batch", min=1, help="Infer: concurrent requests (sequences)."
+    ),
+    input_len: int = typer.Option(
+        Inference().input_len, "--input-len", min=1, help="Infer: prompt tokens per request."
+    ),
+    output_len: int = typer.Option(
+        Inference().output_len,
+        "--output-len",
+        min=0,
+        help="Infer: generated tokens per request.",
+    ),
     plan: str | None = typer.Option(
         None,
         "--plan",
-        help='"dp=..,fsdp=..,tp=..,pp=..,cp=..,ep=..,vp=..,microbatch=..,recompute=..". '
-        "Unnamed axes are 1 and dp takes the chips left; without microbatch/recompute the "
-        "planner picks them. Without --plan the planner chooses everything.",
+        help="A parallel plan, e.g. 'tp=8, pp=2, microbatch=1, recompute=selective' (keys: dp "
+        "fsdp tp pp cp ep vp microbatch recompute). Unnamed axes are 1 and dp takes the chips "
+        "left; without microbatch/recompute the planner picks them. Default: the planner "
+        "chooses everything.",
     ),
     calibrated: bool = typer.Option(
         False, "--calibrated", help="Use the chip's calibration from the measurement store."
     ),
     db: Path | None = typer.Option(
-        None, "--db", help="Measurement store for --calibrated. Default: $CHIPWISE_DB."
+        None,
+        "--db",
+        help="Measurement store for --calibrated. Default: $CHIPWISE_DB, else the user data dir.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object (schema_version 1, see the module doc)."
+    ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Predict step time, throughput and memory of WORKLOAD on --chips x --chip."""
     model = load_workload_model(workload)
@@ -121,10 +140,15 @@ def predict_command(
                 "--calibrated)"
             )
     exact, keys = _plan_from(plan, chips, phase)
-    pred = predict(
-        work, target, chips, precision.value, exact, plan_keys=keys, efficiency=efficiency
-    )
-    source = "given" if exact is not None else ("planner" if plan is None else "planner+given")
+    planning = exact is None and not isinstance(model, Primitive)
+    with spinner(
+        planning and show_progress(quiet=quiet, as_json=as_json),
+        f"planning {work.name} on {chips} x {target.id}",
+    ):
+        pred = predict(
+            work, target, chips, precision.value, exact, plan_keys=keys, efficiency=efficiency
+        )
+    source = "given" if exact is not None else ("planner" if keys is None else "planner+given")
     data = prediction_to_dict(pred, plan_source=source)
     data["efficiency"] = "calibrated" if calibrated else "packaged"
     if as_json:
@@ -137,8 +161,8 @@ def _plan_from(
     text: str | None, chips: int, phase: PhaseChoice
 ) -> tuple[Plan | None, dict[str, int | str] | None]:
     """(an exact plan, or the keys the planner must keep)."""
-    if text is None:
-        return None, None
+    if text is None or not text.replace(",", "").strip():
+        return None, None  # --plan "" (an empty shell variable): the planner decides
     fixed = plan_constraints(text, chips)
     if phase is PhaseChoice.infer or ("microbatch" in fixed and "recompute" in fixed):
         values: dict[str, Any] = {k: v for k, v in fixed.items()}
@@ -250,9 +274,9 @@ def prediction_to_dict(pred: Prediction, *, plan_source: str = "given") -> dict[
 
 def _table(pred: Prediction, data: dict[str, Any]) -> Table:
     title = f"{pred.workload} on {pred.chips} x {pred.chip_id}"
-    table = Table(title=title, show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value")
+    table = Table(title=title, show_header=False, min_width=min(len(title) + 4, 80))
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     rows: list[tuple[str, str]] = []
     if isinstance(pred, PrimitivePrediction):
         rows += [("time", format_seconds(pred.time_s)), ("bound", pred.bound)]
@@ -285,16 +309,21 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
                 f"{format_bytes(pred.memory.total_bytes)} of "
                 f"{format_bytes(pred.capacity_bytes)} ({fits})",
             ),
-            ("plan", f"{pred.plan} ({data['plan_source']})"),
+            ("plan", f"{_spaced(str(pred.plan))} ({data['plan_source']})"),
             (
-                "time split",
+                "time split" + (" (one request)" if isinstance(pred, InferPrediction) else ""),
                 f"compute {format_seconds(b.compute_s)}, memory {format_seconds(b.memory_s)}, "
                 f"comm {format_seconds(b.communication_s)}, bubble {format_seconds(b.bubble_s)}"
                 f", overhead {format_seconds(b.overhead_s)}",
             ),
         ]
         if data.get("plan_reason"):
-            rows.append(("why this plan", str(data["plan_reason"])))
+            rows.append(("why this plan", _spaced(str(data["plan_reason"]))))
     for what, value in rows:
         table.add_row(what, value)
     return table
+
+
+def _spaced(text: str) -> str:
+    """``dp=4,fsdp=2,...`` -> ``dp=4, fsdp=2, ...`` so a narrow terminal wraps between axes."""
+    return text.replace(",", ", ").replace(",  ", ", ")

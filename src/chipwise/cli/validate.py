@@ -27,8 +27,8 @@ from rich.text import Text
 from chipwise.bench.compare import Comparison, compare_measured, comparison_to_dict
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
-from chipwise.cli.output import console, print_json
-from chipwise.perf.validation import Report, Result, run_validation
+from chipwise.cli.output import console, print_json, progress_bar, quiet_option, show_progress
+from chipwise.perf.validation import Report, Result, load_cases, run_case
 from chipwise.units import format_seconds
 
 JSON_SCHEMA_VERSION = 1
@@ -199,8 +199,12 @@ WIDE_MIN_COLUMNS = 200  # --wide never squeezes its plan and notes below this
 
 @app.command("validate")
 def validate_command(
-    kind: KindChoice | None = typer.Option(None, "--kind", help="Only this kind of row."),
-    wide: bool = typer.Option(False, "--wide", help="Also show metric, plan and notes."),
+    kind: KindChoice | None = typer.Option(
+        None, "--kind", help="Only this kind of row. Default: all."
+    ),
+    wide: bool = typer.Option(
+        False, "--wide", help="Also show metric, plan and notes (at least 200 columns)."
+    ),
     measured: bool = typer.Option(
         False, "--measured", help="Compare the local measurement store ('chipwise bench')."
     ),
@@ -208,7 +212,10 @@ def validate_command(
     calibrated: bool = typer.Option(
         False, "--calibrated", help="With --measured: use the calibrated efficiencies."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON (schema_version 1, see the module doc)."
+    ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Predict every published measurement and show the error of each, and its spread."""
     if measured:
@@ -218,7 +225,15 @@ def validate_command(
         else:
             console.print(measured_table(result, db))
         return
-    report = run_validation(kind.value if kind else None)
+    cases = [c for c in load_cases() if kind is None or c.phase == kind.value]
+    results: list[Result] = []
+    with progress_bar(show_progress(quiet=quiet, as_json=as_json), "rows") as bar:
+        task = bar.add_task("predicting", total=len(cases))
+        for case in cases:
+            bar.update(task, description=f"predicting {case.id}")
+            results.append(run_case(case))
+            bar.advance(task)
+    report = Report(results=tuple(results))
     if as_json:
         print_json(report_to_dict(report))
     elif wide:

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -51,9 +52,11 @@ def list_workloads(
     if as_json:
         print_json({"schema_version": JSON_SCHEMA_VERSION, "models": models, "non_ml": kinds})
         return
-    table = Table(title="Model zoo", title_justify="left")
-    for column in ("id", "model", "type", "params", "active", "aliases"):
-        table.add_column(column, justify="right" if column in ("params", "active") else "left")
+    table = _compact_table("Model zoo")
+    for column in ("id", "model", "type", "params", "active"):
+        right = column in ("params", "active")
+        table.add_column(column, justify="right" if right else "left", no_wrap=column != "model")
+    table.add_column("aliases", overflow="fold")  # one per line
     for m in models:
         table.add_row(
             m["id"],
@@ -61,10 +64,10 @@ def list_workloads(
             m["type"],
             format_count(m["params_total"]),
             format_count(m["params_active"]),
-            ", ".join([a for a in m["aliases"] if "/" not in a][:2]),
+            "\n".join([a for a in m["aliases"] if "/" not in a][:2]),
         )
-    kinds_table = Table(title="Non-ML workloads", title_justify="left")
-    kinds_table.add_column("id")
+    kinds_table = _compact_table("Non-ML workloads")
+    kinds_table.add_column("id", no_wrap=True)
     kinds_table.add_column("what")
     for k in kinds:
         kinds_table.add_row(k["id"], k["title"])
@@ -96,6 +99,19 @@ def show_workload(
         print_json({"schema_version": JSON_SCHEMA_VERSION, "workload": summary})
         return
     console.print(_detail_table(summary))
+
+
+def _compact_table(title: str) -> Table:
+    """A borderless table with a title on the left: readable at 80 columns."""
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_edge=False,
+    )
 
 
 # --- summaries (plain dicts, the JSON schema) ------------------------------------------------
