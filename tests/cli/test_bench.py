@@ -177,3 +177,64 @@ def test_a_factory_arg_without_equals_is_a_one_line_error(db: Path) -> None:
     result = runner.invoke(app, ["profile", spec, "--trust-code", "--arg", "n_layer"])
     assert result.exit_code == 2
     assert "KEY=VALUE" in _one_line_error(result.output)
+
+
+# ---- --db and --json before a subcommand ----------------------------------------------------
+
+
+@pytest.mark.parametrize("sub", ["list", "compare"])
+def test_db_and_json_before_the_subcommand_apply_to_it(db: Path, sub: str) -> None:
+    from tests.bench.conftest import make
+
+    store.add_measurements(db, [make()])
+    before = runner.invoke(app, ["bench", "--db", str(db), "--json", sub])
+    after = runner.invoke(app, ["bench", sub, "--db", str(db), "--json"])
+    assert before.exit_code == 0 and after.exit_code == 0, before.output
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    assert json.loads(before.stdout)["schema_version"] == 1
+    env_store = db.parent / "env.sqlite"  # $CHIPWISE_DB: must not be the one read
+    assert not store.list_measurements(env_store)
+
+
+def test_the_same_db_before_and_after_is_fine_two_different_is_an_error(db: Path) -> None:
+    same = runner.invoke(app, ["bench", "--db", str(db), "list", "--db", str(db)])
+    assert same.exit_code == 0, same.output
+    other = runner.invoke(app, ["bench", "--db", str(db), "list", "--db", str(db) + "2"])
+    assert other.exit_code == 2
+    assert "--db given twice" in _one_line_error(other.output)
+
+
+@pytest.mark.parametrize(
+    "option", [["--quick"], ["--device", "cpu"], ["--only", "gemm"], ["--no-store"], ["-q"]]
+)
+def test_run_options_before_a_subcommand_are_refused_not_ignored(
+    db: Path, option: list[str]
+) -> None:
+    result = runner.invoke(app, ["bench", *option, "list", "--db", str(db)])
+    assert result.exit_code == 2
+    line = _one_line_error(result.output)
+    assert option[0] in line and "'chipwise bench list'" in line
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+
+def test_measurement_tables_fit_80_columns_and_scale_their_units() -> None:
+    from tests.bench.conftest import make
+    from tests.report.golden import render_text
+
+    from chipwise.cli.bench import measurements_table
+
+    rows = (
+        make(id=1),
+        make(id=2, benchmark="copy", shape="1024", flops=0.0),
+        make(id=3, chip_id=None, device_name="Some CPU", shape="32x32x32", dtype="fp32",
+             flops=65536.0, time_s=5e-6, achieved_flops_per_s=1.3e10,
+             achieved_bytes_per_s=2.4e9),
+    )  # fmt: skip
+    text = render_text(measurements_table(rows, stored=True), width=80)
+    assert max(len(ln) for ln in text.splitlines()) <= 80
+    assert "…" not in text  # no cell cut off
+    assert "TFLOP/s" in text and "GFLOP/s" in text  # each rate in its own unit
+    cpu_only = render_text(measurements_table(rows[2:], stored=True), width=80)
+    assert "%peak" in text and "%peak" not in cpu_only  # no empty column for a CPU

@@ -12,8 +12,8 @@ from typing import Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer._click.exceptions import UsageError
 
 from chipwise.bench import store
 from chipwise.bench.calibrate import Calibration, calibrate, save_calibration
@@ -23,11 +23,19 @@ from chipwise.bench.micro import BenchConfig, BenchResult, Case, run_benchmarks
 from chipwise.bench.profile import profile_factory
 from chipwise.bench.store import BENCHMARKS, Measurement
 from chipwise.cli.app import app
-from chipwise.cli.output import console, err_console, print_json
+from chipwise.cli.output import (
+    console,
+    err_console,
+    print_json,
+    progress_bar,
+    quiet_option,
+    show_progress,
+    spinner,
+)
 from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
 from chipwise.perf.efficiency import PARAMETERS, efficiency_for
-from chipwise.units import GIGA, TERA, format_seconds
+from chipwise.units import format_rate, format_seconds
 
 bench_app = typer.Typer(
     help=(
@@ -69,30 +77,30 @@ def _peak_fraction(m: Measurement) -> float | None:
     return None
 
 
-def _g(value: float) -> str:
-    return f"{value:.3g}"
+def _compact_table() -> Table:
+    """One space between columns and no outer border: the tables fit 80 columns."""
+    return Table(box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
 
 
 def measurements_table(rows: tuple[Measurement, ...], *, stored: bool) -> Table:
-    """Measurements as a rich table, rates in fixed units. Stored rows show their id (and
-    their device, when there are several); fresh ones their fastest run too."""
+    """Measurements as a rich table (rates SI-prefixed, %peak only for catalog chips).
+    Stored rows show their id (and their device, when there are several); fresh ones their
+    fastest run too."""
     with_device = stored and len({m.device_name for m in rows}) > 1
-    table = Table(box=box.SIMPLE_HEAD)
+    fractions = [_peak_fraction(m) for m in rows]
+    with_peak = any(f is not None for f in fractions)
+    table = _compact_table()
     if stored:
-        table.add_column("id", justify="right")
+        table.add_column("id", justify="right", no_wrap=True)
     if with_device:
-        table.add_column("device", max_width=16, no_wrap=True)
+        table.add_column("device", max_width=12, no_wrap=True)
     table.add_column("benchmark", no_wrap=True)
-    table.add_column("shape", no_wrap=True)
-    table.add_column("dtype")
-    table.add_column("median", justify="right")
-    if not stored:
-        table.add_column("min", justify="right")
-    table.add_column("TFLOP/s", justify="right")
-    table.add_column("GB/s", justify="right")
-    table.add_column("%peak", justify="right")
-    for m in rows:
-        fraction = _peak_fraction(m)
+    table.add_column("shape", overflow="fold", min_width=8)
+    for name in ("dtype", "median", *(() if stored else ("min",)), "FLOP/s", "bytes/s"):
+        table.add_column(name, justify="left" if name == "dtype" else "right", no_wrap=True)
+    if with_peak:
+        table.add_column("%peak", justify="right", no_wrap=True)
+    for m, fraction in zip(rows, fractions, strict=True):
         times = [format_seconds(m.time_s)]
         if not stored:
             times.append(format_seconds(m.time_s_min))
@@ -101,10 +109,11 @@ def measurements_table(rows: tuple[Measurement, ...], *, stored: bool) -> Table:
             m.shape,
             m.dtype,
             *times,
-            _g(m.achieved_flops_per_s / TERA) if m.flops else "",
-            _g(m.achieved_bytes_per_s / GIGA),
-            f"{fraction:.0%}" if fraction is not None else "",
+            format_rate(m.achieved_flops_per_s) if m.flops else "",
+            format_rate(m.achieved_bytes_per_s, "B/s"),
         ]
+        if with_peak:
+            cells.append(f"{fraction:.0%}" if fraction is not None else "")
         if with_device:
             cells = [m.chip_id or m.device_name, *cells]
         if stored:
@@ -122,29 +131,54 @@ def _device_dict(result: BenchResult) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# Options of the run itself ('chipwise bench'); with a subcommand they would be ignored, so
+# they are refused. --db and --json also work before a subcommand ('bench --db X list').
+_RUN_OPTIONS = (
+    ("--quick", "quick", False), ("--device", "device", "auto"), ("--dtypes", "dtypes", None),
+    ("--only", "only", None), ("--quiet", "quiet", False), ("--no-store", "no_store", False),
+)  # fmt: skip
+
+
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
-    quick: bool = typer.Option(False, "--quick", help="Tiny sizes: a smoke test in seconds."),
-    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    quick: bool = typer.Option(False, "--quick", help="Tiny sizes only: a smoke test in seconds."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP + " Also for list/compare."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON (schema_version 1). Also for list/compare."
+    ),
     device: str = typer.Option(
         "auto", "--device", help=f"Which device: {' | '.join(DEVICE_REQUESTS)}."
     ),
     dtypes: str | None = typer.Option(
         None,
         "--dtypes",
-        help="GEMM/attention dtypes, e.g. 'bf16,fp32' (default: bf16,fp32 "
-        "on GPUs and TPUs, fp32 on a CPU).",
+        help="GEMM/attention dtypes, comma-separated (fp64 fp32 tf32 bf16 fp16). Default: "
+        "bf16,fp32 on GPUs and TPUs, fp32 on a CPU.",
     ),
     only: str | None = typer.Option(
-        None, "--only", help=f"Only these benchmarks: {','.join(BENCHMARKS)}."
+        None,
+        "--only",
+        help=f"Only these benchmarks, comma-separated ({' '.join(BENCHMARKS)}). Default: all.",
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not write to the store."),
+    quiet: bool = quiet_option(),
+    no_store: bool = typer.Option(
+        False, "--no-store", help="Print the results without writing them to the store."
+    ),
 ) -> None:
     """Run microbenchmarks on the local device and store the results."""
     if ctx.invoked_subcommand is not None:
+        values = {"quick": quick, "device": device, "dtypes": dtypes, "only": only,
+                  "quiet": quiet, "no_store": no_store}  # fmt: skip
+        given = [flag for flag, name, default in _RUN_OPTIONS if values[name] != default]
+        if given:
+            raise UsageError(
+                f"{given[0]} is an option of 'chipwise bench' (running benchmarks), not of "
+                f"'chipwise bench {ctx.invoked_subcommand}'; drop it",
+                ctx,
+            )
+        obj = ctx.ensure_object(dict)
+        obj["bench_db"], obj["bench_json"] = db, as_json
         return
     config = BenchConfig(
         quick=quick,
@@ -152,18 +186,9 @@ def bench(
         benchmarks=_split(only, BENCHMARKS, "benchmark") or BENCHMARKS,
     )
     dev = detect_device(device)
-    if not as_json and not quiet:
-        err_console.print(f"benchmarking {dev.label}")
-    show = not quiet and err_console.is_terminal
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not show,
-    ) as progress:
+    if not (as_json or quiet):
+        err_console.print(f"benchmarking {dev.label}", soft_wrap=True, highlight=False)
+    with progress_bar(show_progress(quiet=quiet, as_json=as_json)) as progress:
         task = progress.add_task("bench", total=None)
 
         def on_case(case: Case, index: int, total: int) -> None:
@@ -195,17 +220,37 @@ def bench(
     )
 
 
+def _group_db(ctx: typer.Context, db: Path | None) -> Path | None:
+    """This subcommand's --db, else the one given to 'bench' itself; two different is an
+    error rather than a silent choice."""
+    group_db = (ctx.obj or {}).get("bench_db")
+    if db is not None and group_db is not None and Path(db) != Path(group_db):
+        raise UsageError(
+            f"--db given twice ({group_db} before the subcommand, {db} after); give it once",
+            ctx,
+        )
+    return db if db is not None else group_db
+
+
+def _group_json(ctx: typer.Context, as_json: bool) -> bool:
+    return as_json or bool((ctx.obj or {}).get("bench_json"))
+
+
 @bench_app.command("list")
 def list_measurements(
+    ctx: typer.Context,
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
     device: str | None = typer.Option(
-        None, "--device", help="Part of a device name, or a chip id (e.g. 'h100')."
+        None, "--device", help="Only devices whose name contains this, or a chip id (h100)."
     ),
-    benchmark: str | None = typer.Option(None, "--benchmark", help=" | ".join(BENCHMARKS)),
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", help=f"Only this benchmark: {' | '.join(BENCHMARKS)}."
+    ),
     run_id: str | None = typer.Option(None, "--run", help="Only this run id."),
 ) -> None:
     """List stored measurements."""
+    db, as_json = _group_db(ctx, db), _group_json(ctx, as_json)
     rows = store.list_measurements(db, device=device, benchmark=benchmark, run_id=run_id)
     if as_json:
         print_json(store.export_json(rows))
@@ -219,21 +264,26 @@ def list_measurements(
     runs = len({m.run_id for m in rows})
     devices = ", ".join(sorted({m.chip_id or m.device_name for m in rows}))
     console.print(
-        f"{len(rows)} measurements from {runs} run(s) on {devices}, in {store.resolve_db(db)}"
+        f"{len(rows)} measurements from {runs} run(s) on {devices}, in {store.resolve_db(db)}",
+        soft_wrap=True,
     )
 
 
 @bench_app.command("compare")
 def compare(
+    ctx: typer.Context,
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     chip: str | None = typer.Option(None, "--chip", help="Only this chip (id or alias)."),
-    benchmark: str | None = typer.Option(None, "--benchmark", help=" | ".join(BENCHMARKS)),
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", help=f"Only this benchmark: {' | '.join(BENCHMARKS)}."
+    ),
     calibrated: bool = typer.Option(
         False, "--calibrated", help="Predict with the calibrated efficiencies (in-sample)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """Compare stored measurements of catalog chips with the model's predictions."""
+    db, as_json = _group_db(ctx, db), _group_json(ctx, as_json)
     result = compare_measured(db, chip_id=chip, benchmark=benchmark, calibrated=calibrated)
     if as_json:
         print_json(comparison_to_dict(result))
@@ -247,7 +297,7 @@ def compare(
         for note in result.skipped:
             console.print(f"skipped: {note}", soft_wrap=True)
         return
-    table = Table(box=box.SIMPLE_HEAD)
+    table = _compact_table()
     for name in ("chip", "benchmark", "shape", "dtype"):
         table.add_column(name, no_wrap=True)
     for name in ("measured", "predicted", "error"):
@@ -297,10 +347,12 @@ def calibrate_command(
         None, "--chip", help="Calibrate this catalog chip (default: the latest measured device)."
     ),
     device: str | None = typer.Option(
-        None, "--device", help="Or: the device whose name contains this."
+        None, "--device", help="Or: the measured device whose name contains this."
     ),
-    no_save: bool = typer.Option(False, "--no-save", help="Fit and print, do not store."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    no_save: bool = typer.Option(
+        False, "--no-save", help="Fit and print, without storing the calibration."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """Fit the performance model's efficiency parameters to stored measurements."""
     cal = calibrate(db, chip_id=chip, device=device)
@@ -360,24 +412,31 @@ def profile_command(
         ..., metavar="MODULE:FACTORY", help="'pkg.module:build' or 'path/file.py:build'."
     ),
     trust_code: bool = typer.Option(
-        False, "--trust-code", help="Allow importing (running) the factory's code."
+        False, "--trust-code", help="Allow importing (running) the factory's code. Required."
     ),
     device: str = typer.Option("auto", "--device", help="auto | cuda | cpu (PyTorch)."),
-    steps: int = typer.Option(3, "--steps", help="Timed training steps (median reported)."),
-    warmup: int = typer.Option(1, "--warmup", help="Untimed steps first."),
+    steps: int = typer.Option(
+        3, "--steps", min=1, help="Timed training steps (the median is reported)."
+    ),
+    warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed steps before the timed ones."),
     dtype: str | None = typer.Option(
-        None, "--dtype", help="Cast the model to fp32 | bf16 | fp16 (default: as built)."
+        None, "--dtype", help="Cast the model to fp32 | bf16 | fp16. Default: as built."
     ),
     args: list[str] = typer.Option(
         [], "--arg", help="A factory keyword argument, KEY=VALUE (repeat), e.g. n_layer=12."
     ),
-    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    db: Path | None = typer.Option(
+        None, "--db", help=DB_HELP + " Its calibration of this device, if any, is used."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Time real training steps of a PyTorch model here and compare with the prediction."""
-    r = profile_factory(spec, trust_code=trust_code, device=device, steps=steps,
-                        warmup=warmup, dtype=dtype, db=db,
-                        factory_kwargs=parse_factory_args(args))  # fmt: skip
+    kwargs = parse_factory_args(args)
+    with spinner(show_progress(quiet=quiet, as_json=as_json), f"profiling {spec}"):
+        r = profile_factory(spec, trust_code=trust_code, device=device, steps=steps,
+                            warmup=warmup, dtype=dtype, db=db,
+                            factory_kwargs=kwargs)  # fmt: skip
     if as_json:
         print_json(
             {
