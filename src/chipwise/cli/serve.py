@@ -6,7 +6,9 @@ address (0.0.0.0 exposes it to the network) prints a warning; the app has no log
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 
 import typer
 
@@ -28,6 +30,33 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to a public address
 
 
+def check_bindable(host: str, port: int) -> None:
+    """Fail with one line, before the banner, when ``host:port`` cannot be bound (an address
+    that is not this machine's, a name that does not resolve, a port in use)."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except OSError as err:
+        raise ReportError(
+            f"cannot serve on {host}: the address does not resolve ({err.strerror or err}); "
+            f"use --host {DEFAULT_HOST} or an address of this machine"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                fix = "choose another --port (or stop what is using it)"
+            elif err.errno == errno.EACCES:
+                fix = "choose a --port above 1023"
+            else:
+                fix = f"use --host {DEFAULT_HOST}, 0.0.0.0 or an address of this machine"
+            raise ReportError(
+                f"cannot serve on {host}:{port}: {err.strerror or err}; {fix}"
+            ) from None
+
+
 @app.command("serve")
 def serve(
     host: str = typer.Option(
@@ -35,7 +64,11 @@ def serve(
     ),
     port: int = typer.Option(DEFAULT_PORT, "--port", min=1, max=65535, help="TCP port."),
 ) -> None:
-    """Start the web UI on http://HOST:PORT/ (JSON API under /api, docs at /api/docs)."""
+    """Start the web UI on http://HOST:PORT/ (JSON API under /api, docs at /api/docs).
+
+    Runs until Ctrl-C. Nothing is loaded from the internet; the page and its API answer as
+    'chipwise advise' does.
+    """
     try:
         import uvicorn
     except ImportError as err:
@@ -45,6 +78,7 @@ def serve(
     from chipwise.report.web import create_app
 
     web_app = create_app()
+    check_bindable(host, port)
     if not is_loopback(host):
         err_console.print(
             f"[bold yellow]warning:[/] binding {host} makes the UI reachable from other "
