@@ -4,6 +4,7 @@ uploads, advice with charts, the same answer as the CLI, and one-line errors."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,8 +58,19 @@ def test_openapi_schema_and_docs_are_under_api(client: TestClient) -> None:
         schema["paths"]
     )
     body = schema["components"]["schemas"]["AdviseBody"]["properties"]
-    assert {"workload", "phase", "objective", "cloud", "chips", "max_chips"} <= set(body)
+    assert {"workload", "phase", "objective", "cloud", "pricing", "chips", "max_chips"} <= set(body)
     assert client.get("/api/docs").status_code == 200
+
+
+def test_the_api_docs_page_works_offline(client: TestClient) -> None:
+    """FastAPI's Swagger UI loads from a CDN; /api/docs is plain HTML from the schema."""
+    page = client.get("/api/docs")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "http://" not in page.text and "https://" not in page.text and "<script" not in page.text
+    assert 'href="/api/openapi.json"' in page.text
+    for path in client.get("/api/openapi.json").json()["paths"]:
+        assert f"<code>{path}</code>" in page.text
+    assert "<code>pricing</code>" in page.text and "committed-1y" in page.text
 
 
 # ---- catalog and zoo ------------------------------------------------------------------------
@@ -111,6 +123,40 @@ def test_the_api_and_the_cli_give_the_same_answer(client: TestClient, objective:
     assert api["pick"] == cli["pick"]
     assert [o["chip"] for o in api["options"]] == [o["chip"] for o in cli["options"]]
     assert api["constraints"] == cli["constraints"]
+
+
+@pytest.mark.parametrize("pricing", ["spot", "committed-1y", "any"])
+def test_the_api_and_the_cli_agree_on_a_non_default_pricing(
+    client: TestClient, pricing: str
+) -> None:
+    from chipwise.cli import app
+
+    chips = ["h100-sxm", "tpu-v6e"]  # tpu-v6e has committed-use offers (gcp)
+    api = _advise(client, workload="llama3-8b", pricing=pricing, chips=chips)["recommendation"]
+    with fixed_confidence():
+        result = CliRunner().invoke(
+            app,
+            ["advise", "llama3-8b", "--json", "--pricing", pricing,
+             "--chips", ",".join(chips), "--max-chips", "16"],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cli = json.loads(result.stdout)
+    assert api["constraints"]["pricing"] == cli["constraints"]["pricing"] == pricing
+    assert api["pick"] == cli["pick"] and api["options"] == cli["options"]
+    priced = [o for o in api["options"] if o["usd"] is not None]
+    assert priced
+    if pricing != "any":  # every price shown is one of that pricing
+        assert all(f" {pricing} " in o["price"] for o in priced)
+
+
+def test_the_form_sends_every_pricing_the_cli_accepts(client: TestClient) -> None:
+    from chipwise.advise.request import PRICINGS
+
+    page = client.get("/").text
+    select = page[page.index('<select id="pricing">') : page.index("</select>", page.index(
+        '<select id="pricing">'))]  # fmt: skip
+    assert re.findall(r'<option value="([^"]+)"', select) == list(PRICINGS)
+    assert 'pricing: $("pricing").value' in client.get("/static/app.js").text
 
 
 def test_serving_is_priced_per_day(client: TestClient) -> None:

@@ -8,7 +8,9 @@ Routes::
     GET  /api/workloads             the model zoo and the non-ML kinds
     POST /api/workloads/upload      a config.json (multipart, <= 256 KiB), read, never run
     POST /api/advise                AdviseBody -> recommendation JSON + charts + terminal text
-    GET  /api/openapi.json, /api/docs
+    GET  /api/openapi.json          the OpenAPI schema
+    GET  /api/docs                  the endpoints as plain HTML, generated from the schema
+                                    (FastAPI's Swagger UI needs a CDN, so it is off)
 
 Errors: a ``ChipwiseError`` is 400 ``{"error": "..."}`` (the CLI's one line); a malformed
 body is 422 with ``error`` and pydantic's ``detail``; an upload or body over its limit is 413.
@@ -37,6 +39,7 @@ from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import default_catalog
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
+from chipwise.report.web.docs import docs_page
 from chipwise.report.web.models import (
     BODY_LIMIT_BYTES,
     UPLOAD_LIMIT_BYTES,
@@ -311,7 +314,7 @@ def create_app() -> "FastAPI":
         version=__version__,
         description="GPU or TPU, which chip, how many, at what cost: the advisor's JSON API.",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,  # Swagger UI loads from a CDN; /api/docs below works offline
         redoc_url=None,
     )
     # One advise at a time: the planner is CPU-bound Python, so parallel requests would only
@@ -344,6 +347,10 @@ def create_app() -> "FastAPI":
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> HTMLResponse:
         return HTMLResponse(static_text("index.html"))
+
+    @app.get("/api/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return HTMLResponse(docs_page(app.openapi()))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:

@@ -47,7 +47,9 @@ class AdviseBody(_Edge):
         max_length=100,
         description="The name the uploaded model goes by in the answer.",
     )
-    phase: Literal["train", "infer"] = "train"
+    phase: Literal["train", "infer"] = Field(
+        "train", description="train (a training run) or infer (serving)."
+    )
     tokens: float | str | None = Field(
         None,
         description="Training tokens, e.g. '15T' or 2e9. Default: 1B for the default "
@@ -56,19 +58,36 @@ class AdviseBody(_Edge):
     requests_per_day: float | str | None = Field(
         None, description="Serving load, e.g. '1M'. Default 100k."
     )
-    cloud: Cloud = "any"
-    pricing: Pricing = "on-demand"
-    own_hardware: bool = False
-    budget_usd: float | None = Field(None, gt=0)
-    deadline_days: float | None = Field(None, gt=0)
-    objective: Objective = "cost"
-    framework: Framework | None = None
-    precision: str = Field("bf16", max_length=16)
-    seq_len: int = Field(4096, ge=1, le=1 << 21)
-    global_batch: int = Field(256, ge=1, le=1 << 24)
-    batch: int = Field(64, ge=1, le=1 << 20)
-    input_len: int = Field(1024, ge=1, le=1 << 21)
-    output_len: int = Field(256, ge=0, le=1 << 21)
+    cloud: Cloud = Field("any", description="Which cloud's prices (--cloud).")
+    pricing: Pricing = Field(
+        "on-demand",
+        description="Which cloud prices rank the options (--pricing); 'any' = the cheapest.",
+    )
+    own_hardware: bool = Field(
+        False, description="Buy instead of rent: GPUs by TCO, TPUs excluded (--own-hardware)."
+    )
+    budget_usd: float | None = Field(
+        None, gt=0, description="Spend limit in USD: the run (train) or one day (infer)."
+    )
+    deadline_days: float | None = Field(
+        None, gt=0, description="Train: longest acceptable run, in days."
+    )
+    objective: Objective = Field("cost", description="Rank by cost, time or energy.")
+    framework: Framework | None = Field(
+        None, description="The code's framework; chips without it are excluded."
+    )
+    precision: str = Field(
+        "bf16", max_length=16, description="Matmul precision: bf16, fp8, int8, fp16, fp32."
+    )
+    seq_len: int = Field(4096, ge=1, le=1 << 21, description="Train: tokens per sequence.")
+    global_batch: int = Field(
+        256, ge=1, le=1 << 24, description="Train: sequences per optimizer step."
+    )
+    batch: int = Field(64, ge=1, le=1 << 20, description="Infer: concurrent requests.")
+    input_len: int = Field(1024, ge=1, le=1 << 21, description="Infer: prompt tokens.")
+    output_len: int = Field(
+        256, ge=0, le=1 << 21, description="Infer: generated tokens per request."
+    )
     chips: list[str] = Field(
         default_factory=list,
         max_length=MAX_CHIP_FILTER,
