@@ -121,3 +121,11 @@ def test_every_long_running_command_takes_quiet_and_json() -> None:
     for name in ("advise", "predict", "validate", "bench", "profile"):
         opts = {o for p in root.commands[name].params for o in p.opts}
         assert {"--quiet", "-q", "--json"} <= opts, name
+
+
+def test_chips_json_before_show_applies_and_kind_is_refused() -> None:
+    before = runner.invoke(app, ["chips", "--json", "show", "v5p"])
+    after = runner.invoke(app, ["chips", "show", "v5p", "--json"])
+    assert before.exit_code == 0 and before.stdout == after.stdout
+    refused = runner.invoke(app, ["chips", "--kind", "gpu", "show", "v5p"])
+    assert refused.exit_code == 2 and "--kind" in _one_line(refused.output)

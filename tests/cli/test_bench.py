@@ -238,3 +238,20 @@ def test_measurement_tables_fit_80_columns_and_scale_their_units() -> None:
     assert "TFLOP/s" in text and "GFLOP/s" in text  # each rate in its own unit
     cpu_only = render_text(measurements_table(rows[2:], stored=True), width=80)
     assert "%peak" in text and "%peak" not in cpu_only  # no empty column for a CPU
+
+
+def test_every_json_key_is_documented(db: Path) -> None:
+    pytest.importorskip("torch")
+    import chipwise.cli.bench as bench_cli
+
+    doc = bench_cli.__doc__ or ""
+    run = runner.invoke(app, ["bench", "--quick", "--device", "cpu", "--only", "copy",
+                              "--db", str(db), "--json"])  # fmt: skip
+    data = json.loads(run.stdout)
+    keys = set(data) | set(data["device"])
+    compare = json.loads(runner.invoke(app, ["bench", "compare", "--db", str(db), "--json"]).stdout)
+    keys |= set(compare)
+    cal = json.loads(runner.invoke(app, ["calibrate", "--db", str(db), "--json"]).stdout)
+    keys |= set(cal) | {k for v in cal["values"] for k in v}
+    for key in keys:
+        assert f'"{key}"' in doc, key

@@ -18,6 +18,7 @@ from chipwise.cli.output import (
     progress_bar,
     quiet_option,
     show_progress,
+    spinner,
 )
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.units import parse_quantity
@@ -157,7 +158,8 @@ def advise(
     if html is not None:
         check_writable(html, "--html")
     chip_ids = _chip_list(chips)
-    model = load_workload_model(workload)
+    with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
+        model = load_workload_model(workload)
     if phase is PhaseChoice.train:
         wl = Workload(model=model, phase=Training(seq_len=seq_len, global_batch=global_batch))
     else:

@@ -3,6 +3,27 @@
 Measure the local device, keep the results in the measurement store (SQLite), fit the
 performance model's efficiency parameters to them, and time a real model against the
 prediction.
+
+JSON (``--json``), ``schema_version`` 1; fields are only ever added within a version::
+
+    bench          {"schema_version", "run_id", "db", "device", "measurements", "notes"}
+                   device = {"name", "kind", "vendor", "library", "library_version",
+                             "driver_version", "host", "count", "memory_bytes", "chip_id"}
+    bench list     {"schema_version", "measurements"}
+    MEASUREMENT =  {"id", ...every column of bench.store.Measurement}
+    bench compare  {"schema_version", "calibrated", "n", "median_abs_error",
+                    "p90_abs_error", "rows", "skipped"}
+                   row = {"measurement_id", "chip_id", "benchmark", "shape", "dtype",
+                          "measured_s", "predicted_s", "error", "bound"}
+    calibrate      {"schema_version", "run_id", "db", "device_name", "chip_id", "values",
+                    "efficiency", "measured", "notes"}
+                   values = [{"field", "value", "n_points", "note"}]
+    profile        {"schema_version", "spec", "device", "chip_id", "dtype", "step_times_s",
+                    "measured_step_s", "predicted_step_s", "predicted_on", "error",
+                    "graph_flops", "graph_ops", "notes"}
+
+``--db`` and ``--json`` may also come before a ``bench`` subcommand (``chipwise bench --db
+X list``); the options of the run itself (``--quick``, ``--device``, ...) may not.
 """
 
 from __future__ import annotations

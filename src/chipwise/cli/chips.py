@@ -7,6 +7,7 @@ from enum import StrEnum
 import typer
 from rich.console import Group
 from rich.text import Text
+from typer._click.exceptions import UsageError
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
@@ -30,11 +31,22 @@ class KindChoice(StrEnum):
 @chips_app.callback()
 def list_chips(
     ctx: typer.Context,
-    kind: KindChoice | None = typer.Option(None, "--kind", help="Only this kind of chip."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (a stable, documented list)."),
+    kind: KindChoice | None = typer.Option(
+        None, "--kind", help="Only this kind of chip. Default: all."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON (schema_version 1, documented in report/chips.py)."
+    ),
 ) -> None:
     """List the catalog (dense peak FLOP/s, memory, interconnect, power, price)."""
     if ctx.invoked_subcommand is not None:
+        if kind is not None:
+            raise UsageError(
+                f"--kind lists chips; 'chipwise chips {ctx.invoked_subcommand}' does not take "
+                "it: drop it",
+                ctx,
+            )
+        ctx.ensure_object(dict)["chips_json"] = as_json  # 'chips --json show ID' works too
         return
     catalog = default_catalog()
     chosen = tuple(c for c in catalog.chips if kind is None or c.kind == kind.value)
@@ -51,12 +63,14 @@ def list_chips(
 
 @chips_app.command("show")
 def show_chip(
+    ctx: typer.Context,
     chip_id: str = typer.Argument(
         ..., metavar="ID", help="Chip id or alias, e.g. 'h100' or 'v5p'."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """Show every figure of one chip with its source and date."""
+    as_json = as_json or bool((ctx.obj or {}).get("chips_json"))
     catalog = default_catalog()
     chip = catalog.chip(chip_id)
     if as_json:

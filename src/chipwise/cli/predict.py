@@ -120,7 +120,8 @@ def predict_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict step time, throughput and memory of WORKLOAD on --chips x --chip."""
-    model = load_workload_model(workload)
+    with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
+        model = load_workload_model(workload)
     if isinstance(model, Primitive) and model.kind == "matmul" and workload.count(":") < 2:
         model = replace(model, dtype=precision.value)  # no dtype in the string: --precision
     work = Workload(
@@ -312,9 +313,9 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
             ("plan", f"{_spaced(str(pred.plan))} ({data['plan_source']})"),
             (
                 "time split" + (" (one request)" if isinstance(pred, InferPrediction) else ""),
-                f"compute {format_seconds(b.compute_s)}, memory {format_seconds(b.memory_s)}, "
-                f"comm {format_seconds(b.communication_s)}, bubble {format_seconds(b.bubble_s)}"
-                f", overhead {format_seconds(b.overhead_s)}",
+                f"compute {_sec(b.compute_s)}, memory {_sec(b.memory_s)}, "
+                f"comm {_sec(b.communication_s)}, bubble {_sec(b.bubble_s)}, "
+                f"overhead {_sec(b.overhead_s)}",
             ),
         ]
         if data.get("plan_reason"):
@@ -327,3 +328,8 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
 def _spaced(text: str) -> str:
     """``dp=4,fsdp=2,...`` -> ``dp=4, fsdp=2, ...`` so a narrow terminal wraps between axes."""
     return text.replace(",", ", ").replace(",  ", ", ")
+
+
+def _sec(seconds: float) -> str:
+    """``format_seconds``, but a zero is ``0`` (not ``0 µs``)."""
+    return "0" if seconds == 0 else format_seconds(seconds)

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chipwise.cli.app import app
-from chipwise.cli.output import console, print_json
+from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.units import DTYPE_BYTES, format_bytes, format_count, format_rate
 from chipwise.workload import accounting as acc
 from chipwise.workload.ir import Graph, Model, NonMLKind, Primitive, TransformerSpec
@@ -44,7 +44,7 @@ app.add_typer(workload_app, name="workload")
 
 @workload_app.command("list")
 def list_workloads(
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """List the model zoo (ids, parameters, dense or MoE) and the non-ML kinds."""
     models = [_zoo_entry(p.id, p.title, p.aliases) for p in PRESETS]
@@ -86,14 +86,18 @@ def show_workload(
         help="Zoo id or alias, config.json path, model.onnx, module:factory, "
         "matmul:MxNxK, copy:BYTES, allreduce:BYTES, or a non-ML kind (e.g. hpl).",
     ),
-    seq_len: int = typer.Option(4096, "--seq-len", min=1, help="Sequence length for FLOPs."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    seq_len: int = typer.Option(
+        4096, "--seq-len", min=1, help="Sequence length (tokens) for FLOPs per token."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
     trust_code: bool = typer.Option(
         False, "--trust-code", help="Allow importing and running a module:factory."
     ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Parameters, FLOPs per token, op mix, memory needs and the source of a workload."""
-    model = load_workload_model(workload, trust_code=trust_code)
+    with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
+        model = load_workload_model(workload, trust_code=trust_code)
     summary = summarize(model, seq_len)
     if as_json:
         print_json({"schema_version": JSON_SCHEMA_VERSION, "workload": summary})
