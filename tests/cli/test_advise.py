@@ -347,3 +347,16 @@ def test_wrapped_lines_keep_their_indent(columns: int) -> None:
     top_level = ("•", "Excluded:", "Note:", "Confidence:")
     for line in lines[start + 1 :]:
         assert line.startswith((" ", *top_level)), line
+
+
+def test_html_without_plotly_fails_before_planning(
+    no_planning: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
+    result = runner.invoke(app, ["advise", "--html", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "pip install 'chipwise[web]'" in lines[0]

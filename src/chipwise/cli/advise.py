@@ -21,6 +21,7 @@ from chipwise.cli.output import (
     spinner,
 )
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
+from chipwise.report.charts import require_plotly
 from chipwise.units import parse_quantity
 from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
 from chipwise.workload.load import load_workload_model
@@ -157,6 +158,7 @@ def advise(
     """
     if html is not None:
         check_writable(html, "--html")
+        require_plotly()  # fail now, not after the planning, when the [web] extra is missing
     chip_ids = _chip_list(chips)
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
