@@ -130,12 +130,24 @@ def test_a_cuda_kernel_project_names_the_kernel_with_file_line_and_porting_path(
     r = reason(rec, "cuda-libraries")
     assert r.favours == "gpu"
     assert "custom CUDA kernel" in r.text
-    (line,) = [e for e in r.evidence if e.startswith("custom CUDA kernel")]
+    (line,) = [e for e in r.evidence if e.startswith("custom CUDA kernel") and "on TPU" in e]
     assert "csrc/kernel.cu:4" in line and "setup.py:19" in line
     assert "Pallas" in line
     why = excluded(rec)["tpu-v5p"]
     assert "needs a port" in why and "custom CUDA kernel" in why and "kernel.cu:4" in why
     assert rec.pick is not None and rec.pick.chip.kind == "gpu"
+    if rec.pick.chip.vendor == "amd":  # a GPU, but not CUDA's: the port is named, not hidden
+        assert any("hipify" in e for e in r.evidence)
+        assert any(f"the pick, {rec.pick.chip.id}" in e for e in r.evidence)
+
+
+def test_a_non_nvidia_pick_for_a_cuda_project_says_what_the_port_costs_there() -> None:
+    req = training(chips=("mi300x",), max_chips=16, project=scan_facts(FIXTURES / "cuda_ext"))
+    rec = recommend(req)
+    assert rec.pick is not None and rec.pick.chip.id == "mi300x"
+    r = reason(rec, "cuda-libraries")
+    assert any("on amd-rocm: hipify" in e for e in r.evidence)
+    assert any("NVIDIA GPUs run it as is" in e for e in r.evidence)
 
 
 def test_a_triton_project_cannot_run_on_tpu() -> None:

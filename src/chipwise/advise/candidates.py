@@ -378,7 +378,7 @@ def _precheck(chip: Chip, request: AdviseRequest, catalog: Catalog) -> str:
     if request.own_hardware:
         owned = owned_cost(chip, catalog)
         if isinstance(owned, NotPurchasable):
-            if not chip.purchasable:
+            if not chip.purchasable and chip.clouds:
                 return f"cloud only: {owned.reason}"
             return f"cannot be owned: {owned.reason}"
         return ""

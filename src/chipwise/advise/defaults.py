@@ -14,8 +14,9 @@ DEFAULT_FINETUNE_TOKENS = 1e9
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 
 
-def default_tokens(model: TransformerSpec, *, is_default: bool) -> float:
-    """Training tokens when the user gives none."""
-    if is_default:
+def default_tokens(model: TransformerSpec) -> float:
+    """Training tokens when the user gives none: the fine-tune size for the default model
+    (by any of its ids or aliases), else a compute-optimal run."""
+    if model.name == DEFAULT_WORKLOAD:
         return DEFAULT_FINETUNE_TOKENS
     return CHINCHILLA_TOKENS_PER_PARAM * params_total(model)

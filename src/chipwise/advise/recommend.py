@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip
-from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts
+from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.hardware.schema import FEATURES
@@ -23,12 +23,6 @@ from chipwise.workload.ir import NonMLKind
 Progress = Callable[[str, int, int], None]  # (chip id, index, total)
 
 # Which software platform a chip needs, for the compatibility verdicts of a scanned project.
-_PLATFORM_BY_VENDOR: dict[str, Platform] = {
-    "nvidia": "nvidia-cuda",
-    "amd": "amd-rocm",
-    "intel": "intel-xpu",
-    "google": "google-tpu",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,13 +54,6 @@ class Recommendation:
     confidence: Confidence | None  # validation error on the picked chip (or its kind)
     notes: tuple[str, ...] = ()
     non_ml: NonMLAnswer | None = None
-
-
-def platform_of(chip: Chip) -> Platform | None:
-    """The software platform of a chip (Gaudi and Trainium have their own: None)."""
-    if chip.kind == "asic":
-        return None
-    return _PLATFORM_BY_VENDOR.get(chip.vendor)
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -104,6 +91,9 @@ def project_exclusion(chip: Chip, request: AdviseRequest) -> str:
 _FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 
 
+_RANKABLE = ("fp64", "memory-bandwidth")
+
+
 def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -> Recommendation:
     """Which chips can run a non-ML workload at all, and why a TPU cannot."""
     needs = {r.capability for r in model.requirements}
@@ -130,10 +120,13 @@ def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -
         else:
             capable.append(c)
     basis = f"GPUs with {', '.join(checked)} (catalog capabilities)" if checked else "GPUs"
-    if "fp64" in needs:
+    # Rank by the workload's first-listed measurable need: its bottleneck (a stencil lists
+    # memory bandwidth before fp64, HPL the other way round).
+    bottleneck = next((r.capability for r in model.requirements if r.capability in _RANKABLE), None)
+    if bottleneck == "fp64":
         capable.sort(key=lambda c: -c.peak_flops_per_s("fp64"))
         basis += "; ranked by dense fp64 FLOP/s"
-    elif "memory-bandwidth" in needs:
+    elif bottleneck == "memory-bandwidth":
         capable.sort(key=lambda c: -c.hbm_bytes_per_s)
         basis += "; ranked by memory bandwidth"
     else:

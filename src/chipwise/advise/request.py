@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from chipwise.errors import ChipwiseError
+from chipwise.hardware.chip import Chip
 from chipwise.perf.predict import PRECISIONS
 from chipwise.workload.ir import Primitive, Workload
 
@@ -26,6 +27,9 @@ Platform = Literal["nvidia-cuda", "amd-rocm", "intel-xpu", "google-tpu"]
 # are dropped unless the user sets --deadline-days. (A year is the horizon at which the
 # chips themselves are a generation old; see the article's "massive training" framing.)
 MAX_PRACTICAL_DAYS = 365.0
+# The largest job the advisor sizes unless told otherwise (--max-chips); the CLI and the
+# web UI use the same default.
+DEFAULT_MAX_CHIPS = 1024
 
 
 class AdviseError(ChipwiseError):
@@ -84,7 +88,7 @@ class AdviseRequest:
     project: ProjectFacts | None = None
     precision: str = "bf16"
     chip_ids: tuple[str, ...] = ()  # empty: the whole catalog
-    max_chips: int = 4096
+    max_chips: int = DEFAULT_MAX_CHIPS
 
     def __post_init__(self) -> None:
         _one_of("objective", self.objective, OBJECTIVES)
@@ -112,3 +116,19 @@ class AdviseRequest:
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise AdviseError(f"unknown {name} {value!r}; choose one of {', '.join(allowed)}")
+
+
+# Which software platform a chip needs, for the compatibility verdicts of a scanned project.
+_PLATFORM_BY_VENDOR: dict[str, Platform] = {
+    "nvidia": "nvidia-cuda",
+    "amd": "amd-rocm",
+    "intel": "intel-xpu",
+    "google": "google-tpu",
+}
+
+
+def platform_of(chip: Chip) -> Platform | None:
+    """The software platform of a chip (Gaudi and Trainium have their own: None)."""
+    if chip.kind == "asic":
+        return None
+    return _PLATFORM_BY_VENDOR.get(chip.vendor)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
-from chipwise.advise.request import AdviseRequest, Finding
+from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
 from chipwise.hardware import Catalog, Chip
 from chipwise.perf.base import TrainPrediction
 from chipwise.units import GB, format_seconds
@@ -184,7 +184,7 @@ def local_development(ctx: Context) -> Reason | None:
         cap = one.chip.hbm_capacity_bytes / GB
         where = _where_to_get(one.chip)
         evidence.append(
-            f"fits on one {one.chip.id} ({mem:,.0f} of {cap:,.0f} GB), {where}: {describe(one)}"
+            f"fits on one {one.chip.id} ({mem:,.1f} of {cap:,.0f} GB), {where}: {describe(one)}"
         )
     if pytorch:
         evidence.append(
@@ -205,11 +205,13 @@ def local_development(ctx: Context) -> Reason | None:
     )
 
 
-def _ports(findings: tuple[Finding, ...], keys: tuple[str, ...]) -> list[str]:
-    """One line per CUDA-specific rule: its title, every file:line, the TPU porting path."""
+def _ports(
+    findings: tuple[Finding, ...], keys: tuple[str, ...], platform: Platform = "google-tpu"
+) -> list[str]:
+    """One line per CUDA-specific rule: its title, every file:line, the porting path."""
     by_key: dict[str, list[Finding]] = {}
     for f in findings:
-        if f.platform == "google-tpu" and f.verdict != "runs" and f.key in keys:
+        if f.platform == platform and f.verdict != "runs" and f.key in keys:
             by_key.setdefault(f.key, []).append(f)
     lines = []
     for key in keys:
@@ -219,7 +221,8 @@ def _ports(findings: tuple[Finding, ...], keys: tuple[str, ...]) -> list[str]:
         first = group[0]
         where = ", ".join(dict.fromkeys(f.where for f in group))
         effort = f" ({first.effort} effort)" if first.effort else ""
-        lines.append(f"{first.name} at {where} → on TPU: {first.porting or 'rewrite'}{effort}")
+        on = "TPU" if platform == "google-tpu" else platform
+        lines.append(f"{first.name} at {where} → on {on}: {first.porting or 'rewrite'}{effort}")
     return lines
 
 
@@ -228,6 +231,18 @@ def cuda_libraries(ctx: Context) -> Reason | None:
     if proj is None or not proj.cuda_specific:
         return None
     ports = _ports(proj.findings, proj.cuda_specific)
+    # The pick may be a GPU that is not NVIDIA's (ROCm hipifies CUDA, Intel needs SYCL):
+    # say what the port costs there too, so "GPU" is not read as "runs as is".
+    pick_platform = platform_of(ctx.pick.chip) if ctx.pick is not None else None
+    if pick_platform is not None and pick_platform not in ("nvidia-cuda", "google-tpu"):
+        verdict_there = proj.verdicts.get(pick_platform, "")
+        if verdict_there and verdict_there != "runs":
+            assert ctx.pick is not None
+            ports.append(
+                f"the pick, {ctx.pick.chip.id}, runs it on {pick_platform} with changes "
+                f"(scan: {verdict_there}); NVIDIA GPUs run it as is"
+            )
+            ports.extend(_ports(proj.findings, proj.cuda_specific, pick_platform))
     tpu = proj.verdicts.get("google-tpu", "")
     verdict = f" (scan verdict for TPU: {tpu})" if tpu else ""
     return Reason(

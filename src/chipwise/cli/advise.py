@@ -9,6 +9,7 @@ import typer
 
 from chipwise.advise import AdviseError, AdviseRequest, recommend
 from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
+from chipwise.advise.request import DEFAULT_MAX_CHIPS
 from chipwise.cli.app import app
 from chipwise.cli.output import (
     check_writable,
@@ -141,7 +142,10 @@ def advise(
         "Default: the whole catalog.",
     ),
     max_chips: int = typer.Option(
-        1024, "--max-chips", min=1, help="Largest chip count to consider (1, 2, 4, ...)."
+        DEFAULT_MAX_CHIPS,
+        "--max-chips",
+        min=1,
+        help="Largest chip count to consider (1, 2, 4, ...).",
     ),
     html: Path | None = typer.Option(
         None, "--html", help="Also write a self-contained HTML report to this file."
@@ -176,7 +180,7 @@ def advise(
         facts = scan_facts(project)
     n_tokens = _quantity("--tokens", tokens) if tokens else None
     if n_tokens is None and isinstance(model, TransformerSpec):
-        n_tokens = default_tokens(model, is_default=workload == DEFAULT_WORKLOAD)
+        n_tokens = default_tokens(model)
     request = AdviseRequest(
         workload=wl,
         tokens=n_tokens if phase is PhaseChoice.train else None,

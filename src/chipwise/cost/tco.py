@@ -113,10 +113,11 @@ def owned_cost(
     """TCO per chip-hour of owning ``chip``; busy power from ``pred`` (TDP without one)."""
     a = default_assumptions() if assumptions is None else assumptions
     if not chip.purchasable:
-        clouds = ", ".join(chip.clouds) or "no cloud listed"
-        return NotPurchasable(
-            chip_id=chip.id, reason=f"{chip.id} cannot be bought: it is rent-only ({clouds})"
-        )
+        if chip.clouds:
+            why = f"{chip.id} cannot be bought: it is rent-only ({', '.join(chip.clouds)})"
+        else:
+            why = f"{chip.id} is not on sale in the catalog's markets, and no cloud lists it"
+        return NotPurchasable(chip_id=chip.id, reason=why)
     purchase = catalog.purchase_for(chip.id)
     if purchase is None:
         return NotPurchasable(

@@ -218,7 +218,7 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
     else:
         o = rec.pick
         p = o.prediction
-        mem = f"{p.memory.total_bytes / GB:,.0f}/{p.capacity_bytes / GB:,.0f} GB per chip"
+        mem = f"{p.memory.total_bytes / GB:,.1f}/{p.capacity_bytes / GB:,.0f} GB per chip"
         parts.append(
             Text.assemble(
                 ("Recommendation: ", "bold"),

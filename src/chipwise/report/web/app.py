@@ -155,17 +155,15 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
     """The ``AdviseRequest`` that ``chipwise advise`` builds from the same options."""
     if body.config is not None:
         model: Model = read_uploaded_config(body.config, body.config_name)
-        is_default = False
     else:
         model = model_for_web(body.workload)
-        is_default = body.workload == DEFAULT_WORKLOAD
     if body.phase == "train":
         phase: Training | Inference = Training(seq_len=body.seq_len, global_batch=body.global_batch)
     else:
         phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len)
     tokens = _quantity("tokens", body.tokens) if body.tokens not in (None, "") else None
     if tokens is None and isinstance(model, TransformerSpec):
-        tokens = default_tokens(model, is_default=is_default)
+        tokens = default_tokens(model)
     per_day = (
         _quantity("requests_per_day", body.requests_per_day)
         if body.requests_per_day not in (None, "")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from chipwise.advise.defaults import DEFAULT_WORKLOAD
-from chipwise.advise.request import Cloud, Framework, Objective, Pricing
+from chipwise.advise.request import DEFAULT_MAX_CHIPS, Cloud, Framework, Objective, Pricing
 
 # The largest config.json an upload may be: real Hugging Face configs are a few KiB (those
 # with big label maps reach tens of KiB); 256 KiB leaves room and bounds the work.
@@ -93,7 +93,9 @@ class AdviseBody(_Edge):
         max_length=MAX_CHIP_FILTER,
         description="Only these chips (ids or aliases); empty: the whole catalog.",
     )
-    max_chips: int = Field(1024, ge=1, le=1 << 20, description="Largest chip count to consider.")
+    max_chips: int = Field(
+        DEFAULT_MAX_CHIPS, ge=1, le=1 << 20, description="Largest chip count to consider."
+    )
 
 
 class ChartOut(_Edge):
