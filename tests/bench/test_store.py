@@ -124,3 +124,9 @@ def test_latest_calibration_returns_only_the_newest_run(db: Path) -> None:
     by_name = store.latest_calibration(db, device_name="NVIDIA H100 80GB HBM3")
     assert [r.value for r in by_name] == [0.9]
     assert store.latest_calibration(db, chip_id="b200") == ()
+
+
+def test_listing_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "nowhere" / "measurements.sqlite"
+    assert store.list_measurements(db) == ()
+    assert not db.exists() and not db.parent.exists()

@@ -62,3 +62,8 @@ def test_unknown_workload_lists_what_is_accepted() -> None:
 def test_empty_workload() -> None:
     with pytest.raises(WorkloadError, match="empty workload"):
         load_workload_model("  ")
+
+
+def test_a_directory_without_a_config_names_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match=r"directory without a config\.json"):
+        load_workload_model(str(tmp_path))

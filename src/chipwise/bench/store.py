@@ -229,6 +229,8 @@ def list_measurements(
         raise MeasurementError(
             f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
         )
+    if not resolve_db(db).exists():
+        return ()  # a listing reads; it never creates a store
     where: list[str] = []
     args: list[str] = []
     if device is not None:

@@ -68,6 +68,11 @@ def load_workload_model(spec: str, *, trust_code: bool = False) -> Model:
     kind = find_kind(text)
     if kind is not None:
         return kind
+    if path.is_dir():
+        raise WorkloadError(
+            f"{path} is a directory without a config.json; give the config file itself or a "
+            "model id (see 'chipwise workload list')"
+        )
     if _FACTORY.match(text):
         if not trust_code:
             raise WorkloadError(TRUST_CODE_HINT.format(spec=text))
