@@ -92,11 +92,15 @@ def test_short_k_loses_to_pipeline_fill() -> None:
     assert plan.k_efficiency == pytest.approx(128 / (128 + K_FILL))
 
 
-def test_ampere_uses_128x128_tiles_and_hopper_128x256() -> None:
+def test_large_gemms_use_128x256_tiles_on_ampere_and_hopper_128x128_before() -> None:
+    # CUTLASS 2's Sm80 tensor-op default threadblock is 128x256x64 (16-bit inputs);
+    # Volta/Turing parts keep the generic 128x128
     a = plan_gemm(A100, EFF, 8192, 8192, 8192, 1, 312e12, 0.0)
     h = plan_gemm(H100, EFF, 8192, 8192, 8192, 1, 989e12, 0.0)
-    assert a.tile == (128, 128)
+    v = plan_gemm(chip("v100"), EFF, 8192, 8192, 8192, 1, 125e12, 0.0)
+    assert a.tile == (128, 256)
     assert h.tile == (128, 256)
+    assert v.tile == (128, 128)
 
 
 def test_fp8_runs_at_the_fp8_rate() -> None:

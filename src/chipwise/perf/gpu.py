@@ -43,13 +43,16 @@ from .roofline import Roof, achieved_fraction, compute_rate, op_bytes, op_flops
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
 # CUTLASS 3 default sm90 TMA warp-specialized GEMM tile 128x256x64 (Hopper); Blackwell's
-# 2-SM UMMA 256x256 = 128x256 per SM; CUTLASS 2 sm80 default 128x128x32 (Ampere and
-# earlier); hipBLASLt MT256x256x64 macro tiles for large bf16 GEMMs on CDNA3/4;
+# 2-SM UMMA 256x256 = 128x256 per SM; CUTLASS 2 DefaultGemmConfiguration<OpClassTensorOp,
+# Sm80> for 16-bit inputs: threadblock 128x256x64, 3 stages (include/cutlass/gemm/device/
+# default_gemm_configuration.h; cuBLAS ships the same ampere_*_128x256 kernels); 128x128 for
+# Turing/Volta and unknown parts; hipBLASLt MT256x256x64 macro tiles for large bf16 GEMMs on
+# CDNA3/4;
 # Gaudi's MME is a 256x256 array (hardware.md "Intel Gaudi MME").
 _LARGEST_TILE: dict[str, tuple[int, int]] = {
     "hopper": (128, 256),
     "blackwell": (128, 256),
-    "ampere": (128, 128),
+    "ampere": (128, 256),
     "ada": (128, 128),
     "turing": (128, 128),
     "volta": (128, 128),
