@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chipwise.errors import PlanError, UnsupportedOpError
@@ -38,6 +40,15 @@ def test_forward_matmul_flops_are_two_per_parameter_per_token() -> None:
     matmul = sum(o.flops for o in ops if o.kind is OpKind.MATMUL)
     params = attention_params_per_layer(SPEC) + mlp_params(SPEC, SPEC.d_ff)
     assert matmul == 2 * params * 2 * 512
+
+
+def test_only_rotary_models_rotate_q_and_k_in_every_layer() -> None:
+    gpt2_style = replace(SPEC, learned_positions=2048)  # positions added once at the input
+    names = {op.name for op in layer_ops(SPEC, b=1, seq_len=512, shard=Shard(),
+                                         precision="bf16", moe=False)}  # fmt: skip
+    learned = {op.name for op in layer_ops(gpt2_style, b=1, seq_len=512, shard=Shard(),
+                                           precision="bf16", moe=False)}  # fmt: skip
+    assert "rope" in names and "rope" not in learned
 
 
 def test_causal_attention_counts_half_the_pairs_and_cp_splits_it() -> None:

@@ -201,7 +201,10 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
     else:
         dh = spec.head_dim
         ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, dt))
-        ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
+        if not spec.learned_positions:
+            # rotary embedding of q and k; a model with a learned position table (GPT-2,
+            # OPT, MPT, Megatron GPT) adds positions once at the input instead
+            ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
         ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
         ops += _fp8_cast("o_proj_cast", t * h * dh, dt)
         ops.append(_matmul("o_proj", t, d, h * dh, dt))
