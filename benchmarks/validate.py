@@ -12,8 +12,9 @@ measurements.csv``. The same as ``chipwise validate``.
 ``--fit-sustained`` refits ``sustained_tensor_fraction`` (data/efficiency.toml) for its three
 chip groups (GPUs and GEMM ASICs; TPUs with 128-wide MXUs; TPUs with 256-wide MXUs) as the
 median measured/predicted ratio of each group's training rows, iterated to a fixed point,
-and cross-checks it: fitted on the shared rows alone, the error on chipwise's own rows, and
-the reverse. It prints the values to put in the TOML; it writes nothing.
+and cross-checks it by leaving one publication out at a time (the shared cases file counts
+as one): fitted on the others, the error on the rows left out, then over all rows so
+predicted out of sample. It prints the values to put in the TOML; it writes nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
 from chipwise.hardware.chip import Chip
 from chipwise.perf.efficiency import Efficiency, efficiency_for
-from chipwise.perf.validation import Case, Report, load_cases, run_validation
+from chipwise.perf.validation import Case, Report, Result, load_cases, run_validation
 
 FIT_ROUNDS = 4
 
@@ -84,17 +85,30 @@ def _stats(report: Report) -> str:
     )
 
 
+def publication(case: Case) -> str:
+    """The publication a row comes from: the repository (not the commit) or the paper; the
+    shared cases file is one."""
+    if case.source.startswith("github:"):
+        return case.source.split("@", 1)[0]
+    return case.source.split()[0] if case.source.startswith("url:") else case.source
+
+
 def fit_sustained() -> None:
     cases = tuple(c for c in load_cases() if c.phase == "train" and c.usable)
-    shared = tuple(c for c in cases if not c.id.startswith("CW-"))
-    own = tuple(c for c in cases if c.id.startswith("CW-"))
     every = fit(cases)
     print("fitted on all training rows:", every)
     print("  in-sample:", _stats(run_validation("train", cases, efficiency=_with(every))))
-    for name, train, test in (("shared", shared, own), ("chipwise's own", own, shared)):
-        values = fit(train)
-        print(f"fitted on the {name} rows only:", values)
-        print("  held-out rows:", _stats(run_validation("train", test, efficiency=_with(values))))
+    print("leave one publication out (fitted on the rest -> the rows left out):")
+    held: list[Result] = []
+    for pub in sorted({publication(c) for c in cases}):
+        test = tuple(c for c in cases if publication(c) == pub)
+        values = fit(tuple(c for c in cases if publication(c) != pub))
+        report = run_validation("train", test, efficiency=_with(values))
+        held.extend(report.results)
+        errors = [r.error for r in report.results if r.error is not None]
+        bias = f"median error {float(np.median(errors)):+.1%}" if errors else "no rows"
+        print(f"  {pub}: {values}; {_stats(report)}, {bias}")
+    print("  all rows out of sample:", _stats(Report(results=tuple(held))))
 
 
 def main() -> None:

@@ -2,9 +2,11 @@
 
 The bounds are the measured errors of this version plus a margin, so a model change that
 makes the fit worse fails here (and the commit message must show the before/after):
-training median |error| 8.3 % and p90 20 % over 103 rows (GPU 9.2 % / 20 % over 78, TPU
-5.6 % / 17 % over 25). The 53 A100/H100 rows CW-046..CW-098 were added before any refit:
-on them the model scored 9.5 % / 20 % out of sample. Microbenchmarks: median 2.4 %.
+training median |error| 7.8 % and p90 21 % over 103 rows (GPU 8.8 % / 21 % over 78, TPU
+5.6 % / 17 % over 25), in-sample for the sustained_tensor_fraction values; left out one
+publication at a time and refitted on the rest they score 8.2 % / 21 %. The 53 A100/H100
+rows CW-046..CW-098 were added before any refit: on them the model then scored 9.5 % / 20 %
+out of sample. Microbenchmarks: median 2.4 %.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from chipwise.perf.validation import (
 )
 
 TRAIN_MEDIAN_BOUND = 0.10
-TRAIN_P90_BOUND = 0.24
+TRAIN_P90_BOUND = 0.23
 MICROBENCH_MEDIAN_BOUND = 0.05
 
 
