@@ -100,3 +100,18 @@ def test_a_non_ml_workload_is_not_timed_here() -> None:
     w = Workload(model=load_workload_model("graphics"))
     with pytest.raises(UnsupportedOpError, match="not an ML workload"):
         predict(w, H100, 1)
+
+
+def test_a_plan_key_given_twice_is_an_error_not_last_one_wins() -> None:
+    from chipwise.perf.base import parse_plan
+
+    with pytest.raises(PlanError, match="given twice"):
+        parse_plan("tp=1,tp=2")
+
+
+def test_a_plan_whose_axes_do_not_multiply_to_the_chips_says_so() -> None:
+    from chipwise.perf.planner import plan_constraints
+
+    with pytest.raises(PlanError, match="--chips is 1"):
+        plan_constraints("dp=2", 1)
+    assert plan_constraints("dp=2,tp=4", 8)["dp"] == 2

@@ -115,8 +115,8 @@ class Plan:
 _PLAN_KEYS = {f.name for f in fields(Plan)}
 
 
-def parse_plan(text: str) -> Plan:
-    """Parse ``"dp=2,fsdp=8,tp=4,recompute=full"``; unknown keys are an error."""
+def plan_values(text: str) -> dict[str, int | str]:
+    """The ``key=value`` pairs of a ``--plan`` string; unknown or repeated keys are errors."""
     values: dict[str, int | str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         m = re.fullmatch(r"([a-z]+)\s*=\s*([A-Za-z0-9]+)", part)
@@ -125,6 +125,8 @@ def parse_plan(text: str) -> Plan:
         key, raw = m.groups()
         if key not in _PLAN_KEYS:
             raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
+        if key in values:
+            raise PlanError(f"plan: {key} is given twice; give each key once")
         if key == "recompute":
             values[key] = raw
         else:
@@ -132,7 +134,12 @@ def parse_plan(text: str) -> Plan:
                 values[key] = int(raw)
             except ValueError:
                 raise PlanError(f"plan: {key} must be an integer, got {raw!r}") from None
-    return Plan(**values)  # type: ignore[arg-type]
+    return values
+
+
+def parse_plan(text: str) -> Plan:
+    """Parse ``"dp=2,fsdp=8,tp=4,recompute=full"`` into a complete ``Plan``."""
+    return Plan(**plan_values(text))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
-from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction
+from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction, plan_values
 from chipwise.perf.memory import reserve_bytes, train_memory_parts
 from chipwise.perf.parallel import check_plan, domain_chips
 from chipwise.perf.serve import ServeModel
@@ -48,14 +48,7 @@ LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
 
 def given_keys(text: str) -> dict[str, int | str]:
     """The key=value pairs a ``--plan`` string names (validated by ``parse_plan`` rules)."""
-    from chipwise.perf.base import parse_plan
-
-    parse_plan(text)  # raises PlanError on bad syntax or keys
-    out: dict[str, int | str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, raw = (s.strip() for s in part.split("=", 1))
-        out[key] = raw if key == "recompute" else int(raw)
-    return out
+    return plan_values(text)
 
 
 def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
@@ -71,6 +64,12 @@ def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
         used *= int(fixed[k])
     if "dp" in keys:
         fixed["dp"] = int(keys["dp"])
+        if used * int(keys["dp"]) != chips:
+            raise PlanError(
+                f"plan {text!r} uses dp*fsdp*tp*pp*cp = {used * int(keys['dp'])} chips, but "
+                f"--chips is {chips}; make the product equal {chips} (or leave dp out and it "
+                "takes the chips left over)"
+            )
     elif chips % used == 0:
         fixed["dp"] = chips // used
     else:
