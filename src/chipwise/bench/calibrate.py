@@ -42,7 +42,7 @@ from chipwise.errors import MeasurementError, UnsupportedOpError
 from chipwise.hardware import Chip, Interconnect, default_catalog
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import PARAMETERS, Efficiency, efficiency_for
-from chipwise.perf.roofline import achieved_fraction, op_bytes, op_flops, roof
+from chipwise.perf.roofline import op_bytes, op_flops, roof, timed
 from chipwise.workload.ir import Op, OpKind
 
 # A GEMM counts as large from 2048^3 multiply-adds: on every catalog GPU that is at least a
@@ -438,16 +438,7 @@ class MeasuredModel(PerfModel):
         rate = self._rate(op) if flops else 0.0
         bandwidth = self.device.bytes_per_s
         r = roof(flops, n_bytes, rate, bandwidth, self.device.launch_overhead_s)
-        one = r.seconds
-        return OpTime(
-            op=op,
-            seconds=one * op.count,
-            compute_s=r.compute_s * op.count,
-            memory_s=r.memory_s * op.count,
-            overhead_s=r.overhead_s * op.count,
-            bound=r.bound,
-            efficiency=achieved_fraction(flops, n_bytes, one, r, rate, bandwidth),
-        )
+        return timed(op, r, flops=flops, n_bytes=n_bytes, peak=rate, bandwidth=bandwidth)
 
     def assumptions(self) -> tuple[Assumption, ...]:
         d = self.device

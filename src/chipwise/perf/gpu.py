@@ -39,7 +39,7 @@ from chipwise.workload.ir import Op, OpKind
 
 from .base import Assumption, OpTime, PerfModel
 from .efficiency import Efficiency, efficiency_for
-from .roofline import Roof, achieved_fraction, compute_rate, op_bytes, op_flops
+from .roofline import Roof, compute_rate, op_bytes, op_flops, timed
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
 # CUTLASS 3 default sm90 TMA warp-specialized GEMM tile 128x256x64 (Hopper); Blackwell's
@@ -219,17 +219,10 @@ class GpuModel(PerfModel):
                 memory_s=traffic / bandwidth,
                 overhead_s=eff.launch_overhead_s,
             )
-        one = r.seconds
-        return OpTime(
-            op=op,
-            seconds=one * op.count,
-            compute_s=r.compute_s * op.count,
-            memory_s=r.memory_s * op.count,
-            overhead_s=r.overhead_s * op.count,
-            bound=r.bound,
-            efficiency=achieved_fraction(flops, n_bytes, one, r, peak, chip.hbm_bytes_per_s),
+        return timed(
+            op, r, flops=flops, n_bytes=n_bytes, peak=peak, bandwidth=chip.hbm_bytes_per_s,
             notes=tuple(notes),
-        )
+        )  # fmt: skip
 
     def assumptions(self) -> tuple[Assumption, ...]:
         tile = _LARGEST_TILE.get(self.chip.architecture, DEFAULT_TILE)

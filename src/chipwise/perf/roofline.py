@@ -121,6 +121,34 @@ def achieved_fraction(
     return flops / seconds / peak if peak else 0.0
 
 
+def timed(
+    op: Op,
+    r: Roof,
+    *,
+    flops: float,
+    n_bytes: float,
+    peak: float,
+    bandwidth: float,
+    notes: tuple[str, ...] = (),
+) -> OpTime:
+    """The ``OpTime`` of all ``op.count`` repetitions, from one instance's roof.
+
+    ``flops`` and ``n_bytes`` are one instance's work as the model counts it (e.g. after
+    padding); ``peak`` and ``bandwidth`` are the rates its efficiency is reported against.
+    """
+    one = r.seconds
+    return OpTime(
+        op=op,
+        seconds=one * op.count,
+        compute_s=r.compute_s * op.count,
+        memory_s=r.memory_s * op.count,
+        overhead_s=r.overhead_s * op.count,
+        bound=r.bound,
+        efficiency=achieved_fraction(flops, n_bytes, one, r, peak, bandwidth),
+        notes=notes,
+    )
+
+
 @final
 class RooflineModel(PerfModel):
     """The plain roofline at datasheet peaks, no overheads: a lower bound on op time."""
@@ -130,15 +158,8 @@ class RooflineModel(PerfModel):
         n_bytes = op_bytes(op)
         rate = compute_rate(self.chip, op) if flops else 0.0
         r = roof(flops, n_bytes, rate, self.chip.hbm_bytes_per_s)
-        one = r.seconds
-        return OpTime(
-            op=op,
-            seconds=one * op.count,
-            compute_s=r.compute_s * op.count,
-            memory_s=r.memory_s * op.count,
-            overhead_s=0.0,
-            bound=r.bound,
-            efficiency=achieved_fraction(flops, n_bytes, one, r, rate, self.chip.hbm_bytes_per_s),
+        return timed(
+            op, r, flops=flops, n_bytes=n_bytes, peak=rate, bandwidth=self.chip.hbm_bytes_per_s
         )
 
     def assumptions(self) -> tuple[Assumption, ...]:

@@ -37,7 +37,7 @@ from chipwise.workload.ir import Op, OpKind
 
 from .base import Assumption, OpTime, PerfModel
 from .efficiency import Efficiency, efficiency_for
-from .roofline import Roof, achieved_fraction, op_bytes, op_flops
+from .roofline import Roof, op_bytes, op_flops, timed
 
 DEFAULT_MXU_DIM = 128  # v2-v5p MXU side (hardware.md TPU table), if the catalog lacks it
 TILE_SUBLANES = 8  # HBM/VMEM tile is (8, 128) 32-bit words (S4, "TPU memory layout")
@@ -185,17 +185,10 @@ class TpuModel(PerfModel):
                 "XLA recompiles once per new bucket (seconds each)"
             )
         r = Roof(compute_s=compute_s * scale, memory_s=memory_s * scale, overhead_s=overhead)
-        one = r.seconds
-        return OpTime(
-            op=op,
-            seconds=one * op.count,
-            compute_s=r.compute_s * op.count,
-            memory_s=r.memory_s * op.count,
-            overhead_s=r.overhead_s * op.count,
-            bound=r.bound,
-            efficiency=achieved_fraction(flops, n_bytes, one, r, peak, chip.hbm_bytes_per_s),
+        return timed(
+            op, r, flops=flops, n_bytes=n_bytes, peak=peak, bandwidth=chip.hbm_bytes_per_s,
             notes=tuple(notes),
-        )
+        )  # fmt: skip
 
     # -- pieces ---------------------------------------------------------------------------
 
