@@ -187,6 +187,17 @@ def test_the_pareto_figure_marks_the_pick(rec: Recommendation) -> None:
     assert any(t.name == "Pareto front" for t in fig.data)
 
 
+def test_the_pareto_plot_shows_every_count_considered_not_only_each_chips_best(
+    rec: Recommendation,
+) -> None:
+    best = rec.options[0]
+    other_count = replace(best, chips=best.chips * 2, usd=(best.usd or 1.0) * 1.5)
+    wider = replace(rec, considered=(*rec.options, other_count))
+    points = tradeoffs(wider)
+    assert len(points) == len(rec.options) + 1
+    assert sum(p.is_pick for p in points) == (1 if rec.pick is not None else 0)
+
+
 def test_serving_charts_use_seconds_per_request_and_dollars_per_day(catalog: Catalog) -> None:
     rec = serving_recommendation(catalog)
     fig = next(c.figure for c in charts_for(rec) if c.id == "pareto")

@@ -54,6 +54,7 @@ class Recommendation:
     confidence: Confidence | None  # validation error on the picked chip (or its kind)
     notes: tuple[str, ...] = ()
     non_ml: NonMLAnswer | None = None
+    considered: tuple[Option, ...] = ()  # every allowed chip x count that was planned
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -167,6 +168,7 @@ def recommend(
     best: list[Option] = []
     excluded: list[Excluded] = []
     single_gpu: list[Option] = []
+    considered: list[Option] = []
     key = objective_key(request)
     for i, chip in enumerate(chips):
         if progress is not None:
@@ -179,6 +181,7 @@ def recommend(
         if not found.options:
             excluded.append(Excluded(chip_id=chip.id, why=found.why_none))
             continue
+        considered.extend(o for o in found.options if o.allowed)
         if chip.kind == "gpu" and chip.purchasable:
             single_gpu.extend(o for o in found.options if o.chips == 1 and o.allowed)
         choice = best_option(found.options, request)
@@ -215,6 +218,7 @@ def recommend(
         reasons=reasons_for(ctx),
         confidence=None if pick is None else confidence_for_chip(pick.chip),
         notes=tuple(notes),
+        considered=tuple(considered),
     )
 
 

@@ -310,9 +310,10 @@ def label_of(option: Option) -> str:
 
 
 def tradeoffs(rec: Recommendation) -> tuple[TradeOff, ...]:
-    """Every option of ``rec`` with a finite time and a known price."""
+    """Every option ``rec`` considered (each chip at each count planned; its best options
+    when it kept no others) with a finite time and a known price."""
     out = []
-    for o in rec.options:
+    for o in rec.considered or rec.options:
         t = time_of(o)
         if o.usd is None or not math.isfinite(t) or not math.isfinite(o.usd):
             continue
@@ -323,7 +324,8 @@ def tradeoffs(rec: Recommendation) -> tuple[TradeOff, ...]:
                 kind=o.chip.kind,
                 time=t,
                 usd=o.usd,
-                is_pick=o is rec.pick,
+                is_pick=rec.pick is not None
+                and (o.chip.id, o.total_chips) == (rec.pick.chip.id, rec.pick.total_chips),
             )
         )
     return tuple(out)
@@ -487,10 +489,12 @@ def pareto_figure(rec: Recommendation) -> go.Figure:
             y=[p.usd for p in points],
             mode="markers+text",
             name="options",
-            text=[p.label for p in points],
+            # label the front and the pick; the rest are named on hover
+            text=[p.label if p in front or p.is_pick else "" for p in points],
+            customdata=[p.label for p in points],
             textposition="top right",
             marker={"color": [_colour(p.kind, False) for p in points], "size": 10},
-            hovertemplate="%{text}<br>%{x:.4g}<br>$%{y:,.0f}<extra></extra>",
+            hovertemplate="%{customdata}<br>%{x:.4g}<br>$%{y:,.0f}<extra></extra>",
         )
     )
     fig.add_trace(
