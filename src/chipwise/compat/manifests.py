@@ -15,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from chipwise.compat.hits import Hit, excerpt
 
@@ -249,13 +250,20 @@ def _poetry_table(
         )
 
 
+def _toml_or_note(out: Parsed, file: str, text: str) -> dict[str, Any] | None:
+    """The parsed TOML, or None with a note on ``out`` saying the file was skipped."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        out.notes.append(f"{file}: not valid TOML ({err}); skipped")
+        return None
+
+
 def parse_pyproject(file: str, text: str) -> Parsed:
     """pyproject.toml: [project] deps and extras, [dependency-groups], Poetry tables."""
     out = Parsed(hits=url_pin_hits(file, text))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        out.notes.append(f"{file}: not valid TOML ({err}); skipped")
+    data = _toml_or_note(out, file, text)
+    if data is None:
         return out
     lines = text.splitlines()
     project = data.get("project", {})
@@ -290,10 +298,8 @@ def parse_pyproject(file: str, text: str) -> Parsed:
 def parse_pipfile(file: str, text: str) -> Parsed:
     """Pipfile (TOML): [packages] and [dev-packages]."""
     out = Parsed(hits=url_pin_hits(file, text))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        out.notes.append(f"{file}: not valid TOML ({err}); skipped")
+    data = _toml_or_note(out, file, text)
+    if data is None:
         return out
     lines = text.splitlines()
     _poetry_table(out, file, lines, data.get("packages"), optional=False, condition="")
