@@ -13,7 +13,7 @@ from chipwise.bench.compare import (
 )
 from chipwise.hardware import chip
 from chipwise.perf.efficiency import efficiency_for
-from chipwise.perf.primitives import predict_primitive
+from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.workload.ir import Primitive
 
 from .conftest import make

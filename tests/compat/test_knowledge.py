@@ -17,7 +17,7 @@ from chipwise.compat.knowledge import (
 )
 from chipwise.errors import ScanError
 
-PACKAGES_CSV = Path("/work/shared/reference/packages.csv")
+PACKAGES_CSV = Path(__file__).parents[1] / "fixtures/reference/packages.csv"
 DATA = Path(__file__).parents[2] / "src/chipwise/compat/data/packages.toml"
 CSV_COLUMNS = {
     "nvidia-cuda": "nvidia_cuda",

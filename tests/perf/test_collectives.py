@@ -9,7 +9,7 @@ import pytest
 from chipwise.errors import PlanError
 from chipwise.hardware import chip
 from chipwise.hardware.chip import Chip, Interconnect
-from chipwise.perf.collectives import (
+from chipwise.perf.comm.collectives import (
     GroupLayout,
     bus_bytes,
     collective_time,

@@ -14,9 +14,9 @@ from chipwise.perf.efficiency import (
     efficiency_for,
     parse_efficiency_table,
 )
-from chipwise.perf.gpu import K_FILL, GpuModel, gemm_candidate, gemm_efficiency, plan_gemm
-from chipwise.perf.models import model_for
-from chipwise.perf.tpu import TpuModel
+from chipwise.perf.ops.gpu import K_FILL, GpuModel, gemm_candidate, gemm_efficiency, plan_gemm
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.tpu import TpuModel
 from chipwise.workload.ir import Op, OpKind
 
 # Catalog chips pinned to their datasheet figures, so the hand arithmetic below stays valid

@@ -8,7 +8,7 @@ import pytest
 
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
-from chipwise.perf.memory import (
+from chipwise.perf.plan.memory import (
     activation_bytes_per_token_layer,
     in_flight_microbatches,
     reserve_bytes,
@@ -98,7 +98,7 @@ def test_experts_shard_over_ep_and_fsdp_once_not_twice() -> None:
     """ep is carved out of the fsdp ranks: mixtral on 8 chips with fsdp=8, ep=8 holds 1/8
     of every weight (published 46.7e9 params, bf16), not 1/64 of the experts."""
     from chipwise.perf.base import Plan
-    from chipwise.perf.memory import sharded_params
+    from chipwise.perf.plan.memory import sharded_params
     from chipwise.workload.accounting import params_total
     from chipwise.workload.load import load_workload_model
 

@@ -9,7 +9,7 @@ import pytest
 from chipwise.errors import PlanError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
-from chipwise.perf.parallel import (
+from chipwise.perf.plan.parallel import (
     Group,
     Network,
     check_plan,
@@ -17,7 +17,7 @@ from chipwise.perf.parallel import (
     groups,
     layers_per_stage,
 )
-from chipwise.perf.planner import plan_constraints
+from chipwise.perf.plan.planner import plan_constraints
 from chipwise.workload.ir import TransformerSpec
 
 H100 = chip("h100-sxm")  # 8 GPUs per NVLink domain, InfiniBand between nodes

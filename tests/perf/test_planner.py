@@ -6,11 +6,11 @@ import pytest
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.hardware import chip
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
-from chipwise.perf.planner import plan_training
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.plan.planner import plan_training
 from chipwise.perf.predict import predict
-from chipwise.perf.step import StepModel
+from chipwise.perf.step.train import StepModel
 from chipwise.workload.ir import Training, TransformerSpec, Workload
 from chipwise.workload.presets import load_preset
 
@@ -110,7 +110,7 @@ def test_a_plan_key_given_twice_is_an_error_not_last_one_wins() -> None:
 
 
 def test_a_plan_whose_axes_do_not_multiply_to_the_chips_says_so() -> None:
-    from chipwise.perf.planner import plan_constraints
+    from chipwise.perf.plan.planner import plan_constraints
 
     with pytest.raises(PlanError, match="--chips is 1"):
         plan_constraints("dp=2", 1)

@@ -6,7 +6,7 @@ import pytest
 
 from chipwise.errors import PlanError, UnsupportedOpError, WorkloadError
 from chipwise.hardware import chip
-from chipwise.perf.primitives import predict_primitive
+from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.workload.ir import Primitive
 
 H100 = chip("h100-sxm")

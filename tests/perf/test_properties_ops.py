@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from chipwise.errors import UnsupportedOpError
 from chipwise.hardware import chip
 from chipwise.hardware.chip import Chip
-from chipwise.perf.collectives import COLLECTIVE_KINDS, collective_time
-from chipwise.perf.models import model_for
-from chipwise.perf.roofline import RooflineModel
+from chipwise.perf.comm.collectives import COLLECTIVE_KINDS, collective_time
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.roofline import RooflineModel
 from chipwise.workload.ir import Op, OpKind
 
 GPUS = [chip(c) for c in ("h100-sxm", "a100-sxm-80gb", "mi300x", "b200", "gaudi3")]

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan, parse_plan
-from chipwise.perf.memory import train_memory
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
-from chipwise.perf.planner import plan_training
-from chipwise.perf.step import StepModel
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.memory import train_memory
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.plan.planner import plan_training
+from chipwise.perf.step.train import StepModel
 from chipwise.workload.ir import TransformerSpec
 
 H100 = chip("h100-sxm")

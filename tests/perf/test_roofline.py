@@ -8,7 +8,7 @@ import pytest
 
 from chipwise.errors import UnsupportedOpError
 from chipwise.hardware import chip
-from chipwise.perf.roofline import (
+from chipwise.perf.ops.roofline import (
     RooflineModel,
     arithmetic_intensity,
     matmul_bytes,

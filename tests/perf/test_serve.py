@@ -7,10 +7,10 @@ import pytest
 from chipwise.errors import PlanError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
 from chipwise.perf.predict import predict
-from chipwise.perf.serve import DECODE_STEP_OVERHEAD_S, ServeModel, kv_dtype_for
+from chipwise.perf.step.serve import DECODE_STEP_OVERHEAD_S, ServeModel, kv_dtype_for
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
 

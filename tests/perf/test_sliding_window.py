@@ -11,11 +11,11 @@ import pytest
 from chipwise.errors import WorkloadError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
-from chipwise.perf.layers import Shard, decode_layer_ops, layer_ops
-from chipwise.perf.memory import serve_memory, stage_layer_kinds
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
-from chipwise.perf.step import StepModel
+from chipwise.perf.ops.layers import Shard, decode_layer_ops, layer_ops
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.memory import serve_memory, stage_layer_kinds
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.train import StepModel
 from chipwise.workload.accounting import model_flops_per_token
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import OpKind, TransformerSpec

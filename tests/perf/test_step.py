@@ -10,16 +10,16 @@ from chipwise.errors import PlanError, UnsupportedOpError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.efficiency import efficiency_for
-from chipwise.perf.layers import (
+from chipwise.perf.ops.layers import (
     ATTENTION_BACKWARD_FLOPS_RATIO,
     Shard,
     backward_ops,
     layer_ops,
 )
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
-from chipwise.perf.roofline import RooflineModel
-from chipwise.perf.step import StepModel, time_ops
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.roofline import RooflineModel
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.train import StepModel, time_ops
 from chipwise.workload.accounting import attention_params_per_layer, mlp_params
 from chipwise.workload.ir import OpKind, TransformerSpec
 

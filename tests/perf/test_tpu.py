@@ -11,8 +11,8 @@ from chipwise.errors import UnsupportedOpError
 from chipwise.hardware import chip
 from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf.efficiency import Efficiency
-from chipwise.perf.graph import time_graph
-from chipwise.perf.tpu import (
+from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.tpu import (
     DYNAMIC_BUCKET_PAD,
     GATHER_AMPLIFICATION,
     VPU_FRACTION_OF_MXU,

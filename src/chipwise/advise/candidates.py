@@ -50,13 +50,13 @@ from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import Catalog, Chip
 from chipwise.hardware.chip import PriceOffer
 from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
-from chipwise.perf.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, reserve_bytes
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Network
-from chipwise.perf.planner import plan_serving, plan_training
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, reserve_bytes
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.plan.planner import plan_serving, plan_training
 from chipwise.perf.predict import predict
-from chipwise.perf.serve import ServeModel
-from chipwise.perf.step import StepModel
+from chipwise.perf.step.serve import ServeModel
+from chipwise.perf.step.train import StepModel
 from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, dtype_bytes
 from chipwise.workload.accounting import matmul_params, model_flops_per_token
 from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload

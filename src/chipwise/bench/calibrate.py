@@ -42,7 +42,7 @@ from chipwise.errors import MeasurementError, UnsupportedOpError
 from chipwise.hardware import Chip, Interconnect, default_catalog
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import PARAMETERS, Efficiency, efficiency_for
-from chipwise.perf.roofline import op_bytes, op_flops, roof, timed
+from chipwise.perf.ops.roofline import op_bytes, op_flops, roof, timed
 from chipwise.workload.ir import Op, OpKind
 
 # A GEMM counts as large from 2048^3 multiply-adds: on every catalog GPU that is at least a

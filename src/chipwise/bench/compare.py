@@ -24,8 +24,8 @@ from chipwise.bench.store import Measurement
 from chipwise.errors import ChipwiseError, MeasurementError
 from chipwise.hardware import Chip, default_catalog
 from chipwise.perf.efficiency import Efficiency
-from chipwise.perf.models import model_for
-from chipwise.perf.primitives import predict_primitive
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Op, OpKind, Primitive
 

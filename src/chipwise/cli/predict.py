@@ -42,7 +42,7 @@ from chipwise.perf.base import (
     PrimitivePrediction,
     TrainPrediction,
 )
-from chipwise.perf.planner import plan_constraints
+from chipwise.perf.plan.planner import plan_constraints
 from chipwise.perf.predict import predict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
 from chipwise.workload.ir import Inference, Primitive, Training, Workload

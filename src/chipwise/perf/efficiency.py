@@ -29,8 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chipwise.errors import CatalogError
 from chipwise.hardware.chip import Chip
-
-from .base import Assumption
+from chipwise.perf.base import Assumption
 
 # The parameters every Efficiency has, in the order reports list them.
 PARAMETERS: tuple[str, ...] = (

@@ -26,14 +26,14 @@ from chipwise.perf.base import (
     TrainPrediction,
 )
 from chipwise.perf.efficiency import Efficiency
-from chipwise.perf.graph import time_graph
-from chipwise.perf.memory import reserve_bytes
-from chipwise.perf.models import model_for
-from chipwise.perf.parallel import Group, Network, check_plan
-from chipwise.perf.planner import plan_serving, plan_training
-from chipwise.perf.primitives import predict_primitive
-from chipwise.perf.serve import ServeModel
-from chipwise.perf.step import DATA_PARALLEL_OVERLAP, StepModel
+from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.primitives import predict_primitive
+from chipwise.perf.plan.memory import reserve_bytes
+from chipwise.perf.plan.parallel import Group, Network, check_plan
+from chipwise.perf.plan.planner import plan_serving, plan_training
+from chipwise.perf.step.serve import ServeModel
+from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
 from chipwise.workload.ir import (
     Graph,
     Inference,

@@ -164,11 +164,11 @@ def _serving_op_times(
     option: Option, workload: Workload
 ) -> tuple[tuple[OpTime, ...], tuple[OpTime, ...]]:
     """Per-op times of one prefill layer and one decode layer, recomputed with
-    ``chipwise.perf.layers`` for the prediction's plan (``InferPrediction`` keeps none)."""
-    from chipwise.perf.layers import Shard, decode_layer_ops, layer_ops
-    from chipwise.perf.models import model_for
-    from chipwise.perf.serve import kv_dtype_for
-    from chipwise.perf.step import time_ops
+    ``chipwise.perf.ops.layers`` for the prediction's plan (``InferPrediction`` keeps none)."""
+    from chipwise.perf.ops.layers import Shard, decode_layer_ops, layer_ops
+    from chipwise.perf.ops.models import model_for
+    from chipwise.perf.step.serve import kv_dtype_for
+    from chipwise.perf.step.train import time_ops
 
     pred = option.prediction
     spec, phase = workload.model, workload.phase
@@ -202,7 +202,7 @@ def roofline_of(option: Option, workload: Workload) -> Roofline:
 
     Training predictions carry per-op times of one layer (forward and backward); those are
     used as they are. Serving predictions carry none, so one prefill and one decode layer
-    are recomputed with ``chipwise.perf.layers`` for the prediction's plan. Anything else
+    are recomputed with ``chipwise.perf.ops.layers`` for the prediction's plan. Anything else
     gets one point for the whole step: model FLOPs against weights + activations bytes per
     chip, and ``basis_text`` says so.
     """
@@ -242,7 +242,7 @@ def roofline_of(option: Option, workload: Workload) -> Roofline:
                 basis_text=(
                     f"Ops of one prefill layer and one decode layer under plan "
                     f"{plan_text(pred.plan)}, "
-                    "recomputed with chipwise.perf.layers (serving predictions keep no per-op "
+                    "recomputed with chipwise.perf.ops.layers (serving predictions keep no per-op "
                     "times)."
                 ),
             )

@@ -32,7 +32,7 @@ from functools import cache
 
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan
-from chipwise.perf.layers import (
+from chipwise.perf.ops.layers import (
     attention_params,
     embedding_params,
     heads_per_rank,
@@ -40,7 +40,7 @@ from chipwise.perf.layers import (
     kv_cached_tokens,
     mlp_params,
 )
-from chipwise.perf.parallel import layers_per_stage
+from chipwise.perf.plan.parallel import layers_per_stage
 from chipwise.units import GB, dtype_bytes
 from chipwise.workload.ir import TransformerSpec
 

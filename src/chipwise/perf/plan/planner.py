@@ -22,10 +22,10 @@ from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction, plan_values
-from chipwise.perf.memory import reserve_bytes, train_memory_parts
-from chipwise.perf.parallel import check_plan, domain_chips
-from chipwise.perf.serve import ServeModel
-from chipwise.perf.step import StepModel
+from chipwise.perf.plan.memory import reserve_bytes, train_memory_parts
+from chipwise.perf.plan.parallel import check_plan, domain_chips
+from chipwise.perf.step.serve import ServeModel
+from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
 
 # Context parallelism is worth its ring traffic only for long sequences (Megatron CP docs

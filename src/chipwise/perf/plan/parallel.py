@@ -17,7 +17,7 @@ from typing import Literal
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf.base import Plan
-from chipwise.perf.collectives import (
+from chipwise.perf.comm.collectives import (
     SCALE_OUT_EXTRA_LATENCY_S,
     TORUS_LINKS,
     GroupLayout,

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chipwise.perf.base import OpTime, PerfModel
 from chipwise.workload.ir import Graph, Op, OpKind
-
-from .base import OpTime, PerfModel
 
 _FUSIBLE = frozenset({OpKind.ELEMENTWISE, OpKind.NORM})
 _PRODUCERS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION})

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from chipwise.errors import CatalogError
 from chipwise.hardware.chip import Chip
-
-from .base import PerfModel
-from .efficiency import Efficiency
-from .gpu import GpuModel
-from .tpu import TpuModel
+from chipwise.perf.base import PerfModel
+from chipwise.perf.efficiency import Efficiency
+from chipwise.perf.ops.gpu import GpuModel
+from chipwise.perf.ops.tpu import TpuModel
 
 
 def model_for(chip: Chip, efficiency: Efficiency | None = None) -> PerfModel:

@@ -14,10 +14,9 @@ from typing import final
 
 from chipwise.errors import UnsupportedOpError
 from chipwise.hardware.chip import Chip
+from chipwise.perf.base import Assumption, Bound, OpTime, PerfModel
 from chipwise.units import DTYPE_BYTES
 from chipwise.workload.ir import Op, OpKind
-
-from .base import Assumption, Bound, OpTime, PerfModel
 
 # Ops that carry no double-precision work but whose dtype names fp64 data still need an fp64
 # unit; element-wise fp32/bf16 work runs on the vector units whatever the catalog lists.

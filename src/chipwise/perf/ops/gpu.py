@@ -35,11 +35,10 @@ from dataclasses import dataclass
 from typing import final
 
 from chipwise.hardware.chip import Chip
+from chipwise.perf.base import Assumption, OpTime, PerfModel
+from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
 from chipwise.workload.ir import Op, OpKind
-
-from .base import Assumption, OpTime, PerfModel
-from .efficiency import Efficiency, efficiency_for
-from .roofline import Roof, compute_rate, op_bytes, op_flops, timed
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
 # CUTLASS 3 default sm90 TMA warp-specialized GEMM tile 128x256x64 (Hopper); Blackwell's

@@ -21,16 +21,16 @@ from __future__ import annotations
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, Breakdown, InferPrediction, PerfModel, Plan
-from chipwise.perf.layers import (
+from chipwise.perf.ops.layers import (
     Shard,
     decode_layer_ops,
     embedding_ops,
     head_ops,
     layer_ops,
 )
-from chipwise.perf.memory import serve_memory, stage_layer_kinds
-from chipwise.perf.parallel import Group, Network, check_plan, groups
-from chipwise.perf.step import TP_OVERLAP, Cost, _cost, time_ops
+from chipwise.perf.plan.memory import serve_memory, stage_layer_kinds
+from chipwise.perf.plan.parallel import Group, Network, check_plan, groups
+from chipwise.perf.step.train import TP_OVERLAP, Cost, _cost, time_ops
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Op, TransformerSpec
 
@@ -59,12 +59,12 @@ def serve_assumptions() -> tuple[Assumption, ...]:
         Assumption(
             name="decode_step_overhead_s",
             value=DECODE_STEP_OVERHEAD_S,
-            source="perf/serve.py (host cost per decode step, vLLM/TRT-LLM traces)",
+            source="perf/step/serve.py (host cost per decode step, vLLM/TRT-LLM traces)",
         ),
         Assumption(
             name="serving_steady_state",
             value="continuous batching, prefill of the batch then output_len decode steps",
-            source="perf/serve.py",
+            source="perf/step/serve.py",
         ),
     )
 

@@ -37,8 +37,8 @@ from chipwise.perf.base import (
     Plan,
     TrainPrediction,
 )
-from chipwise.perf.graph import time_graph
-from chipwise.perf.layers import (
+from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.layers import (
     Shard,
     backward_ops,
     embedding_ops,
@@ -47,7 +47,7 @@ from chipwise.perf.layers import (
     layer_ops,
     selective_recompute_ops,
 )
-from chipwise.perf.memory import (
+from chipwise.perf.plan.memory import (
     GRAD_BYTES,
     WEIGHT_BYTES,
     sharded_params,
@@ -55,7 +55,7 @@ from chipwise.perf.memory import (
     stage_params,
     train_memory,
 )
-from chipwise.perf.parallel import (
+from chipwise.perf.plan.parallel import (
     Collective,
     Group,
     Network,
@@ -112,7 +112,7 @@ def _sustain(t: OpTime, fraction: float) -> OpTime:
 
 def step_assumptions() -> tuple[Assumption, ...]:
     """The step-level constants as reportable assumptions."""
-    src = "perf/step.py"
+    src = "perf/step/train.py"
     return (
         Assumption(name="tp_overlap", value=TP_OVERLAP, source=f"{src} (NeMo comm overlap)"),
         Assumption(

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from chipwise.errors import PlanError, WorkloadError
 from chipwise.hardware.chip import Chip
+from chipwise.perf.base import PrimitivePrediction
+from chipwise.perf.comm.collectives import collective_time
+from chipwise.perf.efficiency import Efficiency
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.roofline import matmul_bytes
 from chipwise.workload.ir import Op, OpKind, Primitive
-
-from .base import PrimitivePrediction
-from .collectives import collective_time
-from .efficiency import Efficiency
-from .models import model_for
-from .roofline import matmul_bytes
 
 
 def predict_primitive(

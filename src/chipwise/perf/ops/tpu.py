@@ -32,12 +32,11 @@ from typing import final
 
 from chipwise.errors import UnsupportedOpError
 from chipwise.hardware.chip import Chip
+from chipwise.perf.base import Assumption, OpTime, PerfModel
+from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.ops.roofline import Roof, op_bytes, op_flops, timed
 from chipwise.units import DTYPE_BYTES
 from chipwise.workload.ir import Op, OpKind
-
-from .base import Assumption, OpTime, PerfModel
-from .efficiency import Efficiency, efficiency_for
-from .roofline import Roof, op_bytes, op_flops, timed
 
 DEFAULT_MXU_DIM = 128  # v2-v5p MXU side (hardware.md TPU table), if the catalog lacks it
 TILE_SUBLANES = 8  # HBM/VMEM tile is (8, 128) 32-bit words (S4, "TPU memory layout")

@@ -35,9 +35,8 @@ from typing import Literal, get_args
 
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
-
-from .base import Assumption
-from .efficiency import Efficiency, efficiency_for
+from chipwise.perf.base import Assumption
+from chipwise.perf.efficiency import Efficiency, efficiency_for
 
 CollectiveKind = Literal["all-reduce", "reduce-scatter", "all-gather", "all-to-all"]
 COLLECTIVE_KINDS: tuple[str, ...] = get_args(CollectiveKind)

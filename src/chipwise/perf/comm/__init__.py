@@ -1,0 +1,1 @@
+"""Moving bytes between chips: collective algorithms over each fabric (NVLink, ICI, IB, DCN)."""

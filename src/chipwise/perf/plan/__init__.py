@@ -1,0 +1,1 @@
+"""Sharding a job: parallel groups and their placement, bytes per chip, the plan search."""
