@@ -5,9 +5,8 @@
 
 Prints every row (predicted ones with their error, the rest with why they were not
 predicted) and the median and 90th-percentile absolute error overall, for training on
-GPUs and on TPUs. Data: ``cases-public.csv`` from ``$CHIPWISE_VALIDATION_DIR`` (default
-``../shared/validation`` next to the repository) plus ``src/chipwise/perf/data/
-measurements.csv``. The same as ``chipwise validate``.
+GPUs and on TPUs. Data: the package's ``validate/data/public/cases-public.csv``
+plus ``validate/data/measurements.csv``. The same as ``chipwise validate``.
 
 ``--fit-sustained`` refits ``sustained_tensor_fraction`` (data/efficiency.toml) for its three
 chip groups (GPUs and GEMM ASICs; TPUs with 128-wide MXUs; TPUs with 256-wide MXUs) as the
@@ -30,7 +29,7 @@ from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
 from chipwise.hardware.chip import Chip
 from chipwise.perf.efficiency import Efficiency, efficiency_for
-from chipwise.perf.validation import Case, Report, Result, load_cases, run_validation
+from chipwise.validate import Case, Report, Result, load_cases, run_validation
 
 FIT_ROUNDS = 4
 

@@ -8,7 +8,7 @@ from chipwise.advise.confidence import MIN_ROWS, confidence_for_chip, confidence
 from chipwise.errors import ChipwiseError
 from chipwise.hardware import default_catalog
 from chipwise.hardware.catalog import chip as find_chip
-from chipwise.perf.validation import Case, load_cases, run_validation
+from chipwise.validate import Case, load_cases, run_validation
 
 CAT = default_catalog()
 

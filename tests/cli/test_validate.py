@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chipwise.cli import app
-from chipwise.perf.validation import load_cases
+from chipwise.validate import load_cases
 
 runner = CliRunner()
 
@@ -43,7 +43,7 @@ def _render(width: int, *, wide: bool = False) -> str:
     from rich.console import Console
 
     from chipwise.cli.validate import report_table
-    from chipwise.perf.validation import run_validation
+    from chipwise.validate import run_validation
 
     cases = [c for c in load_cases() if c.phase == "microbench" or c.id in ("TPU-008", "CW-014")]
     report = run_validation(cases=cases)

@@ -5,19 +5,19 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chipwise.errors import WorkloadError
+from chipwise.validate import public_cases_path
 from chipwise.workload import accounting as acc
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import TransformerSpec
 from chipwise.workload.presets import load_preset, preset_ids
 
-VALIDATION = Path("/work/shared/validation")
+VALIDATION = public_cases_path().parent
 
 
 def test_llama3_8b_flops_per_token_by_hand() -> None:

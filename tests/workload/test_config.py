@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from chipwise.errors import WorkloadError
+from chipwise.validate import public_cases_path
 from chipwise.workload.config import load_config
 from chipwise.workload.presets import preset_config, preset_ids
 
-VALIDATION_CONFIGS = Path("/work/shared/validation/configs")
+VALIDATION_CONFIGS = public_cases_path().parent / "configs"
 
 LLAMA3_8B: dict[str, Any] = {
     "model_type": "llama",

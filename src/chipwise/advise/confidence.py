@@ -20,7 +20,7 @@ from functools import cache
 from chipwise.errors import ChipwiseError
 from chipwise.hardware import Chip
 from chipwise.hardware.catalog import chip as find_chip
-from chipwise.perf.validation import Case, load_cases, run_validation
+from chipwise.validate import Case, load_cases, run_validation
 
 # Fewer measured rows than this give no 90th percentile worth quoting (with 5 rows the p90 is
 # already interpolated between the two worst); below it the band widens to the chip's kind.

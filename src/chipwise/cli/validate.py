@@ -28,8 +28,8 @@ from chipwise.bench.compare import Comparison, compare_measured, comparison_to_d
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, progress_bar, quiet_option, show_progress
-from chipwise.perf.validation import Report, Result, load_cases, run_case
 from chipwise.units import format_seconds
+from chipwise.validate import Report, Result, load_cases, run_case
 
 JSON_SCHEMA_VERSION = 1
 

@@ -5,7 +5,6 @@ Public entry points (the rest of the package is internal):
 * ``predict(workload, chip, chips, precision, plan)`` -> ``TrainPrediction`` |
   ``InferPrediction`` | ``PrimitivePrediction``
 * ``Plan`` / ``parse_plan`` - a parallelism plan and its ``--plan`` text form
-* ``run_validation()`` - predicted vs published measurements (``chipwise validate``)
 """
 
 from chipwise.perf.base import (
@@ -22,7 +21,6 @@ from chipwise.perf.base import (
     parse_plan,
 )
 from chipwise.perf.predict import predict
-from chipwise.perf.validation import run_validation
 
 __all__ = [
     "Assumption",
@@ -37,5 +35,4 @@ __all__ = [
     "TrainPrediction",
     "parse_plan",
     "predict",
-    "run_validation",
 ]

@@ -3,7 +3,7 @@
 Shapes: L = decoder layers, D = width, H = heads, Hkv = KV heads, Dh = head dim,
 F = MLP width, V = vocabulary, S = sequence length, E = routed experts, k = active experts.
 
-Counting convention (the one ``/work/shared/validation/README.md`` uses, and Megatron-LM's
+Counting convention (the one ``validate/data/public/README.md`` uses, and Megatron-LM's
 ``num_floating_point_operations``; Narayanan et al. 2021, Sec. 5.1, without its vocabulary
 padding):
 

@@ -1,8 +1,9 @@
 """Predicted vs published measurements: the proof that the model is any good.
 
-Reads ``cases-public.csv`` from the shared validation directory (``$CHIPWISE_VALIDATION_DIR``
-or ``../shared/validation`` next to the repository) and chipwise's own
-``perf/data/measurements.csv`` (more published rows, each with its source). Every row is
+Reads the rows shipped as package data in ``validate/data/``: ``public/cases-public.csv`` (the
+public rows the project was seeded with, with their provenance in ``public/README.md``) and
+chipwise's own ``measurements.csv`` (more published rows, each with its source and URL), so a
+source checkout and a wheel install give the same figures. Every row is
 predicted with ``predict`` and reported with its error, including bad ones; rows that cannot
 be predicted are listed with the reason. Workload paths in a CSV are relative to that CSV's
 directory.
@@ -21,7 +22,6 @@ planned from scratch. Error = predicted / measured - 1.
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -40,7 +40,6 @@ from chipwise.workload.config import load_config
 from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
 from chipwise.workload.load import load_workload_model
 
-ENV_DIR = "CHIPWISE_VALIDATION_DIR"
 PUBLIC_CASES = "cases-public.csv"
 SCALE_OUT_COLUMN = "scale_out_bytes_per_s_per_chip"  # optional: the row's system network
 METRICS = (
@@ -141,18 +140,18 @@ class Report:
         return out
 
 
-def validation_dir() -> Path:
-    """The shared validation directory: ``$CHIPWISE_VALIDATION_DIR`` or ../shared/validation
-    from the repository root."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[3]
-    return repo.parent / "shared" / "validation"
+def _data(*parts: str) -> Path:
+    return Path(str(resources.files("chipwise.validate").joinpath("data", *parts)))
+
+
+def public_cases_path() -> Path:
+    """The public rows the project was seeded with (package data)."""
+    return _data("public", PUBLIC_CASES)
 
 
 def own_measurements_path() -> Path:
-    return Path(str(resources.files("chipwise.perf").joinpath("data", "measurements.csv")))
+    """chipwise's own published rows, each with its source (package data)."""
+    return _data("measurements.csv")
 
 
 def _int(text: str) -> int:
@@ -211,7 +210,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
 def load_cases(paths: Iterable[Path] | None = None) -> tuple[Case, ...]:
     """The public cases plus chipwise's own measurements (missing files are skipped)."""
     if paths is None:
-        paths = (validation_dir() / PUBLIC_CASES, own_measurements_path())
+        paths = (public_cases_path(), own_measurements_path())
     out: list[Case] = []
     for p in paths:
         if p.exists():

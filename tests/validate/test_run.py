@@ -12,21 +12,19 @@ out of sample. Microbenchmarks: median 2.4 %.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from chipwise.cli.validate import report_table
 from chipwise.hardware.catalog import chip as find_chip
-from chipwise.perf.validation import (
-    PUBLIC_CASES,
+from chipwise.validate import (
     load_cases,
     own_measurements_path,
+    public_cases_path,
     read_cases,
     run_case,
     run_validation,
-    validation_dir,
     with_scale_out,
 )
 
@@ -75,18 +73,18 @@ def test_microbenchmarks_stay_within_the_bound(report) -> None:  # type: ignore[
     assert s is not None and s.median_abs_error <= MICROBENCH_MEDIAN_BOUND
 
 
-def test_shared_cases_are_found_when_present() -> None:
-    shared = validation_dir() / PUBLIC_CASES
-    if not shared.exists():
-        pytest.skip(f"no shared validation data at {shared}")
+def test_the_public_cases_ship_with_the_package() -> None:
+    # package data, not a folder beside the checkout: a wheel install sees the same rows
+    assert public_cases_path().is_file()
+    assert "site-packages" in str(public_cases_path()) or "src/chipwise" in str(public_cases_path())
     ids = {c.id for c in load_cases()}
     assert "GPU-001" in ids and "TPU-001" in ids
 
 
-def test_env_var_points_the_harness_elsewhere(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("CHIPWISE_VALIDATION_DIR", str(tmp_path))
-    assert validation_dir() == tmp_path
-    assert all(c.id.startswith("CW-") for c in load_cases())
+def test_every_config_a_row_names_ships_beside_it() -> None:
+    for c in load_cases():
+        if c.workload.lower().endswith(".json"):
+            assert (c.base_dir / c.workload).is_file(), c.id
 
 
 def test_a_row_may_name_its_system_network() -> None:
