@@ -208,6 +208,11 @@ def recommend(
     if not best:
         which = "in the catalog" if not request.chip_ids else "of those asked for (--chips)"
         notes.append(f"no chip {which} can run this under the given constraints")
+    notes += [
+        f"{c.id} is {c.provenance}: its figures are the user's, not the catalog's cited ones"
+        for c in chips
+        if c.user_supplied
+    ]
     return Recommendation(
         request=request,
         options=tuple(best),

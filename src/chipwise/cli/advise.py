@@ -21,6 +21,7 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
+from chipwise.hardware import default_catalog, load_chip_file, with_user_chips
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import require_plotly
 from chipwise.units import parse_quantity
@@ -141,6 +142,12 @@ def advise(
         help="Only these chips, comma-separated ids or aliases (e.g. h100,v5p). "
         "Default: the whole catalog.",
     ),
+    chip_files: list[Path] = typer.Option(
+        [],
+        "--chip-file",
+        help="Also consider a hypothetical chip: a TOML file in the catalog's schema (sources "
+        "optional, [price] optional); repeatable.",
+    ),
     max_chips: int = typer.Option(
         DEFAULT_MAX_CHIPS,
         "--max-chips",
@@ -164,6 +171,12 @@ def advise(
         check_writable(html, "--html")
         require_plotly()  # fail now, not after the planning, when the [web] extra is missing
     chip_ids = _chip_list(chips)
+    catalog = None
+    if chip_files:
+        user = [load_chip_file(p) for p in chip_files]
+        catalog = with_user_chips(default_catalog(), user)
+        if chip_ids:  # --chips narrows the catalog; the user's chips are asked for too
+            chip_ids = (*chip_ids, *(u.chip.id for u in user))
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
     if phase is PhaseChoice.train:
@@ -207,7 +220,7 @@ def advise(
         def tick(chip_id: str, i: int, total: int) -> None:
             bar.update(task, description=f"planning {chip_id}", completed=i, total=total)
 
-        rec = recommend(request, progress=tick)
+        rec = recommend(request, catalog, progress=tick)
     if html is not None:
         from chipwise.report.html import write_html_report
 

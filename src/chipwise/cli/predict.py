@@ -32,7 +32,7 @@ from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.errors import MeasurementError
-from chipwise.hardware import default_catalog
+from chipwise.hardware import Chip, chip_option, default_catalog
 from chipwise.perf.base import (
     Breakdown,
     InferPrediction,
@@ -72,7 +72,18 @@ def predict_command(
         help="Zoo id (llama3-8b), config.json path, or primitive (matmul:8192x8192x8192, "
         "copy:8589934592, allreduce:8589934592).",
     ),
-    chip: str = typer.Option(..., "--chip", help="Chip id or alias, e.g. h100 or v5p."),
+    chip: str | None = typer.Option(
+        None,
+        "--chip",
+        help="Chip id or alias, e.g. h100 or v5p, or a derived (hypothetical) chip, e.g. "
+        "'h100-sxm:hbm_bandwidth*1.5,memory=141GB' (see docs/explore.md).",
+    ),
+    chip_file: Path | None = typer.Option(
+        None,
+        "--chip-file",
+        help="A hypothetical chip: a TOML file in the catalog's schema (sources optional); "
+        "instead of --chip.",
+    ),
     chips: int = typer.Option(1, "--chips", min=1, help="Number of chips."),
     phase: PhaseChoice = typer.Option(
         PhaseChoice.train, "--phase", help="train (one training step) or infer (serving)."
@@ -130,7 +141,7 @@ def predict_command(
         if phase is PhaseChoice.train
         else Inference(batch=batch, input_len=input_len, output_len=output_len),
     )
-    target = default_catalog().chip(chip)
+    target = chip_option(chip, chip_file).chip
     efficiency = None
     if calibrated:
         efficiency = calibrated_efficiency(target.id, db)
@@ -150,7 +161,7 @@ def predict_command(
             work, target, chips, precision.value, exact, plan_keys=keys, efficiency=efficiency
         )
     source = "given" if exact is not None else ("planner" if keys is None else "planner+given")
-    data = prediction_to_dict(pred, plan_source=source)
+    data = prediction_to_dict(pred, plan_source=source, chip=target)
     data["efficiency"] = "calibrated" if calibrated else "packaged"
     if as_json:
         print_json(data)
@@ -194,14 +205,21 @@ def _memory(m: MemoryUse) -> dict[str, float]:
     }
 
 
-def prediction_to_dict(pred: Prediction, *, plan_source: str = "given") -> dict[str, Any]:
-    """The ``--json`` object of one prediction (documented in the module docstring)."""
+def prediction_to_dict(
+    pred: Prediction, *, plan_source: str = "given", chip: Chip | None = None
+) -> dict[str, Any]:
+    """The ``--json`` object of one prediction (documented in the module docstring).
+
+    ``chip`` is the chip predicted on; needed for a hypothetical one (default: the catalog's).
+    """
     out: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
         "workload": pred.workload,
         "chip": pred.chip_id,
         "chips": pred.chips,
     }
+    if chip is not None and chip.user_supplied:
+        out["chip_provenance"] = chip.provenance
     assumptions = [{"name": a.name, "value": a.value, "source": a.source} for a in pred.assumptions]
     if isinstance(pred, PrimitivePrediction):
         out.update(
@@ -230,7 +248,8 @@ def prediction_to_dict(pred: Prediction, *, plan_source: str = "given") -> dict[
         "plan_reason": reason,
     }
     if isinstance(pred, TrainPrediction):
-        peak = default_catalog().chip(pred.chip_id).peak_flops_per_s(pred.precision)
+        on = chip if chip is not None else default_catalog().chip(pred.chip_id)
+        peak = on.peak_flops_per_s(pred.precision)
         out.update(
             kind="train",
             seq_len=pred.seq_len,
@@ -275,6 +294,8 @@ def prediction_to_dict(pred: Prediction, *, plan_source: str = "given") -> dict[
 
 def _table(pred: Prediction, data: dict[str, Any]) -> Table:
     title = f"{pred.workload} on {pred.chips} x {pred.chip_id}"
+    if data.get("chip_provenance"):
+        title += f" ({data['chip_provenance']})"
     table = Table(title=title, show_header=False, min_width=min(len(title) + 4, 80))
     table.add_column("what", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")

@@ -66,6 +66,16 @@ class Chip:
     features_sources: tuple[str, ...] = ()
     features_note: str = ""
     notes: str = ""
+    # A hypothetical chip (``hardware.hypothetical``) says what it is here: "user-supplied:
+    # <file or derivation>"; "" for a catalog chip. ``based_on`` is the catalog id a derived
+    # chip started from (its efficiency parameters are that chip's).
+    provenance: str = ""
+    based_on: str = ""
+
+    @property
+    def user_supplied(self) -> bool:
+        """Whether the chip's figures came from the user, not the cited catalog."""
+        return bool(self.provenance)
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for ``dtype``; an unsupported dtype is an error, never a fallback."""

@@ -199,7 +199,7 @@ class EfficiencyTable:
             ("kind", chip.kind, self.kind),
             ("vendor", chip.vendor, self.vendor),
             ("architecture", chip.architecture, self.architecture),
-            ("chip", chip.id, self.chip),
+            ("chip", chip.based_on or chip.id, self.chip),  # a derived chip: its base's
         )
         for level, key, table in levels:
             entry = table.get(key)
@@ -210,7 +210,8 @@ class EfficiencyTable:
             for name, (value, source) in entry.items():
                 values[name] = value
                 sources[name] = source
-        if chip.architecture not in self.architecture and chip.id not in self.chip:
+        own = chip.based_on or chip.id  # a derived chip keeps its base chip's entry
+        if chip.architecture not in self.architecture and own not in self.chip:
             basis.append(f"(no entry for architecture {chip.architecture!r}: defaults)")
         missing = [p for p in PARAMETERS if p not in values and p not in _OPTIONAL]
         if missing:
