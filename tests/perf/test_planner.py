@@ -115,3 +115,6 @@ def test_a_plan_whose_axes_do_not_multiply_to_the_chips_says_so() -> None:
     with pytest.raises(PlanError, match="--chips is 1"):
         plan_constraints("dp=2", 1)
     assert plan_constraints("dp=2,tp=4", 8)["dp"] == 2
+    # the schedule is the planner's unless named: interleaving, micro-batch, recompute
+    assert "vp" not in plan_constraints("tp=2,pp=2", 8)
+    assert plan_constraints("tp=2,pp=2,vp=2", 8)["vp"] == 2

@@ -21,6 +21,7 @@ from chipwise.hardware.catalog import chip as find_chip
 from chipwise.validate import (
     load_cases,
     own_measurements_path,
+    own_measurements_paths,
     public_cases_path,
     read_cases,
     run_case,
@@ -48,6 +49,28 @@ def test_own_measurements_all_cite_a_source() -> None:
         pinned = c.source.startswith("github:") and "@" in c.source
         dated = c.source.startswith("url:") and any(ch.isdigit() for ch in c.source)
         assert pinned or dated, c.id
+
+
+def test_every_measurements_table_is_loaded_and_cites_a_source() -> None:
+    paths = own_measurements_paths()
+    assert paths[0] == own_measurements_path()
+    assert any(p.name == "measurements-scale.csv" for p in paths)
+    loaded = {c.id for c in load_cases()}
+    for p in paths:
+        for c in read_cases(p):
+            assert c.id in loaded
+            pinned = c.source.startswith("github:") and "@" in c.source
+            dated = c.source.startswith("url:") and any(ch.isdigit() for ch in c.source)
+            assert pinned or dated, c.id
+
+
+def test_scale_rows_are_reported_as_their_own_group(report) -> None:  # type: ignore[no-untyped-def]
+    from chipwise.validate.run import SCALE_GROUP
+
+    summary = report.summary()
+    big = [r for r in report.results if r.error is not None and r.case.chips >= 1024]
+    assert SCALE_GROUP in summary
+    assert summary[SCALE_GROUP].rows == sum(1 for r in big if r.case.phase == "train")
 
 
 def test_every_row_is_predicted_or_says_why(report) -> None:  # type: ignore[no-untyped-def]

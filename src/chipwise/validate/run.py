@@ -52,6 +52,11 @@ METRICS = (
     "bus_bytes_per_s",
 )
 
+# Training runs on this many chips or more are also reported as their own group: the
+# regime where the scale-out network (InfiniBand, DCN) and the global batch decide the step.
+SCALE_CHIPS = 1024
+SCALE_GROUP = f"train-{SCALE_CHIPS}+"
+
 # Efficiency parameters per chip for a run (a calibration, a refit); None = the packaged ones.
 EfficiencyFor = Callable[[Chip], Efficiency | None]
 
@@ -102,6 +107,13 @@ class Result:
     def group(self) -> str:
         return f"{self.case.phase}-{self.kind}" if self.kind else self.case.phase
 
+    @property
+    def subsets(self) -> tuple[str, ...]:
+        """The summary groups this row counts in beyond its phase and phase-kind."""
+        if self.case.phase == "train" and self.case.chips >= SCALE_CHIPS:
+            return (SCALE_GROUP,)
+        return ()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Stats:
@@ -116,11 +128,12 @@ class Report:
 
     def stats(self, group: str | None = None) -> Stats | None:
         """Median and 90th percentile of |error| over predicted rows (of ``group``: 'train',
-        'train-gpu', 'train-tpu', 'infer', 'microbench'; None = all)."""
+        'train-gpu', 'train-tpu', 'train-1024+', 'infer', 'microbench'; None = all)."""
         errs = [
             abs(r.error)
             for r in self.results
-            if r.error is not None and (group is None or r.case.phase == group or r.group == group)
+            if r.error is not None
+            and (group is None or group in (r.case.phase, r.group) or group in r.subsets)
         ]
         if not errs:
             return None
@@ -131,7 +144,7 @@ class Report:
         )
 
     def summary(self) -> dict[str, Stats]:
-        groups = ("all", "train", "train-gpu", "train-tpu", "infer", "microbench")
+        groups = ("all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "infer", "microbench")
         out: dict[str, Stats] = {}
         for g in groups:
             s = self.stats(None if g == "all" else g)
@@ -152,6 +165,13 @@ def public_cases_path() -> Path:
 def own_measurements_path() -> Path:
     """chipwise's own published rows, each with its source (package data)."""
     return _data("measurements.csv")
+
+
+def own_measurements_paths() -> tuple[Path, ...]:
+    """Every ``measurements*.csv`` table in the package data, in name order
+    (``measurements.csv``, then topical tables such as ``measurements-scale.csv``)."""
+    main = own_measurements_path()
+    return (main, *sorted(p for p in _data().glob("measurements*.csv") if p != main))
 
 
 def _int(text: str) -> int:
@@ -210,7 +230,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
 def load_cases(paths: Iterable[Path] | None = None) -> tuple[Case, ...]:
     """The public cases plus chipwise's own measurements (missing files are skipped)."""
     if paths is None:
-        paths = (public_cases_path(), own_measurements_path())
+        paths = (public_cases_path(), *own_measurements_paths())
     out: list[Case] = []
     for p in paths:
         if p.exists():

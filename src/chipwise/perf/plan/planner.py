@@ -44,6 +44,8 @@ def divisors(n: int) -> list[int]:
 
 
 LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
+# How the layout is run rather than where ranks sit: free unless a plan names them.
+SCHEDULE_KEYS = ("vp", "microbatch", "recompute")
 
 
 def given_keys(text: str) -> dict[str, int | str]:
@@ -53,12 +55,15 @@ def given_keys(text: str) -> dict[str, int | str]:
 
 def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
     """What a ``--plan`` string fixes: every parallel axis (unnamed axes are 1, ``dp`` takes
-    the chips left over), and micro-batch/recompute only if named (else the planner picks).
+    the chips left over), and the schedule (micro-batch, recompute, interleaving ``vp``) only
+    if named (else the planner picks, as a framework's tuned config would).
 
     Raises ``PlanError`` when the named axes do not divide ``chips``.
     """
     keys = given_keys(text)
-    fixed: dict[str, int | str] = {k: int(keys.get(k, 1)) for k in LAYOUT_KEYS if k != "dp"}
+    fixed: dict[str, int | str] = {
+        k: int(keys.get(k, 1)) for k in LAYOUT_KEYS if k not in ("dp", *SCHEDULE_KEYS)
+    }
     used = 1
     for k in ("fsdp", "tp", "pp", "cp"):
         used *= int(fixed[k])
@@ -77,7 +82,7 @@ def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
             f"plan {text!r} uses fsdp*tp*pp*cp = {used} chips, which does not divide "
             f"--chips {chips}; choose axes whose product divides {chips}"
         )
-    for k in ("microbatch", "recompute"):
+    for k in SCHEDULE_KEYS:
         if k in keys:
             fixed[k] = keys[k]
     return fixed
