@@ -76,3 +76,40 @@ def test_purchases_are_sourced_and_only_for_purchasable_chips() -> None:
         assert len(p.source) > 3 and _ISO_DATE.fullmatch(p.date)
         assert 500 <= p.usd <= 100_000
     assert len({p.chip_id for p in CATALOG.purchases}) == len(CATALOG.purchases)
+
+
+# GCP bills accelerator-optimized VMs as GPU + host VM SKUs; an offer must be their sum.
+_GCP_MACHINE = re.compile(r"^(a2|a3|a4|g2|n1)-[a-z0-9-]+")
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [o for o in OFFERS if o.provider == "gcp" and CATALOG.chip(o.chip_id).kind == "gpu"],
+    ids=_offer_id,
+)
+def test_every_gcp_gpu_offer_is_a_whole_machine_named_by_region_and_type(
+    offer: PriceOffer,
+) -> None:
+    assert _GCP_MACHINE.match(offer.instance), offer.instance
+    assert offer.region.startswith(("us-", "europe-", "asia-")), offer.region
+    assert "VM" in offer.note, "the note must show the VM part of the sum"
+
+
+@pytest.mark.parametrize("offer", OFFERS, ids=_offer_id)
+def test_no_offer_is_a_component_price(offer: PriceOffer) -> None:
+    text = f"{offer.instance} {offer.note}".lower()
+    assert "gpu part" not in text and "component only" not in text
+
+
+def test_third_party_prices_are_low_confidence() -> None:
+    for o in OFFERS:
+        assert o.confidence in ("high", "medium", "low")
+        if "third-party" in o.source:
+            assert o.confidence == "low", _offer_id(o)
+
+
+def test_a_chip_without_a_public_price_has_no_offer_and_a_source_saying_so() -> None:
+    assert CATALOG.no_price, "tpu-v7 has no public price"
+    for n in CATALOG.no_price:
+        assert not CATALOG.offers_for(n.chip_id), n.chip_id
+        assert len(n.source) > 3 and _ISO_DATE.fullmatch(n.date)

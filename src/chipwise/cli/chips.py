@@ -79,14 +79,25 @@ def show_chip(
     offers = catalog.offers_for(chip.id)
     lines = [
         f"{o.provider} {o.pricing}: ${o.usd_per_chip_hour:.2f}/chip-h "
-        f"({o.region}; {o.source}, {o.date})"
+        f"({o.region}{', ' + o.instance if o.instance else ''}; {o.source}, {o.date})"
+        + "".join(f" [{c}]" for c in o.caveats())
         for o in offers
     ]
+    if offers:
+        lines.insert(0, "prices per chip-hour, whole machine (accelerators + host VM + disk):")
+    unpriced = catalog.no_price_for(chip.id)
+    if unpriced is not None:
+        lines.append(f"no public price: {unpriced.why} ({unpriced.source}, {unpriced.date})")
+    elif not offers:
+        lines.append(
+            "no cloud price in the catalog yet (give one with --prices FILE or "
+            "'chipwise prices update')"
+        )
     console.print(
         Group(
             chip_detail_table(chip),
             Text(f"clouds: {', '.join(chip.clouds)}; purchasable: {chip.purchasable}"),
             Text(f"software: {', '.join(chip.software)}"),
-            Text("\n".join(lines) if lines else "no cloud offers in the catalog"),
+            Text("\n".join(lines)),
         )
     )

@@ -1,7 +1,14 @@
 """What it runs on: the chip catalog, cloud offers and purchase prices."""
 
 from chipwise.hardware.catalog import Catalog, chip, chips, default_catalog, load_catalog
-from chipwise.hardware.chip import Chip, Interconnect, PriceOffer, Purchase, SourcedFigure
+from chipwise.hardware.chip import (
+    Chip,
+    Interconnect,
+    NoPublicPrice,
+    PriceOffer,
+    Purchase,
+    SourcedFigure,
+)
 from chipwise.hardware.hypothetical import (
     HypotheticalChipError,
     UserChip,
@@ -16,6 +23,7 @@ __all__ = [
     "Chip",
     "HypotheticalChipError",
     "Interconnect",
+    "NoPublicPrice",
     "PriceOffer",
     "Purchase",
     "SourcedFigure",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -17,8 +18,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from chipwise.errors import CatalogError, UnknownChipError
-from chipwise.hardware.chip import Chip, Interconnect, PriceOffer, Purchase, SourcedFigure
-from chipwise.hardware.schema import ChipFile, Figure, OfferFile, PurchaseFile
+from chipwise.hardware.chip import (
+    Chip,
+    Interconnect,
+    NoPublicPrice,
+    PriceOffer,
+    Purchase,
+    SourcedFigure,
+)
+from chipwise.hardware.schema import ChipFile, Figure, NoPriceFile, OfferFile, PurchaseFile
 
 _DATA = "data"
 _KIND_DIRS = ("gpu", "tpu", "asic")
@@ -31,6 +39,7 @@ class Catalog:
     chips: tuple[Chip, ...]
     offers: tuple[PriceOffer, ...]
     purchases: tuple[Purchase, ...]
+    no_price: tuple[NoPublicPrice, ...] = ()
     _index: dict[str, Chip] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -53,6 +62,27 @@ class Catalog:
 
     def purchase_for(self, chip_id: str) -> Purchase | None:
         return next((p for p in self.purchases if p.chip_id == chip_id), None)
+
+    def no_price_for(self, chip_id: str) -> NoPublicPrice | None:
+        """Why the chip has no public price, where the catalog records one."""
+        return next((n for n in self.no_price if n.chip_id == chip_id), None)
+
+    def with_offers(self, offers: Iterable[PriceOffer]) -> Catalog:
+        """A copy where ``offers`` replace every offer of the same chip, provider and pricing
+        (a negotiated or refreshed price replaces that provider's list prices) and add to
+        the rest. Unknown chip ids are an error."""
+        new = tuple(offers)
+        known = {c.id for c in self.chips}
+        for o in new:
+            if o.chip_id not in known:
+                close = difflib.get_close_matches(o.chip_id, sorted(known), n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise CatalogError(f"offer for unknown chip id {o.chip_id!r}{hint}")
+        replaced = {(o.chip_id, o.provider, o.pricing) for o in new}
+        kept = tuple(o for o in self.offers if (o.chip_id, o.provider, o.pricing) not in replaced)
+        return Catalog(
+            chips=self.chips, offers=kept + new, purchases=self.purchases, no_price=self.no_price
+        )
 
 
 def _normalise(name: str) -> str:
@@ -188,9 +218,17 @@ def load_catalog(root: Path | None = None) -> Catalog:
     known = set(ids)
     offers: list[PriceOffer] = []
     purchases: list[Purchase] = []
+    no_price: list[NoPublicPrice] = []
     for path in sorted((base / "offers").glob("*.toml")):
         raw = _read_toml(path)
         try:
+            if path.stem == "no_price":
+                for n in NoPriceFile.model_validate(raw).no_price:
+                    _check_known(path, n.chip, known)
+                    no_price.append(
+                        NoPublicPrice(chip_id=n.chip, why=n.why, source=n.source, date=n.date)
+                    )
+                continue
             if path.stem == "purchase":
                 for p in PurchaseFile.model_validate(raw).purchases:
                     _check_known(path, p.chip, known)
@@ -216,9 +254,15 @@ def load_catalog(root: Path | None = None) -> Catalog:
                     source=o.source,
                     date=o.date,
                     note=o.note,
+                    confidence=o.confidence,
                 )
             )
-    return Catalog(chips=tuple(chips), offers=tuple(offers), purchases=tuple(purchases))
+    return Catalog(
+        chips=tuple(chips),
+        offers=tuple(offers),
+        purchases=tuple(purchases),
+        no_price=tuple(no_price),
+    )
 
 
 @cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -99,13 +100,32 @@ class Chip:
         return feature in self.features
 
 
+# A price older than this is flagged stale: cloud GPU prices move every few months (AWS cut
+# P4/P5 on-demand prices by up to 45% in June 2025; usage.ai, 2026-06-30).
+STALE_AFTER_DAYS = 365
+
+
+def earliest_day(date: str) -> dt.date:
+    """The earliest day a (possibly partial) ISO date can mean: '2025' -> 2025-01-01.
+
+    Ages are counted from it, so a price dated only by its year is never younger than it is.
+    """
+    parts = [int(p) for p in date.split("-")] + [1, 1]
+    return dt.date(parts[0], parts[1], parts[2])
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PriceOffer:
-    """USD per chip-hour of one chip at one provider under one pricing model."""
+    """USD per chip-hour of one chip at one provider under one pricing model.
+
+    The price is for the whole machine that holds the chip (accelerators, host vCPUs, memory
+    and bundled local disk) divided by its chips. ``confidence`` is high | medium | low
+    (``hardware.schema.Confidence``); ``date`` is the source's date (YYYY[-MM[-DD]]).
+    """
 
     chip_id: str
     provider: str
-    provider_kind: str  # hyperscaler | neocloud
+    provider_kind: str  # hyperscaler | neocloud | user
     pricing: str  # on-demand | spot | committed-1y | committed-3y
     usd_per_chip_hour: float
     region: str
@@ -113,6 +133,34 @@ class PriceOffer:
     source: str
     date: str
     note: str = ""
+    confidence: str = "medium"
+
+    def age_days(self, today: dt.date | None = None) -> int:
+        """Days since the source's date (counted from its earliest possible day)."""
+        return ((today or dt.date.today()) - earliest_day(self.date)).days
+
+    def is_stale(self, today: dt.date | None = None) -> bool:
+        """Older than ``STALE_AFTER_DAYS``."""
+        return self.age_days(today) > STALE_AFTER_DAYS
+
+    def caveats(self, today: dt.date | None = None) -> tuple[str, ...]:
+        """Why this price may be off: 'low confidence', 'stale (701 days old)'; () if none."""
+        out = []
+        if self.confidence == "low":
+            out.append("low confidence")
+        if self.is_stale(today):
+            out.append(f"stale ({self.age_days(today):,} days old)")
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoPublicPrice:
+    """A chip with no public cloud price, and the source that says so."""
+
+    chip_id: str
+    why: str
+    source: str
+    date: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -61,6 +61,11 @@ Vendor = Literal["nvidia", "amd", "intel", "google", "aws"]
 Kind = Literal["gpu", "tpu", "asic"]
 Topology = Literal["switch", "all-to-all", "torus-2d", "torus-3d", "pcie", "none"]
 Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+# How far a price can be trusted: "high" a provider's own price list (or the user's own
+# contract), "medium" a maintained scrape of provider APIs (SkyPilot's catalogs), "low" a
+# third-party survey or blog, an estimate, or a row that disagrees with its neighbours.
+Confidence = Literal["high", "medium", "low"]
+CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 Feature = Literal[
     "fp64",
     "int32",
@@ -264,7 +269,12 @@ class ChipFile(_Frozen):
 
 
 class Offer(_Frozen):
-    """A price for one chip-hour of ``chip`` at ``provider``."""
+    """A price for one chip-hour of ``chip`` at ``provider``.
+
+    ``usd_per_chip_hour`` is what a user pays for the whole machine that holds the chip
+    (accelerators + host vCPUs, memory and the local disk the instance type includes),
+    divided by its chips: never a component price.
+    """
 
     chip: str
     pricing: Pricing
@@ -273,6 +283,7 @@ class Offer(_Frozen):
     instance: str = ""
     source: str = Field(min_length=3)
     date: str
+    confidence: Confidence = "medium"
     note: str = ""
 
     @field_validator("date")
@@ -288,6 +299,26 @@ class OfferFile(_Frozen):
     kind: Literal["hyperscaler", "neocloud"]
     note: str = ""
     offers: list[Offer]
+
+
+class NoPrice(_Frozen):
+    """A chip known to have no public price (e.g. sold only through an account team)."""
+
+    chip: str
+    why: str = Field(min_length=3)
+    source: str = Field(min_length=3)
+    date: str
+
+    @field_validator("date")
+    @classmethod
+    def _iso_date(cls, v: str) -> str:
+        return _check_iso_date(v)
+
+
+class NoPriceFile(_Frozen):
+    """``data/offers/no_price.toml``: chips with no public price, and where that is said."""
+
+    no_price: list[NoPrice]
 
 
 class PurchasePrice(_Frozen):

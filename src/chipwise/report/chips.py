@@ -7,7 +7,9 @@ JSON schema of one chip (``chipwise chips --json`` prints a list of these)::
      "memory_type", "unit_name", "clouds": [..], "purchasable", "software": [..],
      "features": [..],  # capability names (hardware.schema.FEATURES); [] when none listed
      "offers": [{"provider", "pricing", "usd_per_chip_hour", "region", "instance",
-                 "source", "date"}],
+                 "source", "date", "note", "confidence", "stale", "age_days"}],
+                # usd_per_chip_hour: the whole machine (GPUs + host VM + bundled disk) / chips
+     "no_public_price": {"why", "source", "date"} | null,
      "purchase": {"usd", "source", "date"} | null}
 """
 
@@ -20,15 +22,34 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from chipwise.hardware import Catalog, Chip
+from chipwise.hardware import Catalog, Chip, PriceOffer
 from chipwise.units import GB, TERA, format_bytes, format_rate, format_seconds
 
 JSON_SCHEMA_VERSION = 1
 
 
+def offer_to_dict(o: PriceOffer) -> dict[str, Any]:
+    """One offer as JSON, with its age and the ``stale`` / ``confidence`` flags."""
+    return {
+        "chip": o.chip_id,
+        "provider": o.provider,
+        "pricing": o.pricing,
+        "usd_per_chip_hour": o.usd_per_chip_hour,
+        "region": o.region,
+        "instance": o.instance,
+        "source": o.source,
+        "date": o.date,
+        "note": o.note,
+        "confidence": o.confidence,
+        "stale": o.is_stale(),
+        "age_days": o.age_days(),
+    }
+
+
 def chip_to_dict(chip: Chip, catalog: Catalog) -> dict[str, Any]:
     """A JSON-ready dict of ``chip`` with every figure's source and date."""
     purchase = catalog.purchase_for(chip.id)
+    unpriced = catalog.no_price_for(chip.id)
     return {
         "id": chip.id,
         "name": chip.name,
@@ -48,18 +69,10 @@ def chip_to_dict(chip: Chip, catalog: Catalog) -> dict[str, Any]:
         "purchasable": chip.purchasable,
         "software": list(chip.software),
         "features": list(chip.features),
-        "offers": [
-            {
-                "provider": o.provider,
-                "pricing": o.pricing,
-                "usd_per_chip_hour": o.usd_per_chip_hour,
-                "region": o.region,
-                "instance": o.instance,
-                "source": o.source,
-                "date": o.date,
-            }
-            for o in catalog.offers_for(chip.id)
-        ],
+        "offers": [offer_to_dict(o) for o in catalog.offers_for(chip.id)],
+        "no_public_price": None
+        if unpriced is None
+        else {"why": unpriced.why, "source": unpriced.source, "date": unpriced.date},
         "purchase": None
         if purchase is None
         else {"usd": purchase.usd, "source": purchase.source, "date": purchase.date},
