@@ -466,6 +466,7 @@ def with_user_chips(catalog: Catalog, user_chips: Iterable[UserChip]) -> Catalog
         chips=(*catalog.chips, *(u.chip for u in extra)),
         offers=(*catalog.offers, *(o for u in extra for o in u.offers)),
         purchases=(*catalog.purchases, *(u.purchase for u in extra if u.purchase is not None)),
+        no_price=catalog.no_price,
     )
 
 
