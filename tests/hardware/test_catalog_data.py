@@ -295,3 +295,17 @@ def test_graphics_and_video_encode_have_capable_gpus_and_fp64_hpc_ranks_by_matri
         capable("fp64-hpc"), key=lambda i: (-chipwise.chip(i).peak_flops_per_s("fp64"), i)
     )
     assert fp64[:3] == ["mi300x", "mi325x", "mi250x"]  # 163.4, 163.4, 95.7 TF matrix FP64
+
+
+def test_largest_job_is_sourced_where_recorded() -> None:
+    from chipwise.hardware import chip
+
+    # recorded on the scale-out network, with its source: GPU clusters and TPU multislice
+    for cid in ("h100-sxm", "tpu-v5e", "tpu-v6e"):
+        c = chip(cid)
+        assert c.largest_job_chips is not None and c.largest_job_chips > 8192
+        assert "scale_out.max_chips" in c.figures
+        assert c.figures["scale_out.max_chips"].date
+    # a TPU with no record falls back to its largest slice; a GPU with none has no limit
+    assert chip("tpu-v7").largest_job_chips == chip("tpu-v7").scale_up.max_chips
+    assert chip("mi300x").largest_job_chips is None

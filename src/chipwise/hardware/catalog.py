@@ -159,6 +159,7 @@ def chip_from_file(file: ChipFile) -> Chip:
             name=out.name,
             bytes_per_s_per_chip=out.bytes_per_s_per_chip_unidirectional.value,
             topology="switch",
+            max_chips=round(out.max_chips.value) if out.max_chips else 0,
         ),
         clouds=tuple(file.availability.clouds),
         purchasable=file.availability.purchasable,

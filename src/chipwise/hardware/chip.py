@@ -27,6 +27,8 @@ class Interconnect:
     bytes_per_s_per_chip: float  # unidirectional, per chip
     topology: str = "switch"  # switch | all-to-all | torus-2d | torus-3d | pcie | none
     domain_chips: int = 1
+    # scale-up: the largest slice (TPU) or domain; scale-out: the largest job or cluster a
+    # source records on this network (0 = none recorded)
     max_chips: int = 1
 
 
@@ -88,6 +90,17 @@ class Chip:
                 f"{self.id} has no {dtype} rate in the catalog (it supports: {have}); "
                 f"choose one of those with --precision"
             ) from None
+
+    @property
+    def largest_job_chips(self) -> int | None:
+        """The largest job the catalog records for this chip: its scale-out network's
+        recorded cluster or job size, else (a TPU without one) its largest slice; None when
+        no source records any (a GPU's NVLink domain is not a job limit)."""
+        if self.scale_out is not None and self.scale_out.max_chips > 0:
+            return max(self.scale_out.max_chips, self.scale_up.max_chips)
+        if self.kind == "tpu":
+            return max(self.scale_up.max_chips, self.scale_up.domain_chips)
+        return None
 
     def supports(self, dtype: str) -> bool:
         return dtype in self.dense_flops_per_s

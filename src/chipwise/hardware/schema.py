@@ -156,10 +156,16 @@ class ScaleUpSpec(_Frozen):
 
 
 class ScaleOutSpec(_Frozen):
-    """Between scale-up domains: InfiniBand, RoCE, EFA, TPU DCN."""
+    """Between scale-up domains: InfiniBand, RoCE, EFA, TPU DCN.
+
+    ``max_chips`` is the largest training job or single-fabric cluster of this chip a
+    source records (e.g. 16,384 H100 for Llama 3, 50,944 TPU v5e in one multislice job):
+    how far ``advise`` searches. Left out when no source gives one.
+    """
 
     name: str
     bytes_per_s_per_chip_unidirectional: Figure
+    max_chips: Figure | None = None
 
 
 class AvailabilitySpec(_Frozen):

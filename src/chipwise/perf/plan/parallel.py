@@ -59,8 +59,13 @@ class Group:
 
 
 def domain_chips(chip: Chip, chips: int) -> int:
-    """Chips per scale-up domain for a job of ``chips`` (never more than the job)."""
-    return max(1, min(chip.scale_up.domain_chips, chips))
+    """Chips per scale-up domain for a job of ``chips`` (never more than the job): a TPU
+    job is cut into slices no larger than the largest slice (``scale_up.max_chips``, e.g.
+    6,144 of a v5p pod's 8,960), joined over DCN (multislice)."""
+    up = chip.scale_up
+    return max(
+        1, min(up.domain_chips, up.max_chips if up.max_chips > 1 else up.domain_chips, chips)
+    )
 
 
 def groups(plan: Plan, chip: Chip) -> dict[str, Group]:
