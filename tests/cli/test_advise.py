@@ -209,8 +209,9 @@ def test_the_pick_is_the_best_listed_option_for_the_objective(objective: str) ->
 
 TOP_KEYS = {
     "schema_version", "workload", "phase", "objective", "constraints", "pick", "best_gpu",
-    "best_tpu", "options", "excluded", "reasons", "confidence", "notes", "non_ml",
+    "best_tpu", "options", "excluded", "reasons", "confidence", "notes", "non_ml", "training",
 }  # fmt: skip
+TRAINING_KEYS = {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"}
 CONSTRAINT_KEYS = {
     "cloud", "pricing", "own_hardware", "budget_usd", "deadline_days", "framework", "tokens",
     "requests_per_day", "precision", "chips", "max_chips",
@@ -229,7 +230,7 @@ NON_ML_KEYS = {"workload", "capable_chips", "basis"}
 def test_every_key_in_these_sets_is_documented() -> None:
     doc = advice.__doc__ or ""
     for key in (TOP_KEYS | CONSTRAINT_KEYS | OPTION_KEYS | TRAIN_KEYS | SERVE_KEYS | REASON_KEYS
-                | CONFIDENCE_KEYS | NON_ML_KEYS):  # fmt: skip
+                | CONFIDENCE_KEYS | NON_ML_KEYS | TRAINING_KEYS):  # fmt: skip
         assert f'"{key}"' in doc, key
 
 
@@ -237,6 +238,7 @@ def test_training_json_has_every_documented_key() -> None:
     data = advise(*SMALL)
     assert set(data) == TOP_KEYS and data["schema_version"] == 1
     assert set(data["constraints"]) == CONSTRAINT_KEYS
+    assert set(data["training"]) == TRAINING_KEYS
     for o in [data["pick"], data["best_gpu"], data["best_tpu"], *data["options"]]:
         assert set(o) == OPTION_KEYS | TRAIN_KEYS
     assert all(set(r) == REASON_KEYS for r in data["reasons"])

@@ -51,14 +51,14 @@ from chipwise.hardware import Catalog, Chip
 from chipwise.hardware.chip import PriceOffer
 from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
 from chipwise.perf.ops.models import model_for
-from chipwise.perf.plan.memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, reserve_bytes
+from chipwise.perf.plan.memory import frozen_bytes_per_param, reserve_bytes
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.plan.planner import plan_serving, plan_training
 from chipwise.perf.predict import predict
 from chipwise.perf.step.serve import ServeModel
-from chipwise.perf.step.train import StepModel
+from chipwise.perf.step.train import StepModel, training_flops_per_token
 from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, dtype_bytes
-from chipwise.workload.accounting import matmul_params, model_flops_per_token
+from chipwise.workload.accounting import matmul_params
 from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
 
 Prediction = TrainPrediction | InferPrediction
@@ -116,7 +116,13 @@ def chip_counts(chip: Chip, max_chips: int) -> tuple[int, ...]:
 
 
 def memory_floor_bytes(
-    spec: TransformerSpec, chip: Chip, chips: int, precision: str, *, training: bool
+    spec: TransformerSpec,
+    chip: Chip,
+    chips: int,
+    precision: str,
+    *,
+    training: bool,
+    method: str = "full",
 ) -> float:
     """Bytes per chip that every plan on ``chips`` chips needs at least.
 
@@ -127,9 +133,8 @@ def memory_floor_bytes(
     Routed experts count too: ``perf.memory.sharded_params`` never shards them more than
     ``chips`` ways.
     """
-    key = "fp32" if precision == "fp32" else "default"
-    if training:
-        per_param = WEIGHT_BYTES[key] + GRAD_BYTES[key] + OPTIMIZER_BYTES[key]
+    if training:  # LoRA/QLoRA: only the frozen base as stored (``method``)
+        per_param = frozen_bytes_per_param(method, precision)
     else:  # serving keeps weights in the serving precision (perf.memory.serve_memory)
         per_param = 4.0 if precision == "fp32" else dtype_bytes(precision)
     params = matmul_params(spec)
@@ -148,7 +153,7 @@ def step_floor_s(
 ) -> float:
     """Seconds per training step no plan can beat: the step's model FLOPs (causal attention
     halved, no recompute) at the chip's peak rate, perfectly spread over ``chips``."""
-    flops = model_flops_per_token(spec, phase.seq_len, causal_halving=True)
+    flops = training_flops_per_token(spec, phase, causal_halving=True)
     tokens = phase.seq_len * phase.global_batch
     return flops * tokens / (chips * _floor_peak_flops_per_s(chip, precision))
 
@@ -345,7 +350,9 @@ class _Planner:
         if isinstance(phase, Training):
             if self._step is None:
                 perf = model_for(chip)
-                self._step = StepModel(spec, chip, self.precision, perf, Network(chip))
+                self._step = StepModel(
+                    spec, chip, self.precision, perf, Network(chip), training=phase
+                )
             choice = plan_training(
                 self._step, chips=chips, seq_len=phase.seq_len, global_batch=phase.global_batch
             )
@@ -414,7 +421,8 @@ def _count_floor(chip: Chip, n: int, request: AdviseRequest) -> str:
     if not isinstance(spec, TransformerSpec):
         return ""
     training = isinstance(phase, Training)
-    need = memory_floor_bytes(spec, chip, n, request.precision, training=training)
+    method = phase.method if isinstance(phase, Training) else "full"
+    need = memory_floor_bytes(spec, chip, n, request.precision, training=training, method=method)
     if need > chip.hbm_capacity_bytes:
         return (
             f"does not fit: needs at least {need / GB:,.0f} GB per chip on {n} chips "

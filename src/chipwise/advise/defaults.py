@@ -20,3 +20,14 @@ def default_tokens(model: TransformerSpec) -> float:
     if model.name == DEFAULT_WORKLOAD:
         return DEFAULT_FINETUNE_TOKENS
     return CHINCHILLA_TOKENS_PER_PARAM * params_total(model)
+
+
+def default_method(model: TransformerSpec, *, tokens_given: bool) -> str:
+    """How the weights train when the user does not say (``--method``): the default
+    fine-tune is a LoRA run, the common case (Hugging Face PEFT, Unsloth and Axolotl
+    default to LoRA adapters for instruction tuning; a full fine-tune of an 8B model needs
+    ~16 bytes per parameter of optimizer state, LoRA about 2); any other run (a pre-training
+    run sized by --tokens or Chinchilla) trains every weight."""
+    if model.name == DEFAULT_WORKLOAD and not tokens_given:
+        return "lora"
+    return "full"

@@ -18,7 +18,7 @@ from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platf
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.hardware.schema import FEATURES
-from chipwise.workload.ir import NonMLKind
+from chipwise.workload.ir import NonMLKind, Training
 
 Progress = Callable[[str, int, int], None]  # (chip id, index, total)
 
@@ -55,6 +55,7 @@ class Recommendation:
     notes: tuple[str, ...] = ()
     non_ml: NonMLAnswer | None = None
     considered: tuple[Option, ...] = ()  # every allowed chip x count that was planned
+    smallest_gpu: Option | None = None  # the least-memory single GPU the job fits on
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -85,6 +86,26 @@ def project_exclusion(chip: Chip, request: AdviseRequest) -> str:
     missing = [fw for fw in proj.frameworks if fw in _FRAMEWORKS and fw not in chip.software]
     if missing:
         return f"the project uses {', '.join(missing)}, which this chip does not support"
+    return ""
+
+
+# QLoRA's 4-bit NF4 layers come from bitsandbytes, which supports NVIDIA, AMD and Intel
+# GPUs and Intel Gaudi, not TPUs or Trainium ("We provide official support for NVIDIA
+# GPUs, AMD GPUs, Intel XPUs, Apple Silicon, and Intel Gaudi": bitsandbytes v0.50
+# installation guide, huggingface.co/docs/bitsandbytes/v0.50.0/installation).
+QLORA_VENDORS = ("nvidia", "amd", "intel")
+QLORA_SOURCE = "bitsandbytes v0.50 installation guide"
+
+
+def method_exclusion(chip: Chip, request: AdviseRequest) -> str:
+    """Why the training method cannot run on ``chip`` (QLoRA needs bitsandbytes), or ''."""
+    phase = request.workload.phase
+    qlora = isinstance(phase, Training) and phase.method == "qlora"
+    if qlora and chip.vendor not in QLORA_VENDORS:
+        return (
+            "QLoRA needs bitsandbytes' 4-bit kernels: NVIDIA, AMD and Intel only "
+            f"({QLORA_SOURCE}); use --method lora"
+        )
     return ""
 
 
@@ -173,7 +194,7 @@ def recommend(
     for i, chip in enumerate(chips):
         if progress is not None:
             progress(chip.id, i, len(chips))
-        why = project_exclusion(chip, request)
+        why = project_exclusion(chip, request) or method_exclusion(chip, request)
         if why:
             excluded.append(Excluded(chip_id=chip.id, why=why))
             continue
@@ -224,6 +245,9 @@ def recommend(
         confidence=None if pick is None else confidence_for_chip(pick.chip),
         notes=tuple(notes),
         considered=tuple(considered),
+        smallest_gpu=min(
+            single_gpu, key=lambda o: (o.chip.hbm_capacity_bytes, key(o)), default=None
+        ),
     )
 
 

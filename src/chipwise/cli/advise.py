@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from chipwise.advise import AdviseError, AdviseRequest, recommend
-from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
+from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_method, default_tokens
 from chipwise.advise.request import DEFAULT_MAX_CHIPS
 from chipwise.cli.app import app
 from chipwise.cli.output import (
@@ -25,7 +25,14 @@ from chipwise.hardware import default_catalog, load_chip_file, with_user_chips
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import require_plotly
 from chipwise.units import parse_quantity
-from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
+from chipwise.workload.ir import (
+    LORA_DEFAULT_RANK,
+    LORA_TARGETS,
+    Inference,
+    Training,
+    TransformerSpec,
+    Workload,
+)
 from chipwise.workload.load import load_workload_model
 
 
@@ -53,6 +60,12 @@ class ObjectiveChoice(StrEnum):
     time = "time"
     cost = "cost"
     energy = "energy"
+
+
+class MethodChoice(StrEnum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
 
 
 class FrameworkChoice(StrEnum):
@@ -131,6 +144,21 @@ def advise(
     global_batch: int = typer.Option(
         256, "--global-batch", min=1, help="Train: sequences per optimizer step."
     ),
+    method: MethodChoice | None = typer.Option(
+        None,
+        "--method",
+        help="Train: full (every weight), lora (frozen bf16 base + adapters) or qlora (4-bit "
+        "base + adapters). Default: lora for the default fine-tune, else full.",
+    ),
+    lora_rank: int = typer.Option(
+        LORA_DEFAULT_RANK, "--lora-rank", min=1, help="Train, lora/qlora: adapter rank r."
+    ),
+    lora_targets: str = typer.Option(
+        ",".join(LORA_TARGETS),
+        "--lora-targets",
+        help="Train, lora/qlora: comma-separated projections to adapt (default: every "
+        "attention and MLP projection).",
+    ),
     batch: int = typer.Option(64, "--batch", min=1, help="Infer: concurrent requests."),
     input_len: int = typer.Option(1024, "--input-len", min=1, help="Infer: prompt tokens."),
     output_len: int = typer.Option(
@@ -180,7 +208,20 @@ def advise(
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
     if phase is PhaseChoice.train:
-        wl = Workload(model=model, phase=Training(seq_len=seq_len, global_batch=global_batch))
+        how = method.value if method else "full"
+        if method is None and isinstance(model, TransformerSpec):
+            how = default_method(model, tokens_given=tokens is not None)
+        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        wl = Workload(
+            model=model,
+            phase=Training(
+                seq_len=seq_len,
+                global_batch=global_batch,
+                method=how,
+                lora_rank=lora_rank,
+                lora_targets=targets,
+            ),
+        )
     else:
         wl = Workload(
             model=model,

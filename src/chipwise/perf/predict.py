@@ -108,7 +108,7 @@ def predict(
     network = Network(c, efficiency)
     phase = workload.phase
     if isinstance(phase, Training):
-        step = StepModel(model, c, precision, perf, network)
+        step = StepModel(model, c, precision, perf, network, training=phase)
         if plan is not None:
             check_plan(plan, chips, c, model)
             return step.train(plan, seq_len=phase.seq_len, global_batch=phase.global_batch)

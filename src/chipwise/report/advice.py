@@ -3,6 +3,7 @@
 JSON schema (``chipwise advise --json``), version 1::
 
     {"schema_version": 1, "workload", "phase", "objective",
+     "training": {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"} | null,
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
                      "framework", "tokens", "requests_per_day", "precision", "chips",
                      "max_chips"},
@@ -38,7 +39,8 @@ from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import describe
 from chipwise.perf.base import InferPrediction, TrainPrediction
 from chipwise.units import GB, format_seconds
-from chipwise.workload.ir import Training
+from chipwise.workload.finetune import lora_params
+from chipwise.workload.ir import LORA_TARGETS, Training, TransformerSpec
 
 JSON_SCHEMA_VERSION = 1
 
@@ -100,6 +102,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "chips": list(req.chip_ids),
             "max_chips": req.max_chips,
         },
+        "training": _training_dict(rec),
         "pick": option_to_dict(rec.pick) if rec.pick else None,
         "best_gpu": option_to_dict(rec.best_gpu) if rec.best_gpu else None,
         "best_tpu": option_to_dict(rec.best_tpu) if rec.best_tpu else None,
@@ -133,6 +136,71 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "capable_chips": list(rec.non_ml.capable),
             "basis": rec.non_ml.basis,
         },
+    }
+
+
+METHOD_WORDS = {
+    "full": "full training (every weight)",
+    "lora": "LoRA fine-tune",
+    "qlora": "QLoRA fine-tune (4-bit base)",
+}
+
+
+def _short_count(n: float) -> str:
+    """41.9e6 -> '41.9M', 1e9 -> '1B' (the way model cards write counts)."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def job_line(rec: Recommendation) -> str:
+    """One line saying what job was sized, so a default answer names its assumptions."""
+    wl = rec.request.workload
+    phase = wl.phase
+    if not isinstance(phase, Training):
+        return ""
+    what = METHOD_WORDS.get(phase.method, phase.method)
+    if phase.adapters and isinstance(wl.model, TransformerSpec):
+        targets = (
+            "all attention and MLP projections"
+            if set(phase.lora_targets) == set(LORA_TARGETS)
+            else ", ".join(phase.lora_targets)
+        )
+        n = _short_count(lora_params(wl.model, phase))
+        what += f", rank {phase.lora_rank} on {targets} ({n} trainable parameters)"
+    tokens = f"{_short_count(rec.request.tokens)} tokens, " if rec.request.tokens else ""
+    other = [m for m in ("full", "lora", "qlora") if m != phase.method]
+    return (
+        f"Job: {wl.name} {what}; {tokens}{phase.seq_len}-token sequences, "
+        f"{phase.global_batch} per step (--method {'|'.join(other)} to compare)"
+    )
+
+
+def _smallest_gpu_line(rec: Recommendation) -> str:
+    """For LoRA/QLoRA: the smallest single GPU the job fits on, with its memory (the reason
+    to fine-tune with adapters is to fit on one small GPU)."""
+    phase = rec.request.workload.phase
+    s = rec.smallest_gpu
+    if not isinstance(phase, Training) or not phase.adapters or s is None:
+        return ""
+    if rec.pick is not None and s.chip.id == rec.pick.chip.id and rec.pick.total_chips == 1:
+        return ""
+    p = s.prediction
+    mem = f"{p.memory.total_bytes / GB:,.1f} of {p.capacity_bytes / GB:,.0f} GB"
+    return f"smallest GPU it fits on: {s.chip.name} ×1 ({mem}): {describe(s)}"
+
+
+def _training_dict(rec: Recommendation) -> dict[str, Any] | None:
+    phase = rec.request.workload.phase
+    if not isinstance(phase, Training):
+        return None
+    return {
+        "method": phase.method,
+        "lora_rank": phase.lora_rank if phase.adapters else None,
+        "lora_targets": list(phase.lora_targets) if phase.adapters else None,
+        "seq_len": phase.seq_len,
+        "global_batch": phase.global_batch,
     }
 
 
@@ -211,6 +279,9 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
         parts.extend(_excluded(rec))
         return Group(*parts)
+    job = job_line(rec)
+    if job:
+        parts.append(Text(job))
     if rec.options:
         parts.append(options_table(rec))
     if rec.pick is None:
@@ -227,6 +298,9 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
             )
         )
         parts.append(_indented(f"plan {p.plan}; {mem}", 2))
+        small = _smallest_gpu_line(rec)
+        if small:
+            parts.append(_indented(small, 2))
         parts.append(_indented(f"price: {o.price_label}", 2))
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:

@@ -248,17 +248,58 @@ class NonMLKind:
 Model = TransformerSpec | Graph | Primitive | NonMLKind
 
 
+# How the weights are trained. ``full``: every weight trains (bf16 weights + fp32 Adam).
+# ``lora``: the base weights are frozen and low-rank adapters B @ A of rank r train beside
+# the chosen projections (Hu et al. 2021, "LoRA", §4). ``qlora``: LoRA over base weights
+# stored in 4-bit NormalFloat with double-quantised block constants (Dettmers et al. 2023,
+# "QLoRA", §3), paged optimizer states.
+FINETUNE_METHODS = ("full", "lora", "qlora")
+# The projections LoRA may adapt, by their Hugging Face (PEFT ``target_modules``) names.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# Default: every attention and MLP projection. The QLoRA paper (§4, "Default LoRA
+# hyperparameters do not match full finetuning performance") found all linear layers are
+# needed to match full fine-tuning; PEFT's "all-linear" and Unsloth's notebooks do the same.
+LORA_DEFAULT_TARGETS = LORA_TARGETS
+# Rank 16: Unsloth's and PEFT's example notebooks (r=16); QLoRA's paper used r=64.
+LORA_DEFAULT_RANK = 16
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Training:
-    """Training: forward + backward + optimizer over ``global_batch`` sequences of ``seq_len``."""
+    """Training: forward + backward + optimizer over ``global_batch`` sequences of ``seq_len``.
+
+    ``method`` is full training or a LoRA/QLoRA fine-tune with ``lora_rank`` adapters on
+    ``lora_targets`` (see ``FINETUNE_METHODS``).
+    """
 
     seq_len: int = 4096
     global_batch: int = 256  # sequences per step
     tokens_to_train: float = 0.0  # for cost of a full run; 0 = unknown
+    method: str = "full"
+    lora_rank: int = LORA_DEFAULT_RANK
+    lora_targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
 
     def __post_init__(self) -> None:
         if self.seq_len <= 0 or self.global_batch <= 0:
             raise WorkloadError("seq_len and global_batch must be positive")
+        if self.method not in FINETUNE_METHODS:
+            raise WorkloadError(
+                f"unknown training method {self.method!r}; choose one of "
+                f"{', '.join(FINETUNE_METHODS)}"
+            )
+        if self.lora_rank < 1:
+            raise WorkloadError(f"LoRA rank must be >= 1, got {self.lora_rank}")
+        bad = [t for t in self.lora_targets if t not in LORA_TARGETS]
+        if bad or not self.lora_targets:
+            raise WorkloadError(
+                f"unknown LoRA target module(s) {bad or '(none)'}; choose among "
+                f"{', '.join(LORA_TARGETS)}"
+            )
+
+    @property
+    def adapters(self) -> bool:
+        """Whether only low-rank adapters train (LoRA or QLoRA)."""
+        return self.method != "full"
 
     @property
     def tokens_per_step(self) -> int:

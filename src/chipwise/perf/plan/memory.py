@@ -23,6 +23,14 @@ MoE) instead of the paper's GPT-only 34*s*b*h; with flash attention the 5*a*s^2*
 term is gone and dropout masks are not kept (modern LLMs train without dropout).
 Recompute: ``selective`` drops what is cheap to recompute (norm outputs, the activation
 function's output, the attention output); ``full`` keeps only each layer's input.
+
+LoRA / QLoRA (``method``): the base weights are frozen, so they have no gradients and no
+optimizer states; the adapters (``lora_params``) keep fp32 weights, grads and Adam m, v
+(16 bytes each, ``ops.adapters``). Activations are still stored: the backward runs through
+every frozen layer to reach the adapters below it (Hu et al. 2021 §4.2 count the saving in
+weights and optimizer states only). QLoRA stores the base matmul weights in NF4 at
+``QLORA_WEIGHT_BYTES`` (0.516 B) each; embedding and LM head stay bf16 (bitsandbytes does
+not quantise them), as in the QLoRA paper's memory accounting (Dettmers et al. 2023 §3).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from functools import cache
 
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan
+from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
     attention_params,
     embedding_params,
@@ -233,11 +242,14 @@ def train_memory(
     microbatches: int,
     precision: str,
     chip: Chip,
+    method: str = "full",
+    lora_params: float = 0.0,
 ) -> MemoryUse:
     """Per-chip bytes for training ``spec`` under ``plan`` (the busiest pipeline stage)."""
     w, g, o, a, other = train_memory_parts(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
+        method=method, lora_params=lora_params,
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -262,9 +274,13 @@ def train_memory_parts(
     seq_len: int,
     microbatches: int,
     precision: str,
+    *,
+    method: str = "full",
+    lora_params: float = 0.0,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
-    plain arguments so the planner can call it for thousands of layouts cheaply."""
+    plain arguments so the planner can call it for thousands of layouts cheaply.
+    ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters."""
     key = "fp32" if precision == "fp32" else "default"
     p = _stage_params(spec, pp, vp, tp, ep).total
     shard3 = fsdp * cp if fsdp > 1 else 1  # see parallel.zero_shards
@@ -274,6 +290,10 @@ def train_memory_parts(
     weights = held * WEIGHT_BYTES[key]
     grads = held * GRAD_BYTES[key]
     optimizer = opt_held * OPTIMIZER_BYTES[key]
+    if method != "full":
+        weights, grads, optimizer = _adapter_state(
+            spec, held, pp, tp, shard3, fsdp * dp * cp, method, lora_params, WEIGHT_BYTES[key]
+        )
     tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
     layers = layers_per_stage(spec.n_layers, pp, vp)
     moe_frac = moe_layer_count(spec) / spec.n_layers
@@ -287,6 +307,42 @@ def train_memory_parts(
     # ZeRO-3 gathers a layer (and prefetches the next) at full size.
     gather = 2 * p / layers * WEIGHT_BYTES[key] if fsdp > 1 and layers else 0.0
     return weights, grads, optimizer, acts + logits, gather
+
+
+def frozen_bytes_per_param(method: str, precision: str) -> float:
+    """Bytes every matmul parameter costs at least when training by ``method``: 16 (mixed
+    precision Adam) for full training, the frozen base's storage for LoRA/QLoRA."""
+    key = "fp32" if precision == "fp32" else "default"
+    if method == "qlora":
+        return QLORA_WEIGHT_BYTES
+    if method == "lora":
+        return WEIGHT_BYTES[key]
+    return WEIGHT_BYTES[key] + GRAD_BYTES[key] + OPTIMIZER_BYTES[key]
+
+
+def _adapter_state(
+    spec: TransformerSpec,
+    held: float,
+    pp: int,
+    tp: int,
+    weight_shards: int,
+    optimizer_shards: int,
+    method: str,
+    lora_params: float,
+    base_bytes: float,
+) -> tuple[float, float, float]:
+    """(weights, grads, optimizer) bytes of a LoRA/QLoRA chip: the frozen base as stored
+    plus the adapters' fp32 weights, grads and Adam states (sharded like the base)."""
+    if method == "qlora":
+        emb, head = embedding_params(spec)
+        ends = (emb + head if pp == 1 else max(emb, head)) / tp / weight_shards
+        linear = max(0.0, held - ends)
+        base = linear * QLORA_WEIGHT_BYTES + (held - linear) * base_bytes
+    else:
+        base = held * base_bytes
+    stage_share = layers_per_stage(spec.n_layers, pp) / spec.n_layers / tp
+    aw, ag, ao = adapter_params_bytes(lora_params * stage_share)
+    return base + aw / weight_shards, ag / weight_shards, ao / optimizer_shards
 
 
 def serve_memory(

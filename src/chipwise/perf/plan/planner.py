@@ -206,6 +206,7 @@ def plan_training(
                 train_memory_parts(
                     spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
                     layout.vp, layout.microbatch, rc, seq_len, m, precision,
+                    method=model.training.method, lora_params=model.lora_params,
                 )
             )  # fmt: skip
             if least is None or need < least[0]:

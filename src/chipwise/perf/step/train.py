@@ -19,6 +19,10 @@ is timed by the per-op model of the chip (``OpTimer``). On top:
 * pipeline: bubble = (pp - 1) / vp of one micro-batch's stage time (Narayanan et al. 2021
   §2.2), plus point-to-point sends of activations;
 * the optimizer step: Adam, memory-bound over the chip's shard of the weights.
+
+LoRA / QLoRA fine-tunes (``Training.method``) change the per-layer ops as
+``ops.adapters`` describes (no weight gradients of frozen weights, adapter GEMMs, QLoRA's
+dequantisation); gradient traffic and the optimizer cover only the adapters.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ from chipwise.perf.base import (
     PerfModel,
     Plan,
     TrainPrediction,
+)
+from chipwise.perf.ops.adapters import (
+    ADAPTER_GRAD_BYTES,
+    QLORA_WEIGHT_BYTES,
+    adapter_forward_ops,
+    frozen_backward,
+    with_dequant,
 )
 from chipwise.perf.ops.graph import time_graph
 from chipwise.perf.ops.layers import (
@@ -65,8 +76,13 @@ from chipwise.perf.plan.parallel import (
     zero_shards,
 )
 from chipwise.units import dtype_bytes
-from chipwise.workload.accounting import model_flops_per_token
-from chipwise.workload.ir import Graph, Op, OpKind, TransformerSpec
+from chipwise.workload.accounting import (
+    active_matmul_params,
+    lm_head_params,
+    model_flops_per_token,
+)
+from chipwise.workload.finetune import lora_params
+from chipwise.workload.ir import Graph, Op, OpKind, Training, TransformerSpec
 
 # ---- step-level constants (each an assumption reported with every prediction) -------------
 
@@ -153,6 +169,19 @@ def _flops_per_token(spec: TransformerSpec, seq_len: int) -> float:
     return model_flops_per_token(spec, seq_len)
 
 
+def training_flops_per_token(
+    spec: TransformerSpec, training: Training, *, causal_halving: bool = False
+) -> float:
+    """Model FLOPs per token of a training step by ``training.method``: full training's
+    6 per weight; LoRA/QLoRA skip the frozen weights' wgrad (4 per weight, Hu et al. 2021
+    §4.2) and add the adapters' 6 per adapter parameter."""
+    full = model_flops_per_token(spec, training.seq_len, causal_halving=causal_halving)
+    if not training.adapters:
+        return full
+    frozen_wgrad = 2.0 * (active_matmul_params(spec) + lm_head_params(spec))
+    return full - frozen_wgrad + 6.0 * lora_params(spec, training)
+
+
 def time_ops(
     ops: tuple[Op, ...], chip: Chip, model: PerfModel, *, sustained: bool = True
 ) -> list[OpTime]:
@@ -205,12 +234,17 @@ class StepModel:
         precision: str,
         model: PerfModel,
         network: Network,
+        *,
+        training: Training | None = None,
     ) -> None:
         self.spec = spec
         self.chip = chip
         self.precision = precision
         self.model = model
         self.network = network
+        # only the method and the LoRA settings matter here (seq_len/batch come per call)
+        self.training = training or Training()
+        self.lora_params = lora_params(spec, self.training)
         self.model_assumptions = model.assumptions()
         self._layers: dict[tuple[int, int, int, int, int, bool, bool], LayerCost] = {}
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
@@ -253,8 +287,11 @@ class StepModel:
             self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
             sliding=sliding,
         )  # fmt: skip
-        fwd = self.time_ops(fwd_ops)
-        bwd = self.time_ops(tuple(reversed(backward_ops(fwd_ops))))
+        tr = self.training
+        adapters = adapter_forward_ops(fwd_ops, self.spec, tr)
+        fwd = self.time_ops(with_dequant(fwd_ops, tr, backward=False) + adapters)
+        bwd_ops = frozen_backward(tuple(reversed(backward_ops(fwd_ops + adapters))), tr)
+        bwd = self.time_ops(with_dequant(bwd_ops, tr, backward=True))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
         attn_f = sum(t.seconds for t in fwd if t.op.kind is OpKind.ATTENTION)
         attn_b = sum(t.seconds for t in bwd if t.op.kind is OpKind.ATTENTION)
@@ -278,8 +315,10 @@ class StepModel:
         shard = Shard(tp=tp, cp=cp)
         emb = embedding_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
         head = head_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
-        e = _cost(self.time_ops(emb) + self.time_ops(backward_ops(emb)))
-        h = _cost(self.time_ops(head) + self.time_ops(tuple(reversed(backward_ops(head)))))
+        tr = self.training
+        e = _cost(self.time_ops(emb) + self.time_ops(frozen_backward(backward_ops(emb), tr)))
+        h_bwd = frozen_backward(tuple(reversed(backward_ops(head))), tr)
+        h = _cost(self.time_ops(head) + self.time_ops(h_bwd))
         self._ends[key] = (e, h)
         return e, h
 
@@ -368,8 +407,9 @@ class StepModel:
             overhead_s=m * work.overhead_s + opt.overhead_s + STEP_OVERHEAD_S,
         )
         memory = train_memory(
-            spec, plan, seq_len=seq_len, microbatches=m, precision=self.precision, chip=chip
-        )
+            spec, plan, seq_len=seq_len, microbatches=m, precision=self.precision, chip=chip,
+            method=self.training.method, lora_params=self.lora_params,
+        )  # fmt: skip
         return TrainPrediction(
             workload=spec.name,
             chip_id=chip.id,
@@ -379,13 +419,18 @@ class StepModel:
             seq_len=seq_len,
             global_batch=global_batch,
             step_time_s=step,
-            model_flops_per_token=_flops_per_token(spec, seq_len),
+            model_flops_per_token=self._flops_per_token(seq_len),
             memory=memory,
             capacity_bytes=chip.hbm_capacity_bytes,
             breakdown=breakdown,
             assumptions=self._assumptions,
             op_times=op_times,
         )
+
+    def _flops_per_token(self, seq_len: int) -> float:
+        if not self.training.adapters:
+            return _flops_per_token(self.spec, seq_len)
+        return training_flops_per_token(self.spec, replace(self.training, seq_len=seq_len))
 
     # ---- communication pieces -------------------------------------------------------------
 
@@ -429,6 +474,10 @@ class StepModel:
         """(weights, grads) bytes of this chip's stage after tp/ep, before fsdp."""
         key = "fp32" if self.precision == "fp32" else "default"
         p = stage_params(self.spec, plan).total
+        if self.training.adapters:  # frozen base gathered as stored; adapter grads only
+            base = QLORA_WEIGHT_BYTES if self.training.method == "qlora" else WEIGHT_BYTES[key]
+            share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers / plan.tp
+            return p * base, self.lora_params * share * ADAPTER_GRAD_BYTES
         return p * WEIGHT_BYTES[key], p * GRAD_BYTES[key]
 
     def _fsdp(
@@ -464,6 +513,9 @@ class StepModel:
             self.spec, pp=plan.pp, vp=plan.vp, tp=plan.tp, ep=plan.ep,
             weight_shards=zero_shards(plan)[0], optimizer_shards=zero_shards(plan)[1],
         )  # fmt: skip
+        if self.training.adapters:  # Adam over the adapters only (fp32, no master copy)
+            share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers
+            params = self.lora_params * share / plan.tp / zero_shards(plan)[1]
         op = Op(
             name="adam",
             kind=OpKind.ELEMENTWISE,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from chipwise._version import __version__
 from chipwise.advise import AdviseError, AdviseRequest, Recommendation, recommend
-from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_tokens
+from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_method, default_tokens
 from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import default_catalog
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
@@ -158,7 +158,15 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
     else:
         model = model_for_web(body.workload)
     if body.phase == "train":
-        phase: Training | Inference = Training(seq_len=body.seq_len, global_batch=body.global_batch)
+        method: str = body.method or "full"
+        if body.method is None and isinstance(model, TransformerSpec):
+            method = default_method(model, tokens_given=body.tokens not in (None, ""))
+        phase: Training | Inference = Training(
+            seq_len=body.seq_len,
+            global_batch=body.global_batch,
+            method=method,
+            lora_rank=body.lora_rank,
+        )
     else:
         phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len)
     tokens = _quantity("tokens", body.tokens) if body.tokens not in (None, "") else None

@@ -83,6 +83,12 @@ class AdviseBody(_Edge):
     global_batch: int = Field(
         256, ge=1, le=1 << 24, description="Train: sequences per optimizer step."
     )
+    method: Literal["full", "lora", "qlora"] | None = Field(
+        None,
+        description="Train: full, lora or qlora; null = lora for the default fine-tune, "
+        "else full (as 'chipwise advise --method').",
+    )
+    lora_rank: int = Field(16, ge=1, le=4096, description="Train, lora/qlora: adapter rank.")
     batch: int = Field(64, ge=1, le=1 << 20, description="Infer: concurrent requests.")
     input_len: int = Field(1024, ge=1, le=1 << 21, description="Infer: prompt tokens.")
     output_len: int = Field(
