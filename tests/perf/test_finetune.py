@@ -8,7 +8,6 @@ from chipwise.errors import WorkloadError
 from chipwise.perf import Plan, TrainPrediction, predict
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES
 from chipwise.perf.step.train import training_flops_per_token
-from chipwise.units import GB
 from chipwise.workload.accounting import model_flops_per_token, params_total
 from chipwise.workload.finetune import lora_params
 from chipwise.workload.ir import Training, Workload
@@ -71,7 +70,7 @@ def test_qlora_stores_the_base_matmuls_in_about_half_a_byte() -> None:
     matmuls = params_total(LLAMA3_8B) - embed_and_head
     saved = lora.memory.weights_bytes - qlora.memory.weights_bytes
     assert saved == pytest.approx(matmuls * (2 - QLORA_WEIGHT_BYTES), rel=0.01)
-    assert QLORA_WEIGHT_BYTES == pytest.approx(0.516, abs=0.001)  # QLoRA §3: 4.127 bits
+    assert pytest.approx(0.516, abs=0.001) == QLORA_WEIGHT_BYTES  # QLoRA §3: 4.127 bits
 
 
 def test_lora_is_faster_than_full_and_qlora_pays_for_dequantization() -> None:
