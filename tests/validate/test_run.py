@@ -133,3 +133,19 @@ def test_a_faster_system_network_never_slows_a_multi_node_row() -> None:
     fast = run_case(replace(row, scale_out_bytes_per_s_per_chip=25e9))
     assert slow.predicted is not None and fast.predicted is not None
     assert fast.predicted > slow.predicted
+
+
+def test_fine_tune_rows_are_predicted_with_their_method_and_summarised_apart() -> None:
+    from chipwise.validate.run import own_measurements_paths, read_cases
+
+    path = next(p for p in own_measurements_paths() if p.name == "measurements-finetune.csv")
+    cases = read_cases(path)
+    assert cases and all(c.phase == "finetune" and c.method == "qlora" for c in cases)
+    assert all(c.source != path.name for c in cases)  # each row names its publication
+    report = run_validation(cases=cases)
+    memory = [r for r in report.results if r.case.metric == "memory_bytes"]
+    assert memory and all(r.predicted is not None for r in memory)
+    # a QLoRA row predicts far less than the same run trained in full would need
+    assert all(r.predicted is not None and r.predicted < 40e9 for r in memory[:6])
+    summary = report.summary()
+    assert "finetune" in summary and "train" not in summary

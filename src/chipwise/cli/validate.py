@@ -36,6 +36,7 @@ JSON_SCHEMA_VERSION = 1
 
 class KindChoice(StrEnum):
     train = "train"
+    finetune = "finetune"
     infer = "infer"
     microbench = "microbench"
 

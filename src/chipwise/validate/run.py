@@ -14,6 +14,13 @@ A row may name its system's scale-out network (optional column
 catalog's A100 lists AWS p4d's 50 Gb/s per GPU). It replaces only that bandwidth; the chip's
 compute, memory and scale-up network stay the catalog's.
 
+Fine-tune rows (phase ``finetune``, ``measurements-finetune.csv``) name their training
+method in the optional columns ``method`` (full | lora | qlora), ``lora_rank`` and
+``lora_targets`` (PEFT module names separated by ``;``) and are summarised as their own
+group, apart from pre-training throughput. Their metric may be ``memory_bytes``: the
+predicted bytes per chip (weights, adapter states, activations, framework reserve) against
+the published peak GPU memory.
+
 A row's plan is a *partial* plan: the keys it gives are kept, the planner chooses the rest
 (micro-batch, recompute, ...), as the framework's config would have. A row with no plan is
 planned from scratch. Error = predicted / measured - 1.
@@ -44,6 +51,7 @@ PUBLIC_CASES = "cases-public.csv"
 SCALE_OUT_COLUMN = "scale_out_bytes_per_s_per_chip"  # optional: the row's system network
 METRICS = (
     "tokens_per_s_per_chip",
+    "memory_bytes",
     "output_tokens_per_s",
     "ttft_s",
     "tpot_s",
@@ -67,7 +75,7 @@ class Case:
 
     id: str
     workload: str
-    phase: str  # train | infer | microbench
+    phase: str  # train | finetune | infer | microbench
     chip: str
     chips: int
     precision: str
@@ -84,6 +92,9 @@ class Case:
     source: str  # the CSV it came from (and, for own rows, the publication)
     base_dir: Path
     scale_out_bytes_per_s_per_chip: float = 0.0  # the system's network; 0 = the catalog's
+    method: str = "full"  # fine-tunes: full | lora | qlora
+    lora_rank: int = 0  # 0 = the default rank
+    lora_targets: tuple[str, ...] = ()  # () = the default targets
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +155,10 @@ class Report:
         )
 
     def summary(self) -> dict[str, Stats]:
-        groups = ("all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "infer", "microbench")
+        groups = (
+            "all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "finetune", "infer",
+            "microbench",
+        )  # fmt: skip
         out: dict[str, Stats] = {}
         for g in groups:
             s = self.stats(None if g == "all" else g)
@@ -222,6 +236,11 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     source=source,
                     base_dir=path.parent,
                     scale_out_bytes_per_s_per_chip=_float(raw.get(SCALE_OUT_COLUMN) or ""),
+                    method=(raw.get("method") or "").strip() or "full",
+                    lora_rank=_int(raw.get("lora_rank") or ""),
+                    lora_targets=tuple(
+                        t.strip() for t in (raw.get("lora_targets") or "").split(";") if t.strip()
+                    ),
                 )
             )
     return tuple(rows)
@@ -266,7 +285,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
             phase = Inference(batch=case.batch, input_len=case.input_len,
                               output_len=case.output_len)  # fmt: skip
         else:
-            phase = Training(seq_len=case.seq_len or 4096, global_batch=case.global_batch or 1)
+            phase = _training(case)
         keys = plan_constraints(case.plan, case.chips) if case.plan else {}
         eff = efficiency(chip) if efficiency is not None else None
         pred = predict(
@@ -283,11 +302,26 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind)
 
 
+def _training(case: Case) -> Training:
+    """The training phase of a row, with its fine-tuning method when it names one."""
+    base = Training(seq_len=case.seq_len or 4096, global_batch=case.global_batch or 1)
+    if case.method == "full":
+        return base
+    return replace(
+        base,
+        method=case.method,
+        lora_rank=case.lora_rank or base.lora_rank,
+        lora_targets=case.lora_targets or base.lora_targets,
+    )
+
+
 def _metric(
     pred: TrainPrediction | InferPrediction | PrimitivePrediction, metric: str
 ) -> float | None:
     if isinstance(pred, TrainPrediction) and metric == "tokens_per_s_per_chip":
         return pred.tokens_per_s_per_chip
+    if isinstance(pred, TrainPrediction) and metric == "memory_bytes":
+        return pred.memory.total_bytes
     if isinstance(pred, InferPrediction):
         return {
             "output_tokens_per_s": pred.output_tokens_per_s,
