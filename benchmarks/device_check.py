@@ -92,7 +92,7 @@ def summarise_bench(doc: dict[str, Any]) -> None:
 
 def summarise_calibration(doc: dict[str, Any]) -> None:
     from chipwise.hardware import default_catalog
-    from chipwise.perf.efficiency import efficiency_for
+    from chipwise.perf import efficiency_for
 
     packaged = efficiency_for(default_catalog().chip(doc["chip_id"])) if doc["chip_id"] else None
     for v in doc["values"]:

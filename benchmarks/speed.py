@@ -14,8 +14,7 @@ import argparse
 import time
 
 from chipwise.hardware import chip as find_chip
-from chipwise.perf.base import parse_plan
-from chipwise.perf.predict import predict
+from chipwise.perf import parse_plan, predict
 from chipwise.workload.ir import Inference, Training, Workload
 from chipwise.workload.presets import load_preset
 

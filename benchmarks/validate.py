@@ -28,7 +28,7 @@ from rich.console import Console
 from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
 from chipwise.hardware.chip import Chip
-from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf import Efficiency, efficiency_for
 from chipwise.validate import Case, Report, Result, load_cases, run_validation
 
 FIT_ROUNDS = 4

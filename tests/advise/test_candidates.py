@@ -14,15 +14,18 @@ from chipwise.advise.candidates import (
     _priced_training,
     best_option,
     chip_counts,
-    memory_floor_bytes,
     objective_key,
     search_chip,
-    step_floor_s,
 )
 from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import default_catalog
-from chipwise.perf.base import InferPrediction, TrainPrediction
-from chipwise.perf.predict import predict
+from chipwise.perf import (
+    InferPrediction,
+    TrainPrediction,
+    memory_floor_bytes,
+    predict,
+    step_floor_s,
+)
 from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
 from chipwise.workload.load import load_workload_model
 

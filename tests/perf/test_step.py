@@ -19,7 +19,8 @@ from chipwise.perf.ops.layers import (
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.roofline import RooflineModel
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.step.train import StepModel, time_ops
+from chipwise.perf.step.timing import time_ops
+from chipwise.perf.step.train import StepModel
 from chipwise.workload.accounting import attention_params_per_layer, mlp_params
 from chipwise.workload.ir import OpKind, TransformerSpec
 
@@ -126,7 +127,7 @@ def test_sustained_fraction_slows_only_compute_bound_tensor_ops() -> None:
     f = model.sustained_tensor_fraction()
     assert f == efficiency_for(H100).sustained_tensor_fraction < 1
     raw = {t.op.name: t for t in (model.op_time(o) for o in ops)}
-    for t in time_ops(ops, H100, model):
+    for t in time_ops(ops, model):
         before = raw[t.op.name]
         if t.op.tensor_op and before.bound == "compute":
             stretched = before.compute_s / f + before.overhead_s

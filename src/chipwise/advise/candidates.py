@@ -8,10 +8,10 @@ For each chip in the catalog (or the ones asked for), ``search_chip``
    run costs even at peak FLOP/s;
 2. walks chip counts 1, 2, 4, ... up to ``request.max_chips`` (a TPU also stops at its
    largest job, which is tried too), skipping counts that cannot fit by a memory floor or
-   cannot meet the run-length limit even at peak FLOP/s (``memory_floor_bytes``,
-   ``step_floor_s``: lower bounds, so nothing that could qualify is skipped);
-3. plans each remaining count with the planner, reusing one ``StepModel`` (training) or
-   ``ServeModel`` (serving) per chip, so per-shape op timings are computed once per chip;
+   cannot meet the run-length limit even at peak FLOP/s (``Predictor.memory_floor_bytes``,
+   ``Predictor.step_floor_s``: lower bounds, so nothing that could qualify is skipped);
+3. plans each remaining count with one ``perf.Predictor`` per chip, which reuses its step
+   or serving model, so per-shape op timings are computed once per chip;
 4. stops once two doublings in a row stop paying (``STOP_GAIN``, ``TIE_TOLERANCE``). The
    curve of cost or energy against chips is flat past the efficient point, so this plans a
    few counts instead of all of them; the pick can differ from planning every count only
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from chipwise.advise.request import MAX_PRACTICAL_DAYS, AdviseRequest
 from chipwise.cost import (
@@ -49,17 +49,13 @@ from chipwise.cost import (
 from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import Catalog, Chip
 from chipwise.hardware.chip import PriceOffer
-from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
-from chipwise.perf.ops.models import model_for
-from chipwise.perf.plan.memory import frozen_bytes_per_param, reserve_bytes
-from chipwise.perf.plan.parallel import Network
-from chipwise.perf.plan.planner import plan_serving, plan_training
-from chipwise.perf.predict import predict
-from chipwise.perf.step.serve import ServeModel
-from chipwise.perf.step.train import StepModel, training_flops_per_token
-from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, dtype_bytes
-from chipwise.workload.accounting import matmul_params
-from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
+from chipwise.perf import (
+    InferPrediction,
+    Predictor,
+    TrainPrediction,
+)
+from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from chipwise.workload.ir import Inference, Training
 
 Prediction = TrainPrediction | InferPrediction
 
@@ -110,52 +106,6 @@ def chip_counts(chip: Chip, max_chips: int) -> tuple[int, ...]:
     if chip.kind == "tpu" and limit < max_chips and counts[-1] != limit:
         counts.append(limit)
     return tuple(counts)
-
-
-# ---- lower bounds: what no plan can beat --------------------------------------------------
-
-
-def memory_floor_bytes(
-    spec: TransformerSpec,
-    chip: Chip,
-    chips: int,
-    precision: str,
-    *,
-    training: bool,
-    method: str = "full",
-) -> float:
-    """Bytes per chip that every plan on ``chips`` chips needs at least.
-
-    Whatever the sharding, each matmul weight (and in training its gradient and optimizer
-    state; ZeRO §3.1 bytes, as ``perf.memory`` counts them) is stored at least once across
-    the chips, so the fullest chip holds at least 1/``chips`` of it, plus the framework
-    reserve every chip keeps. Embeddings, activations and the KV cache only add to this.
-    Routed experts count too: ``perf.memory.sharded_params`` never shards them more than
-    ``chips`` ways.
-    """
-    if training:  # LoRA/QLoRA: only the frozen base as stored (``method``)
-        per_param = frozen_bytes_per_param(method, precision)
-    else:  # serving keeps weights in the serving precision (perf.memory.serve_memory)
-        per_param = 4.0 if precision == "fp32" else dtype_bytes(precision)
-    params = matmul_params(spec)
-    return params * per_param / chips + reserve_bytes(chip)
-
-
-def _floor_peak_flops_per_s(chip: Chip, precision: str) -> float:
-    """The fastest rate any op of a ``precision`` step may run at: the precision's own, bf16
-    (activations of fp8/int8 steps) or tf32 (fp32 matmuls on tensor cores)."""
-    rates = [chip.dense_flops_per_s[d] for d in (precision, "bf16", "tf32") if chip.supports(d)]
-    return max(rates)
-
-
-def step_floor_s(
-    spec: TransformerSpec, phase: Training, chip: Chip, chips: int, precision: str
-) -> float:
-    """Seconds per training step no plan can beat: the step's model FLOPs (causal attention
-    halved, no recompute) at the chip's peak rate, perfectly spread over ``chips``."""
-    flops = training_flops_per_token(spec, phase, causal_halving=True)
-    tokens = phase.seq_len * phase.global_batch
-    return flops * tokens / (chips * _floor_peak_flops_per_s(chip, precision))
 
 
 # ---- pricing one prediction ---------------------------------------------------------------
@@ -330,55 +280,17 @@ STOP_GAIN = 0.05
 TIE_TOLERANCE = 0.05
 
 
-class _Planner:
-    """Plans one workload on one chip at any count, reusing per-shape timings across counts."""
-
-    def __init__(self, workload: Workload, chip: Chip, precision: str) -> None:
-        self.workload = workload
-        self.chip = chip
-        self.precision = precision
-        self._step: StepModel | None = None
-        self._serve: ServeModel | None = None
-
-    def predict(self, chips: int) -> Prediction:
-        spec, phase, chip = self.workload.model, self.workload.phase, self.chip
-        if not isinstance(spec, TransformerSpec):
-            pred = predict(self.workload, chip, chips, self.precision)
-            if not isinstance(pred, TrainPrediction | InferPrediction):
-                raise ChipwiseError(f"{spec.name}: not a workload the advisor can plan")
-            return pred
-        if isinstance(phase, Training):
-            if self._step is None:
-                perf = model_for(chip)
-                self._step = StepModel(
-                    spec, chip, self.precision, perf, Network(chip), training=phase
-                )
-            choice = plan_training(
-                self._step, chips=chips, seq_len=phase.seq_len, global_batch=phase.global_batch
-            )
-            return _noted(choice.prediction, choice.reason)
-        assert isinstance(phase, Inference)
-        if self._serve is None:
-            perf = model_for(chip)
-            self._serve = ServeModel(spec, chip, self.precision, perf, Network(chip))
-        served = plan_serving(
-            self._serve,
-            chips=chips,
-            batch=phase.batch,
-            input_len=phase.input_len,
-            output_len=phase.output_len,
-        )
-        return _noted(served.prediction, served.reason)
+def _predict(predictor: Predictor, chips: int) -> Prediction:
+    """The planner's best plan on ``chips`` chips (reusing ``predictor``'s timings)."""
+    pred = predictor.predict(chips)
+    if not isinstance(pred, TrainPrediction | InferPrediction):
+        raise ChipwiseError(f"{predictor.workload.model.name}: not a workload the advisor can plan")
+    return pred
 
 
-def _noted(pred: Prediction, reason: str) -> Prediction:
-    """The planner's reason as the first assumption, as ``perf.predict`` records it."""
-    note = Assumption(name="plan", value=reason, source="planner")
-    return replace(pred, assumptions=(note, *pred.assumptions))
-
-
-def _precheck(chip: Chip, request: AdviseRequest, catalog: Catalog) -> str:
-    """Why no count of ``chip`` can qualify, decided without planning; '' if some may."""
+def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) -> str:
+    """Why no count of the chip can qualify, decided without planning; '' if some may."""
+    chip = predictor.chip
     if not chip.supports(request.precision):
         have = ", ".join(chip.dense_flops_per_s) or "none"
         return f"no {request.precision} rate in the catalog (it has: {have})"
@@ -394,43 +306,36 @@ def _precheck(chip: Chip, request: AdviseRequest, catalog: Catalog) -> str:
         return f"not offered on {request.cloud} (catalog availability and offers)"
     if not offers and (request.objective == "cost" or request.budget_usd is not None):
         return no_price_reason(request)
-    wl = request.workload
-    if (
-        offers
-        and request.budget_usd is not None
-        and request.tokens
-        and isinstance(wl.model, TransformerSpec)
-        and isinstance(wl.phase, Training)
-    ):
+    phase, budget = request.workload.phase, request.budget_usd
+    if offers and budget is not None and request.tokens and isinstance(phase, Training):
+        floor_s = predictor.step_floor_s(1)  # None: no bound for this workload
+        if floor_s is None:
+            return ""
         # chip-seconds at peak do not depend on the count: steps x step FLOPs / peak
-        steps = math.ceil(request.tokens / (wl.phase.seq_len * wl.phase.global_batch))
-        chip_s = steps * step_floor_s(wl.model, wl.phase, chip, 1, request.precision)
-        usd = chip_s / SECONDS_PER_HOUR * min(o.usd_per_chip_hour for o in offers)
-        if usd > request.budget_usd:
+        steps = math.ceil(request.tokens / (phase.seq_len * phase.global_batch))
+        usd = steps * floor_s / SECONDS_PER_HOUR * min(o.usd_per_chip_hour for o in offers)
+        if usd > budget:
             return (
-                f"costs at least ${usd:,.0f} even at peak FLOP/s, over the budget "
-                f"(${request.budget_usd:,.0f})"
+                f"costs at least ${usd:,.0f} even at peak FLOP/s, over the budget (${budget:,.0f})"
             )
     return ""
 
 
-def _count_floor(chip: Chip, n: int, request: AdviseRequest) -> str:
+def _count_floor(predictor: Predictor, n: int, request: AdviseRequest) -> str:
     """Why ``n`` chips cannot qualify by a lower bound ('' if they may)."""
-    wl = request.workload
-    spec, phase = wl.model, wl.phase
-    if not isinstance(spec, TransformerSpec):
+    chip, phase = predictor.chip, request.workload.phase
+    need = predictor.memory_floor_bytes(n)
+    if need is None:
         return ""
-    training = isinstance(phase, Training)
-    method = phase.method if isinstance(phase, Training) else "full"
-    need = memory_floor_bytes(spec, chip, n, request.precision, training=training, method=method)
     if need > chip.hbm_capacity_bytes:
         return (
             f"does not fit: needs at least {need / GB:,.0f} GB per chip on {n} chips "
             f"(has {chip.hbm_capacity_bytes / GB:,.0f} GB)"
         )
-    if isinstance(phase, Training) and request.tokens:
+    floor_s = predictor.step_floor_s(n)
+    if isinstance(phase, Training) and request.tokens and floor_s is not None:
         steps = math.ceil(request.tokens / (phase.seq_len * phase.global_batch))
-        days = steps * step_floor_s(spec, phase, chip, n, request.precision) / SECONDS_PER_DAY
+        days = steps * floor_s / SECONDS_PER_DAY
         limit = request.deadline_days or MAX_PRACTICAL_DAYS
         if days > limit:
             what = "the deadline" if request.deadline_days else "a practical run length"
@@ -443,7 +348,8 @@ def _count_floor(chip: Chip, n: int, request: AdviseRequest) -> str:
 
 def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSearch:
     """Plan and price the counts of ``chip`` that could qualify (see the module docstring)."""
-    why = _precheck(chip, request, catalog)
+    predictor = Predictor(request.workload, chip, request.precision)
+    why = _precheck(predictor, request, catalog)
     if why:
         return ChipSearch(chip=chip, options=(), why_none=why)
     phase = request.workload.phase
@@ -451,20 +357,19 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
     if isinstance(phase, Inference):
         # serve within one scale-up domain; more load takes more replicas, not bigger ones
         counts = tuple(n for n in counts if n <= max(chip.scale_up.domain_chips, 1))
-    planner = _Planner(request.workload, chip, request.precision)
     key = objective_key(request)
     out: list[Option] = []
     last_why = ""
     best: float | None = None
     strikes = planned = 0
     for n in counts:
-        floor_why = _count_floor(chip, n, request)
+        floor_why = _count_floor(predictor, n, request)
         if floor_why:
             last_why = floor_why
             continue
         planned += 1
         try:
-            pred = planner.predict(n)
+            pred = _predict(predictor, n)
         except DoesNotFitError as err:
             last_why = (
                 f"does not fit: the least-memory plan on {n} chips needs "

@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.chip import Chip
-from chipwise.perf.predict import PRECISIONS
+from chipwise.perf import PRECISIONS
 from chipwise.workload.ir import Primitive, Workload
 
 Objective = Literal["time", "cost", "energy"]

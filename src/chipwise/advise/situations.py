@@ -22,7 +22,7 @@ from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
 from chipwise.hardware import Catalog, Chip
-from chipwise.perf.base import TrainPrediction
+from chipwise.perf import TrainPrediction
 from chipwise.units import GB, format_seconds
 from chipwise.workload.accounting import params_total
 from chipwise.workload.ir import NonMLKind, Training, TransformerSpec

@@ -1,7 +1,7 @@
 """Fit the performance model's efficiency parameters to stored measurements.
 
 For a device in the catalog, each fitted value replaces the packaged one in
-``perf.efficiency.Efficiency`` (the field names are ``efficiency.PARAMETERS``):
+``perf.efficiency.Efficiency`` (the field names are ``chipwise.perf.EFFICIENCY_PARAMETERS``):
 
 =================== ==========================================================================
 field               fitted as
@@ -40,9 +40,18 @@ from chipwise.bench import store
 from chipwise.bench.store import CalibrationRow, Measurement
 from chipwise.errors import MeasurementError, UnsupportedOpError
 from chipwise.hardware import Chip, Interconnect, default_catalog
-from chipwise.perf.base import Assumption, OpTime, PerfModel
-from chipwise.perf.efficiency import PARAMETERS, Efficiency, efficiency_for
-from chipwise.perf.ops.roofline import op_bytes, op_flops, roof, timed
+from chipwise.perf import (
+    EFFICIENCY_PARAMETERS,
+    Assumption,
+    Efficiency,
+    OpTime,
+    PerfModel,
+    efficiency_for,
+    op_bytes,
+    op_flops,
+    roof,
+    timed,
+)
 from chipwise.workload.ir import Op, OpKind
 
 # A GEMM counts as large from 2048^3 multiply-adds: on every catalog GPU that is at least a
@@ -323,7 +332,7 @@ def calibrate(
     timestamp = now.isoformat(timespec="seconds")
     efficiency = None
     if chip is not None:
-        fitted = {v.field: v.value for v in values if v.field in PARAMETERS}
+        fitted = {v.field: v.value for v in values if v.field in EFFICIENCY_PARAMETERS}
         efficiency = efficiency_for(chip).with_values(
             source=f"chipwise calibrate {run_id} ({rows[0].device_name})", **fitted
         )
@@ -355,7 +364,7 @@ def load_calibration(chip_id: str, db: str | Path | None = None) -> Efficiency |
     ``None`` if the chip was never calibrated in ``db``."""
     chip = default_catalog().chip(chip_id)
     rows = store.latest_calibration(db, chip_id=chip.id)
-    fitted = {r.field: r.value for r in rows if r.field in PARAMETERS}
+    fitted = {r.field: r.value for r in rows if r.field in EFFICIENCY_PARAMETERS}
     if not fitted:
         return None
     source = f"chipwise calibrate {rows[0].run_id} ({rows[0].timestamp}, {rows[0].device_name})"

@@ -23,9 +23,7 @@ from chipwise.bench.calibrate import load_calibration
 from chipwise.bench.store import Measurement
 from chipwise.errors import ChipwiseError, MeasurementError
 from chipwise.hardware import Chip, default_catalog
-from chipwise.perf.efficiency import Efficiency
-from chipwise.perf.ops.models import model_for
-from chipwise.perf.ops.primitives import predict_primitive
+from chipwise.perf import Efficiency, model_for, predict_primitive
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Op, OpKind, Primitive
 

@@ -30,9 +30,7 @@ from chipwise.bench.calibrate import MeasuredModel, load_calibration, load_measu
 from chipwise.bench.devices import DeviceInfo, detect_device
 from chipwise.errors import MeasurementError, WorkloadError
 from chipwise.hardware import default_catalog
-from chipwise.perf.base import PerfModel
-from chipwise.perf.ops.graph import time_graph
-from chipwise.perf.ops.models import model_for
+from chipwise.perf import PerfModel, model_for, time_graph
 from chipwise.units import dtype_bytes
 from chipwise.workload.from_torch import TRUST_CODE_MESSAGE, build_from_factory, graph_from_module
 from chipwise.workload.ir import Op, OpKind

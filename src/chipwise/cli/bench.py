@@ -55,7 +55,7 @@ from chipwise.cli.output import (
 )
 from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
-from chipwise.perf.efficiency import PARAMETERS, efficiency_for
+from chipwise.perf import EFFICIENCY_PARAMETERS, efficiency_for
 from chipwise.units import format_rate, format_seconds
 
 bench_app = typer.Typer(
@@ -350,7 +350,7 @@ def _calibration_dict(cal: Calibration, db: Path, saved: bool) -> dict[str, Any]
             {"field": v.field, "value": v.value, "n_points": v.n_points, "note": v.note}
             for v in cal.values
         ],
-        "efficiency": None if eff is None else {p: getattr(eff, p) for p in PARAMETERS},
+        "efficiency": None if eff is None else {p: getattr(eff, p) for p in EFFICIENCY_PARAMETERS},
         "measured": {
             "gemm_flops_per_s": dict(cal.measured.gemm_flops_per_s),
             "attention_flops_per_s": dict(cal.measured.attention_flops_per_s),
@@ -394,7 +394,9 @@ def calibrate_command(
     for v in cal.values:
         cells = [v.field, f"{v.value:.4g}"]
         if packaged is not None:
-            cells.append(f"{getattr(packaged, v.field):.4g}" if v.field in PARAMETERS else "")
+            cells.append(
+                f"{getattr(packaged, v.field):.4g}" if v.field in EFFICIENCY_PARAMETERS else ""
+            )
         table.add_row(*cells, str(v.n_points), v.note)
     target = cal.chip_id or "not in the catalog: described by its measurements"
     console.print(f"{cal.device_name} ({target})", soft_wrap=True, highlight=False)

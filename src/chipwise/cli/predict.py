@@ -33,7 +33,7 @@ from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.errors import MeasurementError
 from chipwise.hardware import Chip, chip_option, default_catalog
-from chipwise.perf.base import (
+from chipwise.perf import (
     Breakdown,
     InferPrediction,
     MemoryUse,
@@ -41,9 +41,9 @@ from chipwise.perf.base import (
     Prediction,
     PrimitivePrediction,
     TrainPrediction,
+    plan_constraints,
+    predict,
 )
-from chipwise.perf.plan.planner import plan_constraints
-from chipwise.perf.predict import predict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
 from chipwise.workload.ir import Inference, Primitive, Training, Workload
 from chipwise.workload.load import load_workload_model

@@ -37,7 +37,7 @@ from chipwise.advise.candidates import Option
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import describe
-from chipwise.perf.base import InferPrediction, TrainPrediction
+from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.units import GB, format_seconds
 from chipwise.workload.finetune import lora_params
 from chipwise.workload.ir import LORA_TARGETS, Training, TransformerSpec

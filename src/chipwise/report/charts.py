@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from chipwise.advise.candidates import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.errors import ChipwiseError
-from chipwise.perf.base import InferPrediction, OpTime, Plan, TrainPrediction
+from chipwise.perf import InferPrediction, OpTime, Plan, Predictor, TrainPrediction
 from chipwise.units import GB, TERA
 from chipwise.workload.ir import Inference, TransformerSpec, Workload
 
@@ -163,38 +163,17 @@ def _points(times: Iterable[OpTime], suffix: str = "") -> tuple[list[RooflinePoi
 def _serving_op_times(
     option: Option, workload: Workload
 ) -> tuple[tuple[OpTime, ...], tuple[OpTime, ...]]:
-    """Per-op times of one prefill layer and one decode layer, recomputed with
-    ``chipwise.perf.ops.layers`` for the prediction's plan (``InferPrediction`` keeps none)."""
-    from chipwise.perf.ops.layers import Shard, decode_layer_ops, layer_ops
-    from chipwise.perf.ops.models import model_for
-    from chipwise.perf.step.serve import kv_dtype_for
-    from chipwise.perf.step.train import time_ops
-
+    """Per-op times of one prefill layer and one decode layer, recomputed by
+    ``perf.Predictor.serving_layer_op_times`` for the prediction's plan
+    (``InferPrediction`` keeps none)."""
     pred = option.prediction
     spec, phase = workload.model, workload.phase
     if not isinstance(pred, InferPrediction) or not isinstance(spec, TransformerSpec):
         return (), ()
     if not isinstance(phase, Inference):
         return (), ()
-    plan = pred.plan
-    shard = Shard(tp=plan.tp, ep=plan.ep)
-    b = -(-pred.batch // plan.dp)  # requests per replica, as perf.serve counts them
-    model = model_for(option.chip)
-    moe = spec.is_moe  # an MoE model's typical layer is an MoE layer
-    prefill = layer_ops(
-        spec, b=b, seq_len=pred.input_len, shard=shard, precision=pred.precision, moe=moe
-    )
-    decode = decode_layer_ops(
-        spec,
-        batch=b,
-        context=pred.input_len + max(1, pred.output_len) // 2,
-        shard=shard,
-        precision=pred.precision,
-        kv_dtype=kv_dtype_for(pred.precision),
-        moe=moe,
-    )
-    chip = option.chip
-    return tuple(time_ops(prefill, chip, model)), tuple(time_ops(decode, chip, model))
+    predictor = Predictor(workload, option.chip, pred.precision)
+    return predictor.serving_layer_op_times(pred)
 
 
 def roofline_of(option: Option, workload: Workload) -> Roofline:

@@ -23,7 +23,7 @@ from chipwise._version import __version__
 from chipwise.advise.candidates import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.cost import OwnedRunCost, RunCost, ServingCost
-from chipwise.perf.base import InferPrediction, TrainPrediction
+from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.report.charts import (
     Chart,
     ReportError,

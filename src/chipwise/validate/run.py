@@ -39,10 +39,14 @@ import numpy as np
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.catalog import chip as find_chip
 from chipwise.hardware.chip import Chip, Interconnect
-from chipwise.perf.base import InferPrediction, PrimitivePrediction, TrainPrediction
-from chipwise.perf.efficiency import Efficiency
-from chipwise.perf.plan.planner import plan_constraints
-from chipwise.perf.predict import predict
+from chipwise.perf import (
+    Efficiency,
+    InferPrediction,
+    PrimitivePrediction,
+    TrainPrediction,
+    plan_constraints,
+    predict,
+)
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
 from chipwise.workload.load import load_workload_model

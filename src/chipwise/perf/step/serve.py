@@ -19,8 +19,7 @@ one after another for a given token (PP adds capacity, not latency).
 from __future__ import annotations
 
 from chipwise.errors import PlanError
-from chipwise.hardware.chip import Chip
-from chipwise.perf.base import Assumption, Breakdown, InferPrediction, PerfModel, Plan
+from chipwise.perf.base import Assumption, Breakdown, InferPrediction, OpTime, Plan
 from chipwise.perf.ops.layers import (
     Shard,
     decode_layer_ops,
@@ -29,10 +28,11 @@ from chipwise.perf.ops.layers import (
     layer_ops,
 )
 from chipwise.perf.plan.memory import serve_memory, stage_layer_kinds
-from chipwise.perf.plan.parallel import Group, Network, check_plan, groups
-from chipwise.perf.step.train import TP_OVERLAP, Cost, _cost, time_ops
+from chipwise.perf.plan.parallel import Group, check_plan, groups
+from chipwise.perf.step.timing import Cost, StepTimer
+from chipwise.perf.step.train import TP_OVERLAP
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Op, TransformerSpec
+from chipwise.workload.ir import Op
 
 # Host work per decode step (scheduling, sampling, detokenising, launching the step's
 # graph). vLLM's V1 re-architecture blog (2025-01-27) reports CPU overhead as the
@@ -69,33 +69,11 @@ def serve_assumptions() -> tuple[Assumption, ...]:
     )
 
 
-class ServeModel:
+class ServeModel(StepTimer):
     """Times serving of one model on one chip type, caching op times."""
 
-    def __init__(
-        self,
-        spec: TransformerSpec,
-        chip: Chip,
-        precision: str,
-        model: PerfModel,
-        network: Network,
-    ) -> None:
-        self.spec = spec
-        self.chip = chip
-        self.precision = precision
-        self.model = model
-        self.network = network
-        self.model_assumptions = model.assumptions()
-        self._cache: dict[tuple[tuple[Op, ...], bool], Cost] = {}
-        chip.peak_flops_per_s(precision)  # raises for a dtype the chip lacks
-
     def _time(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
-        key = (ops, sustained)
-        cost = self._cache.get(key)
-        if cost is None:
-            cost = _cost(time_ops(ops, self.chip, self.model, sustained=sustained))
-            self._cache[key] = cost
-        return cost
+        return self.cost(ops, sustained=sustained)
 
     def _layers(self, ops_for: dict[tuple[bool, bool], tuple[Op, ...]], *, sustained: bool) -> Cost:
         """All decoder layers (a token passes every stage in turn), by (moe, sliding) kind."""
@@ -183,6 +161,29 @@ class ServeModel:
             ),
             assumptions=serve_assumptions() + self.model_assumptions,
         )
+
+    def layer_op_times(
+        self, plan: Plan, *, batch: int, input_len: int, output_len: int
+    ) -> tuple[tuple[OpTime, ...], tuple[OpTime, ...]]:
+        """Per-op times of one typical prefill layer and one decode layer under ``plan``
+        (an MoE model's typical layer is an MoE layer), for a roofline chart."""
+        spec = self.spec
+        shard = Shard(tp=plan.tp, ep=plan.ep)
+        b = -(-batch // plan.dp)  # requests per replica, as ``serve`` counts them
+        moe = spec.is_moe
+        prefill = layer_ops(
+            spec, b=b, seq_len=input_len, shard=shard, precision=self.precision, moe=moe
+        )
+        decode = decode_layer_ops(
+            spec,
+            batch=b,
+            context=input_len + max(1, output_len) // 2,
+            shard=shard,
+            precision=self.precision,
+            kv_dtype=kv_dtype_for(self.precision),
+            moe=moe,
+        )
+        return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
     def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the

@@ -32,15 +32,7 @@ from functools import cache
 
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
-from chipwise.perf.base import (
-    Assumption,
-    Bound,
-    Breakdown,
-    OpTime,
-    PerfModel,
-    Plan,
-    TrainPrediction,
-)
+from chipwise.perf.base import Assumption, Breakdown, OpTime, PerfModel, Plan, TrainPrediction
 from chipwise.perf.ops.adapters import (
     ADAPTER_GRAD_BYTES,
     QLORA_WEIGHT_BYTES,
@@ -48,7 +40,6 @@ from chipwise.perf.ops.adapters import (
     frozen_backward,
     with_dequant,
 )
-from chipwise.perf.ops.graph import time_graph
 from chipwise.perf.ops.layers import (
     Shard,
     backward_ops,
@@ -75,6 +66,7 @@ from chipwise.perf.plan.parallel import (
     layers_per_stage,
     zero_shards,
 )
+from chipwise.perf.step.timing import Cost, StepTimer, cost_of
 from chipwise.units import dtype_bytes
 from chipwise.workload.accounting import (
     active_matmul_params,
@@ -82,7 +74,7 @@ from chipwise.workload.accounting import (
     model_flops_per_token,
 )
 from chipwise.workload.finetune import lora_params
-from chipwise.workload.ir import Graph, Op, OpKind, Training, TransformerSpec
+from chipwise.workload.ir import Op, OpKind, Training, TransformerSpec
 
 # ---- step-level constants (each an assumption reported with every prediction) -------------
 
@@ -105,25 +97,6 @@ P2P_OVERLAP_INTERLEAVED = 1.0
 # and the bf16 compute copy (mixed precision).
 ADAM_READ_BYTES = 4 + 4 + 4 + 2
 ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
-# Host-side work per step (data loader, logging, Python) not hidden by the device queue.
-STEP_OVERHEAD_S = 0.0
-
-
-# The sustained share of the per-op tensor throughput in a whole step is an ``Efficiency``
-# parameter (``sustained_tensor_fraction`` in data/efficiency.toml, fitted per chip group
-# to published training rows), so calibration can override it; see ``time_ops``.
-
-
-def _sustain(t: OpTime, fraction: float) -> OpTime:
-    """Stretch the compute time of a tensor op to the sustained rate."""
-    if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0:
-        return t
-    compute = t.compute_s / fraction
-    per = t.op.count or 1
-    one = max(compute, t.memory_s) / per + t.overhead_s / per
-    bound: Bound = "compute" if compute >= t.memory_s else t.bound
-    eff = t.efficiency * t.seconds / (one * per) if one else t.efficiency
-    return replace(t, compute_s=compute, seconds=one * per, bound=bound, efficiency=eff)
 
 
 def step_assumptions() -> tuple[Assumption, ...]:
@@ -137,31 +110,7 @@ def step_assumptions() -> tuple[Assumption, ...]:
             source=f"{src} (PyTorch FSDP paper §6.2)",
         ),
         Assumption(name="ep_overlap", value=EP_OVERLAP, source=f"{src} (no default overlap)"),
-        Assumption(name="step_overhead_s", value=STEP_OVERHEAD_S, source=src),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Cost:
-    """Seconds of device time by what limits it."""
-
-    compute_s: float = 0.0
-    memory_s: float = 0.0
-    overhead_s: float = 0.0
-
-    @property
-    def total_s(self) -> float:
-        return self.compute_s + self.memory_s + self.overhead_s
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(
-            self.compute_s + other.compute_s,
-            self.memory_s + other.memory_s,
-            self.overhead_s + other.overhead_s,
-        )
-
-    def scaled(self, k: float) -> Cost:
-        return Cost(self.compute_s * k, self.memory_s * k, self.overhead_s * k)
 
 
 @cache
@@ -182,32 +131,6 @@ def training_flops_per_token(
     return full - frozen_wgrad + 6.0 * lora_params(spec, training)
 
 
-def time_ops(
-    ops: tuple[Op, ...], chip: Chip, model: PerfModel, *, sustained: bool = True
-) -> list[OpTime]:
-    """Time an op sequence with the per-op model (its fusion rule applies, via
-    ``graph.time_graph``; ``TpuModel`` pads attention head dims to the MXU side).
-    ``sustained`` applies the model's ``sustained_tensor_fraction`` (training and prefill;
-    decode is memory-bound and its skinny GEMMs are not limited by sustained tensor
-    throughput)."""
-    del chip  # the model knows its chip; kept for callers that pass it
-    f = model.sustained_tensor_fraction() if sustained else 1.0
-    return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
-
-
-def _cost(times: list[OpTime]) -> Cost:
-    """Sum op times: launch overheads apart, the rest by the op's limiting resource."""
-    c = m = o = 0.0
-    for t in times:
-        o += t.overhead_s
-        rest = t.seconds - t.overhead_s
-        if t.bound == "compute":
-            c += rest
-        else:
-            m += rest
-    return Cost(c, m, o)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LayerCost:
     """One layer, one micro-batch, one chip."""
@@ -220,7 +143,7 @@ class LayerCost:
     op_times: tuple[OpTime, ...]
 
 
-class StepModel:
+class StepModel(StepTimer):
     """Times training steps of one model on one chip type, caching per-shape timings.
 
     The planner reuses one ``StepModel`` for every candidate plan: per-layer costs depend
@@ -237,28 +160,18 @@ class StepModel:
         *,
         training: Training | None = None,
     ) -> None:
-        self.spec = spec
-        self.chip = chip
-        self.precision = precision
-        self.model = model
-        self.network = network
+        super().__init__(spec, chip, precision, model, network)
         # only the method and the LoRA settings matter here (seq_len/batch come per call)
         self.training = training or Training()
         self.lora_params = lora_params(spec, self.training)
-        self.model_assumptions = model.assumptions()
         self._layers: dict[tuple[int, int, int, int, int, bool, bool], LayerCost] = {}
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
         self._groups: dict[Plan, dict[str, Group]] = {}
         self._assumptions = step_assumptions() + self.model_assumptions
-        chip.peak_flops_per_s(precision)  # raises early for a dtype the chip lacks
 
     # ---- cached pieces ------------------------------------------------------------------
-
-    def time_ops(self, ops: tuple[Op, ...]) -> list[OpTime]:
-        """Times of an op sequence in execution order (the model's fusion rule applies)."""
-        return time_ops(ops, self.chip, self.model)
 
     def time_op(self, op: Op) -> OpTime:
         t = self._ops.get(op)
@@ -296,9 +209,9 @@ class StepModel:
         attn_f = sum(t.seconds for t in fwd if t.op.kind is OpKind.ATTENTION)
         attn_b = sum(t.seconds for t in bwd if t.op.kind is OpKind.ATTENTION)
         cost = LayerCost(
-            fwd=_cost(fwd),
-            bwd=_cost(bwd),
-            selective=_cost(sel),
+            fwd=cost_of(fwd),
+            bwd=cost_of(bwd),
+            selective=cost_of(sel),
             attention_fwd_s=attn_f,
             attention_bwd_s=attn_b,
             op_times=tuple(fwd + bwd),
@@ -316,9 +229,9 @@ class StepModel:
         emb = embedding_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
         head = head_ops(self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision)
         tr = self.training
-        e = _cost(self.time_ops(emb) + self.time_ops(frozen_backward(backward_ops(emb), tr)))
+        e = cost_of(self.time_ops(emb) + self.time_ops(frozen_backward(backward_ops(emb), tr)))
         h_bwd = frozen_backward(tuple(reversed(backward_ops(head))), tr)
-        h = _cost(self.time_ops(head) + self.time_ops(h_bwd))
+        h = cost_of(self.time_ops(head) + self.time_ops(h_bwd))
         self._ends[key] = (e, h)
         return e, h
 
@@ -396,7 +309,6 @@ class StepModel:
         dp_exposed = self._dp(plan, g, fwd_s, bwd_s)
         opt = self._optimizer(plan)
         step = m * stage_s + bubble + p2p + fsdp_exposed + dp_exposed + opt.total_s
-        step += STEP_OVERHEAD_S
 
         comm_exposed = m * exposed + p2p + fsdp_exposed + dp_exposed
         breakdown = Breakdown(
@@ -404,7 +316,7 @@ class StepModel:
             memory_s=m * work.memory_s + opt.memory_s + opt.compute_s,
             communication_s=comm_exposed,
             bubble_s=bubble,
-            overhead_s=m * work.overhead_s + opt.overhead_s + STEP_OVERHEAD_S,
+            overhead_s=m * work.overhead_s + opt.overhead_s,
         )
         memory = train_memory(
             spec, plan, seq_len=seq_len, microbatches=m, precision=self.precision, chip=chip,
@@ -525,4 +437,4 @@ class StepModel:
             bytes_written=ADAM_WRITE_BYTES * params,
             shape=(int(params),),
         )
-        return _cost([self.time_op(op)])
+        return cost_of([self.time_op(op)])

@@ -1,0 +1,362 @@
+"""``Predictor``: the one way into perf. One workload, one chip type, one precision.
+
+It owns what a prediction is built from, built once and reused for every chip count:
+
+* the chip's per-op model (``ops.models.model_for``) and its ``Network``;
+* a ``StepModel`` (training) or ``ServeModel`` (serving) for a transformer, whose per-shape
+  timings are cached, so planning 1, 2, 4, ... chips times each distinct op once;
+* the planner (``plan.planner``), which picks the fastest fitting plan on a count.
+
+``train`` / ``serve`` give one prediction on a number of chips (under a given plan, or the
+planner's choice, noted as the first assumption); ``plan`` gives the planner's whole
+answer; ``predict`` dispatches on the workload (a transformer's phase, an imported graph,
+a primitive). ``memory_floor_bytes`` and ``step_floor_s`` are the lower bounds a search
+uses to skip counts that cannot qualify. ``chipwise.perf.predict`` is one call on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TypeVar
+
+from chipwise.errors import PlanError, UnsupportedOpError, WorkloadError
+from chipwise.hardware.catalog import chip as find_chip
+from chipwise.hardware.chip import Chip
+from chipwise.perf.base import (
+    Assumption,
+    Breakdown,
+    InferPrediction,
+    MemoryUse,
+    OpTime,
+    PerfModel,
+    Plan,
+    Prediction,
+    TrainPrediction,
+)
+from chipwise.perf.efficiency import Efficiency
+from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.ops.primitives import predict_primitive
+from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
+from chipwise.perf.plan.memory import reserve_bytes
+from chipwise.perf.plan.parallel import Group, Network, check_plan
+from chipwise.perf.plan.planner import ServeChoice, TrainChoice, plan_serving, plan_training
+from chipwise.perf.step.serve import ServeModel
+from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
+from chipwise.workload.ir import (
+    Graph,
+    Inference,
+    NonMLKind,
+    Primitive,
+    Training,
+    TransformerSpec,
+    Workload,
+)
+
+PRECISIONS = ("bf16", "fp8", "int8", "fp16", "fp32")
+
+# Gradients of an imported graph are all-reduced in bf16 (PyTorch DDP with bf16 autocast
+# keeps fp32 grads; DDP's bf16 compression hook halves that; bf16 assumed).
+GRAPH_GRAD_BYTES = 2.0
+
+_P = TypeVar("_P", TrainPrediction, InferPrediction)
+
+
+def _noted(pred: _P, reason: str) -> _P:
+    """The planner's reason as the first assumption of ``pred``."""
+    note = Assumption(name="plan", value=reason, source="planner")
+    return replace(pred, assumptions=(note, *pred.assumptions))
+
+
+def _check_chips(chips: int) -> None:
+    if chips < 1:
+        raise PlanError(f"chips must be >= 1, got {chips}")
+
+
+class Predictor:
+    """Predicts ``workload`` on any number of ``chip`` at ``precision``.
+
+    Args:
+        workload: the model and the phase (training or inference).
+        chip: a ``Chip`` or a catalog id/alias ("h100", "v5p").
+        precision: bf16 | fp8 | int8 | fp16 | fp32 (matmul precision).
+        efficiency: overrides the chip's packaged efficiency parameters (calibration).
+        network: overrides the collective model (default: ``Network(chip, efficiency)``).
+
+    Raises:
+        UnknownChipError: a chip id the catalog does not know.
+        UnsupportedOpError: an unknown precision.
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        chip: Chip | str,
+        precision: str = "bf16",
+        *,
+        efficiency: Efficiency | None = None,
+        network: Network | None = None,
+    ) -> None:
+        self.chip = chip if isinstance(chip, Chip) else find_chip(chip)
+        if precision not in PRECISIONS:
+            raise UnsupportedOpError(
+                f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}"
+            )
+        self.workload = workload
+        self.precision = precision
+        self.efficiency = efficiency
+        self._network = network
+        self._perf: PerfModel | None = None
+        self._step: StepModel | None = None
+        self._serve: ServeModel | None = None
+
+    # ---- the pieces, built once ---------------------------------------------------------
+
+    @property
+    def perf_model(self) -> PerfModel:
+        """The chip's per-op model."""
+        if self._perf is None:
+            self._perf = model_for(self.chip, self.efficiency)
+        return self._perf
+
+    @property
+    def network(self) -> Network:
+        """The collective model of a job on the chip."""
+        if self._network is None:
+            self._network = Network(self.chip, self.efficiency)
+        return self._network
+
+    def _spec(self) -> TransformerSpec:
+        model = self.workload.model
+        if not isinstance(model, TransformerSpec):
+            raise WorkloadError(
+                f"{model.name}: only a transformer (a zoo id or a config.json) has training "
+                "and serving steps to plan"
+            )
+        return model
+
+    def step_model(self) -> StepModel:
+        """The training-step model (cached per-shape timings)."""
+        if self._step is None:
+            spec = self._spec()
+            self.chip.peak_flops_per_s(self.precision)  # an unsupported dtype is an error
+            self._step = StepModel(spec, self.chip, self.precision, self.perf_model,
+                                   self.network, training=self._training())  # fmt: skip
+        return self._step
+
+    def serve_model(self) -> ServeModel:
+        """The serving model (cached per-shape timings)."""
+        if self._serve is None:
+            spec = self._spec()
+            self.chip.peak_flops_per_s(self.precision)
+            self._serve = ServeModel(spec, self.chip, self.precision, self.perf_model,
+                                     self.network)  # fmt: skip
+        return self._serve
+
+    def _training(self) -> Training:
+        phase = self.workload.phase
+        if not isinstance(phase, Training):
+            raise WorkloadError(
+                f"{self.workload.model.name}: the workload's phase is inference; use serve()"
+            )
+        return phase
+
+    def _inference(self) -> Inference:
+        phase = self.workload.phase
+        if not isinstance(phase, Inference):
+            raise WorkloadError(
+                f"{self.workload.model.name}: the workload's phase is training; use train()"
+            )
+        return phase
+
+    # ---- predictions --------------------------------------------------------------------
+
+    def plan(
+        self,
+        chips: int,
+        *,
+        plan_keys: Mapping[str, int | str] | None = None,
+        allow_unfit: bool = False,
+    ) -> TrainChoice | ServeChoice:
+        """The planner's answer on ``chips`` chips (keys in ``plan_keys`` are kept): the
+        chosen prediction, how many plans it weighed, and why.
+
+        Raises:
+            DoesNotFitError: no plan fits (unless ``allow_unfit``: the least-memory one).
+        """
+        _check_chips(chips)
+        phase = self.workload.phase
+        if isinstance(phase, Training):
+            return plan_training(
+                self.step_model(),
+                chips=chips,
+                seq_len=phase.seq_len,
+                global_batch=phase.global_batch,
+                fixed=plan_keys,
+                allow_unfit=allow_unfit,
+            )
+        return plan_serving(
+            self.serve_model(),
+            chips=chips,
+            batch=phase.batch,
+            input_len=phase.input_len,
+            output_len=phase.output_len,
+            fixed=plan_keys,
+            allow_unfit=allow_unfit,
+        )
+
+    def train(
+        self,
+        chips: int,
+        *,
+        plan: Plan | None = None,
+        plan_keys: Mapping[str, int | str] | None = None,
+        allow_unfit: bool = False,
+    ) -> TrainPrediction:
+        """One training step on ``chips`` chips: under ``plan``, else the planner's choice
+        (its reason is the first assumption). An imported graph runs data-parallel."""
+        _check_chips(chips)
+        if isinstance(self.workload.model, Graph):
+            return self._graph(self.workload.model, chips)
+        phase = self._training()
+        step = self.step_model()
+        if plan is not None:
+            check_plan(plan, chips, self.chip, step.spec)
+            return step.train(plan, seq_len=phase.seq_len, global_batch=phase.global_batch)
+        choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
+        assert isinstance(choice, TrainChoice)
+        return _noted(choice.prediction, choice.reason)
+
+    def serve(
+        self,
+        chips: int,
+        *,
+        plan: Plan | None = None,
+        plan_keys: Mapping[str, int | str] | None = None,
+        allow_unfit: bool = False,
+    ) -> InferPrediction:
+        """Serving on ``chips`` chips: under ``plan``, else the planner's choice."""
+        _check_chips(chips)
+        phase = self._inference()
+        serve = self.serve_model()
+        if plan is not None:
+            check_plan(plan, chips, self.chip, serve.spec)
+            return serve.serve(plan, batch=phase.batch, input_len=phase.input_len,
+                               output_len=phase.output_len)  # fmt: skip
+        choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
+        assert isinstance(choice, ServeChoice)
+        return _noted(choice.prediction, choice.reason)
+
+    def predict(
+        self,
+        chips: int = 1,
+        plan: Plan | None = None,
+        *,
+        plan_keys: Mapping[str, int | str] | None = None,
+        allow_unfit: bool = False,
+    ) -> Prediction:
+        """Whatever the workload is: a transformer trains or serves (by its phase), an
+        imported graph trains data-parallel, a primitive is timed; a non-ML workload is
+        an ``UnsupportedOpError``."""
+        _check_chips(chips)
+        model = self.workload.model
+        if isinstance(model, Primitive):
+            return predict_primitive(model, self.chip, chips, self.efficiency)
+        if isinstance(model, NonMLKind):
+            needs = ", ".join(r.capability for r in model.requirements)
+            raise UnsupportedOpError(
+                f"{model.name} ({model.title}) is not an ML workload chipwise can time (it "
+                f"needs {needs}); 'chipwise advise' explains which chips can run it"
+            )
+        if isinstance(model, Graph):
+            return self._graph(model, chips)
+        self.chip.peak_flops_per_s(self.precision)  # an unsupported dtype is an error
+        if isinstance(self.workload.phase, Training):
+            return self.train(chips, plan=plan, plan_keys=plan_keys, allow_unfit=allow_unfit)
+        return self.serve(chips, plan=plan, plan_keys=plan_keys, allow_unfit=allow_unfit)
+
+    # ---- bounds a search uses -----------------------------------------------------------
+
+    def memory_floor_bytes(self, chips: int) -> float | None:
+        """Bytes per chip every plan on ``chips`` chips needs at least (None: not a
+        transformer, no bound)."""
+        spec = self.workload.model
+        if not isinstance(spec, TransformerSpec):
+            return None
+        phase = self.workload.phase
+        if isinstance(phase, Training):
+            return memory_floor_bytes(spec, self.chip, chips, self.precision, training=True,
+                                      method=phase.method)  # fmt: skip
+        return memory_floor_bytes(spec, self.chip, chips, self.precision, training=False)
+
+    def step_floor_s(self, chips: int) -> float | None:
+        """Seconds per training step no plan on ``chips`` chips can beat (None: not a
+        transformer in training, no bound)."""
+        spec, phase = self.workload.model, self.workload.phase
+        if not isinstance(spec, TransformerSpec) or not isinstance(phase, Training):
+            return None
+        return step_floor_s(spec, phase, self.chip, chips, self.precision)
+
+    def serving_layer_op_times(
+        self, pred: InferPrediction
+    ) -> tuple[tuple[OpTime, ...], tuple[OpTime, ...]]:
+        """Per-op times of one prefill and one decode layer under ``pred``'s plan (a serving
+        prediction keeps none), for a roofline chart."""
+        return self.serve_model().layer_op_times(
+            pred.plan, batch=pred.batch, input_len=pred.input_len, output_len=pred.output_len
+        )
+
+    # ---- an imported graph --------------------------------------------------------------
+
+    def _graph(self, graph: Graph, chips: int) -> TrainPrediction:
+        """Time an imported graph on one chip; data-parallel over ``chips``."""
+        phase = self.workload.phase
+        if not isinstance(phase, Training):
+            raise WorkloadError(
+                f"{graph.name}: an imported graph is timed as one training step; use "
+                f"--phase train (serving needs a transformer: a zoo id or a config.json)"
+            )
+        chip, perf = self.chip, self.perf_model
+        gt = time_graph(graph, perf)
+        comm = 0.0
+        if chips > 1:
+            dp = Group(axis="dp", size=chips, in_domain=min(chips, chip.scale_up.domain_chips))
+            ar = self.network.time_s("all_reduce", graph.params * GRAPH_GRAD_BYTES, dp)
+            backward = sum(t.seconds for t in gt.op_times if t.op.backward)
+            comm = max(0.0, ar - DATA_PARALLEL_OVERLAP * backward)
+        step = gt.total_s + comm
+        tokens = phase.seq_len * phase.global_batch
+        return TrainPrediction(
+            workload=graph.name,
+            chip_id=chip.id,
+            chips=chips,
+            precision=self.precision,
+            plan=Plan(dp=chips),
+            seq_len=phase.seq_len,
+            global_batch=phase.global_batch,
+            step_time_s=step,
+            model_flops_per_token=graph.flops * chips / tokens,
+            memory=MemoryUse(
+                weights_bytes=graph.params * 2,
+                grads_bytes=graph.params * 2,
+                optimizer_bytes=graph.params * 12,
+                other_bytes=reserve_bytes(chip),
+            ),
+            capacity_bytes=chip.hbm_capacity_bytes,
+            breakdown=Breakdown(
+                compute_s=gt.compute_s,
+                memory_s=gt.memory_s,
+                overhead_s=gt.overhead_s,
+                communication_s=comm,
+            ),
+            assumptions=(
+                Assumption(
+                    name="graph_step",
+                    value="the graph is one step on one chip's batch; activations not counted",
+                    source="perf/predictor.py",
+                ),
+                *perf.assumptions(),
+            ),
+            op_times=gt.op_times,
+        )

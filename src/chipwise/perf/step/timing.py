@@ -1,0 +1,114 @@
+"""What the training and serving steps share: summing op times by their limit, the
+sustained tensor rate, and one constructor that caches per-shape timings.
+
+``StepModel`` (``train.py``) and ``ServeModel`` (``serve.py``) both subclass ``StepTimer``:
+one transformer on one chip type at one precision, timed by the chip's per-op model and
+its ``Network``. The planner reuses one instance for every candidate plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from chipwise.hardware.chip import Chip
+from chipwise.perf.base import Bound, OpTime, PerfModel
+from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.plan.parallel import Network
+from chipwise.workload.ir import Graph, Op, TransformerSpec
+
+# The sustained share of the per-op tensor throughput in a whole step is an ``Efficiency``
+# parameter (``sustained_tensor_fraction`` in data/efficiency.toml, fitted per chip group
+# to published training rows), so calibration can override it; see ``time_ops``.
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Seconds of device time by what limits it."""
+
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    overhead_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.memory_s + self.overhead_s
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.compute_s + other.compute_s,
+            self.memory_s + other.memory_s,
+            self.overhead_s + other.overhead_s,
+        )
+
+    def scaled(self, k: float) -> Cost:
+        return Cost(self.compute_s * k, self.memory_s * k, self.overhead_s * k)
+
+
+def cost_of(times: list[OpTime]) -> Cost:
+    """Sum op times: launch overheads apart, the rest by the op's limiting resource."""
+    c = m = o = 0.0
+    for t in times:
+        o += t.overhead_s
+        rest = t.seconds - t.overhead_s
+        if t.bound == "compute":
+            c += rest
+        else:
+            m += rest
+    return Cost(c, m, o)
+
+
+def _sustain(t: OpTime, fraction: float) -> OpTime:
+    """Stretch the compute time of a tensor op to the sustained rate."""
+    if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0:
+        return t
+    compute = t.compute_s / fraction
+    per = t.op.count or 1
+    one = max(compute, t.memory_s) / per + t.overhead_s / per
+    bound: Bound = "compute" if compute >= t.memory_s else t.bound
+    eff = t.efficiency * t.seconds / (one * per) if one else t.efficiency
+    return replace(t, compute_s=compute, seconds=one * per, bound=bound, efficiency=eff)
+
+
+def time_ops(ops: tuple[Op, ...], model: PerfModel, *, sustained: bool = True) -> list[OpTime]:
+    """Time an op sequence with the per-op model (its fusion rule applies, via
+    ``graph.time_graph``; ``TpuModel`` pads attention head dims to the MXU side).
+    ``sustained`` applies the model's ``sustained_tensor_fraction`` (training and prefill;
+    decode is memory-bound and its skinny GEMMs are not limited by sustained tensor
+    throughput)."""
+    f = model.sustained_tensor_fraction() if sustained else 1.0
+    return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
+
+
+class StepTimer:
+    """One transformer on one chip type at one precision: the shared constructor of
+    ``StepModel`` and ``ServeModel``, and a cache of op-sequence costs."""
+
+    def __init__(
+        self,
+        spec: TransformerSpec,
+        chip: Chip,
+        precision: str,
+        model: PerfModel,
+        network: Network,
+    ) -> None:
+        chip.peak_flops_per_s(precision)  # raises early for a dtype the chip lacks
+        self.spec = spec
+        self.chip = chip
+        self.precision = precision
+        self.model = model
+        self.network = network
+        self.model_assumptions = model.assumptions()
+        self._costs: dict[tuple[tuple[Op, ...], bool], Cost] = {}
+
+    def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
+        """Times of an op sequence in execution order (the model's fusion rule applies)."""
+        return time_ops(ops, self.model, sustained=sustained)
+
+    def cost(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
+        """The summed cost of an op sequence, cached by (ops, sustained)."""
+        key = (ops, sustained)
+        cost = self._costs.get(key)
+        if cost is None:
+            cost = cost_of(self.time_ops(ops, sustained=sustained))
+            self._costs[key] = cost
+        return cost
