@@ -6,6 +6,8 @@ Decimal prefixes (kilo = 1000) are used for rates and vendor capacities (HBM "80
 
 from __future__ import annotations
 
+import math
+
 KILO = 1e3
 MEGA = 1e6
 GIGA = 1e9
@@ -87,13 +89,29 @@ def parse_quantity(text: str) -> float:
     """Parse ``'15T'``, ``'2.5e12'``, ``'300B'``, ``'8Gi'`` into a number.
 
     Suffixes: k, M, G|B (billion), T, P decimal; Ki, Mi, Gi, Ti binary.
+
+    Raises:
+        ValueError: not a number, longer than 64 characters, or not finite (``nan``,
+            ``inf``, ``1e999``); callers turn it into a one-line error naming the option.
     """
     s = text.strip().replace("_", "").replace(",", "")
+    if len(s) > _MAX_QUANTITY_CHARS:
+        raise ValueError(f"quantity of {len(s)} characters")
     suffixes = {
         "Ki": KiB, "Mi": MiB, "Gi": GiB, "Ti": 1024.0**4,
         "k": KILO, "K": KILO, "M": MEGA, "G": GIGA, "B": GIGA, "T": TERA, "P": PETA,
     }  # fmt: skip
+    value = None
     for suffix in sorted(suffixes, key=len, reverse=True):
         if s.endswith(suffix):
-            return float(s[: -len(suffix)]) * suffixes[suffix]
-    return float(s)
+            value = float(s[: -len(suffix)]) * suffixes[suffix]
+            break
+    if value is None:
+        value = float(s)
+    if not math.isfinite(value):
+        raise ValueError(f"quantity {s!r} is not finite")
+    return value
+
+
+# A quantity such as '15T' or '2.5e12' is a few characters; a longer string is not one.
+_MAX_QUANTITY_CHARS = 64

@@ -135,7 +135,7 @@ def test_missing_file_is_a_workload_error(tmp_path: Path) -> None:
 
 
 def test_non_integer_value_is_rejected(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="'hidden_size' must be an integer"):
+    with pytest.raises(WorkloadError, match="'hidden_size' must be a whole number"):
         load_config(write(tmp_path, LLAMA3_8B | {"hidden_size": "4096"}), reader="builtin")
 
 

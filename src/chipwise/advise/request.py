@@ -8,6 +8,15 @@ from typing import Literal, get_args
 
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.chip import Chip
+from chipwise.limits import (
+    MAX_CHIPS,
+    MAX_DAYS,
+    MAX_REQUESTS_PER_DAY,
+    MAX_TOKENS,
+    MAX_USD,
+    check_number,
+    check_whole,
+)
 from chipwise.perf import PRECISIONS
 from chipwise.workload.ir import Primitive, Workload
 
@@ -95,16 +104,19 @@ class AdviseRequest:
         _one_of("cloud", self.cloud, CLOUDS)
         _one_of("pricing", self.pricing, PRICINGS)
         _one_of("precision", self.precision, PRECISIONS)
-        for name, value in (
-            ("--budget-usd", self.budget_usd),
-            ("--deadline-days", self.deadline_days),
-            ("--tokens", self.tokens),
-            ("--requests-per-day", self.requests_per_day),
+        for name, value, high in (
+            ("--budget-usd", self.budget_usd, MAX_USD),
+            ("--deadline-days", self.deadline_days, MAX_DAYS),
+            ("--tokens", self.tokens, MAX_TOKENS),
+            ("--requests-per-day", self.requests_per_day, MAX_REQUESTS_PER_DAY),
         ):
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise AdviseError(f"{name} must be a positive number, got {value:g}")
+            if value is not None:
+                check_number(name, value, high=high, error=AdviseError)
         if self.max_chips < 1:
             raise AdviseError(f"--max-chips must be >= 1, got {self.max_chips}")
+        check_whole("--max-chips", self.max_chips, low=1, high=MAX_CHIPS, error=AdviseError)
         if isinstance(self.workload.model, Primitive):
             raise AdviseError(
                 f"{self.workload.name} is a primitive (one kernel), not a job to buy chips "

@@ -22,6 +22,7 @@ from chipwise.cli.output import (
     spinner,
 )
 from chipwise.hardware import default_catalog, load_chip_file, with_user_chips
+from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH, MAX_WIDTH
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import require_plotly
 from chipwise.units import parse_quantity
@@ -140,9 +141,15 @@ def advise(
     precision: str = typer.Option(
         "bf16", "--precision", help="Matmul precision: bf16, fp8, int8, fp16 or fp32."
     ),
-    seq_len: int = typer.Option(4096, "--seq-len", min=1, help="Train: tokens per sequence."),
+    seq_len: int = typer.Option(
+        4096, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
+    ),
     global_batch: int = typer.Option(
-        256, "--global-batch", min=1, help="Train: sequences per optimizer step."
+        256,
+        "--global-batch",
+        min=1,
+        max=MAX_GLOBAL_BATCH,
+        help="Train: sequences per optimizer step.",
     ),
     method: MethodChoice | None = typer.Option(
         None,
@@ -151,7 +158,11 @@ def advise(
         "base + adapters). Default: lora for the default fine-tune, else full.",
     ),
     lora_rank: int = typer.Option(
-        LORA_DEFAULT_RANK, "--lora-rank", min=1, help="Train, lora/qlora: adapter rank r."
+        LORA_DEFAULT_RANK,
+        "--lora-rank",
+        min=1,
+        max=MAX_WIDTH,
+        help="Train, lora/qlora: adapter rank r.",
     ),
     lora_targets: str = typer.Option(
         ",".join(LORA_TARGETS),
@@ -159,10 +170,14 @@ def advise(
         help="Train, lora/qlora: comma-separated projections to adapt (default: every "
         "attention and MLP projection).",
     ),
-    batch: int = typer.Option(64, "--batch", min=1, help="Infer: concurrent requests."),
-    input_len: int = typer.Option(1024, "--input-len", min=1, help="Infer: prompt tokens."),
+    batch: int = typer.Option(
+        64, "--batch", min=1, max=MAX_SERVE_BATCH, help="Infer: concurrent requests."
+    ),
+    input_len: int = typer.Option(
+        1024, "--input-len", min=1, max=MAX_SEQ_LEN, help="Infer: prompt tokens."
+    ),
     output_len: int = typer.Option(
-        256, "--output-len", min=0, help="Infer: generated tokens per request."
+        256, "--output-len", min=0, max=MAX_SEQ_LEN, help="Infer: generated tokens per request."
     ),
     chips: str | None = typer.Option(
         None,
@@ -180,6 +195,7 @@ def advise(
         DEFAULT_MAX_CHIPS,
         "--max-chips",
         min=1,
+        max=MAX_CHIPS,
         help="Largest chip count to consider (1, 2, 4, ...).",
     ),
     html: Path | None = typer.Option(
@@ -198,6 +214,7 @@ def advise(
     if html is not None:
         check_writable(html, "--html")
         require_plotly()  # fail now, not after the planning, when the [web] extra is missing
+    _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
     chip_ids = _chip_list(chips)
     catalog = None
     if chip_files:
@@ -272,6 +289,22 @@ def advise(
         print_json(recommendation_to_dict(rec))
         return
     console.print(render_recommendation(rec))
+
+
+def _check_phase_options(
+    phase: PhaseChoice, *, tokens: str | None, requests_per_day: str | None
+) -> None:
+    """An option the chosen phase does not use is an error, not silently ignored."""
+    if phase is PhaseChoice.infer and tokens is not None:
+        raise AdviseError(
+            "--tokens is for training; serving is sized by --requests-per-day (drop --tokens, "
+            "or use --phase train)"
+        )
+    if phase is PhaseChoice.train and requests_per_day is not None:
+        raise AdviseError(
+            "--requests-per-day is for serving; training is sized by --tokens (drop "
+            "--requests-per-day, or use --phase infer)"
+        )
 
 
 def _chip_list(text: str | None) -> tuple[str, ...]:

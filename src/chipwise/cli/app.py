@@ -17,11 +17,16 @@ from typer._click.core import Command as ClickCommand
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
 from chipwise._version import __version__
 from chipwise.errors import ChipwiseError
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+# An error line longer than this is cut: it is read in a terminal, and a hostile input (a
+# 4 KiB path, a pasted file) must not turn it into a page.
+MAX_ERROR_CHARS = 2000
 
 # The order of ``chipwise --help``: the question first, then what it builds on, then the
 # measuring commands and the web UI. Commands not listed here follow in registration order.
@@ -31,12 +36,28 @@ COMMAND_ORDER = (
 )  # fmt: skip
 
 
+def one_line(message: str) -> str:
+    """A message on one line (a library's multi-line error joined), cut at
+    ``MAX_ERROR_CHARS``."""
+    text = " ".join(message.split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        where = f" ({err.filename})" if err.filename else ""
+        return f"{err.strerror}{where}"
+    if isinstance(err, RecursionError | MemoryError | OverflowError):
+        return f"the input is too large or too deeply nested ({type(err).__name__})"
+    return f"{type(err).__name__}: {err}"
+
+
 def usage_error_line(err: UsageError) -> str:
     """A click usage error as one line: what is wrong and where to read the options."""
     message = err.format_message().replace("Value error, ", "").strip().rstrip(".")
     message = message[:1].lower() + message[1:]
     where = err.ctx.command_path if err.ctx is not None else "chipwise"
-    return f"error: {message} (see '{where} --help')"
+    return f"error: {one_line(message)} (see '{where} --help')"
 
 
 def reflow_help(text: str | None) -> str | None:
@@ -85,8 +106,27 @@ class _ErrorHandlingGroup(TyperGroup):
         except ChipwiseError as err:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            typer.echo(f"error: {err}", err=True)
+            typer.echo(f"error: {one_line(str(err))}", err=True)
             raise typer.Exit(EXIT_USAGE) from None
+        except (typer.Exit, typer.Abort, TyperException):
+            raise
+        except (OSError, RecursionError, MemoryError, OverflowError, UnicodeError) as err:
+            # The system refused what the input asked for (a file, the stack, memory): still
+            # bad input, so the same one line and exit code 2 rather than a traceback.
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            typer.echo(f"error: {one_line(_describe(err))}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        except Exception as err:
+            # A bug in chipwise, not in the input: one line that says so, exit code 1.
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            typer.echo(
+                f"error: internal error ({one_line(_describe(err))}); rerun with --debug and "
+                "report the traceback",
+                err=True,
+            )
+            raise typer.Exit(EXIT_INTERNAL) from None
 
     def list_commands(self, ctx: ClickContext) -> list[str]:
         names = super().list_commands(ctx)

@@ -33,6 +33,7 @@ from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.errors import MeasurementError
 from chipwise.hardware import Chip, chip_option, default_catalog
+from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH
 from chipwise.perf import (
     Breakdown,
     InferPrediction,
@@ -84,7 +85,7 @@ def predict_command(
         help="A hypothetical chip: a TOML file in the catalog's schema (sources optional); "
         "instead of --chip.",
     ),
-    chips: int = typer.Option(1, "--chips", min=1, help="Number of chips."),
+    chips: int = typer.Option(1, "--chips", min=1, max=MAX_CHIPS, help="Number of chips."),
     phase: PhaseChoice = typer.Option(
         PhaseChoice.train, "--phase", help="train (one training step) or infer (serving)."
     ),
@@ -92,21 +93,34 @@ def predict_command(
         PrecisionChoice.bf16, "--precision", help="Matmul precision."
     ),
     seq_len: int = typer.Option(
-        Training().seq_len, "--seq-len", min=1, help="Train: tokens per sequence."
+        Training().seq_len, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
     ),
     global_batch: int = typer.Option(
-        Training().global_batch, "--global-batch", min=1, help="Train: sequences per step."
+        Training().global_batch,
+        "--global-batch",
+        min=1,
+        max=MAX_GLOBAL_BATCH,
+        help="Train: sequences per step.",
     ),
     batch: int = typer.Option(
-        Inference().batch, "--batch", min=1, help="Infer: concurrent requests (sequences)."
+        Inference().batch,
+        "--batch",
+        min=1,
+        max=MAX_SERVE_BATCH,
+        help="Infer: concurrent requests (sequences).",
     ),
     input_len: int = typer.Option(
-        Inference().input_len, "--input-len", min=1, help="Infer: prompt tokens per request."
+        Inference().input_len,
+        "--input-len",
+        min=1,
+        max=MAX_SEQ_LEN,
+        help="Infer: prompt tokens per request.",
     ),
     output_len: int = typer.Option(
         Inference().output_len,
         "--output-len",
         min=0,
+        max=MAX_SEQ_LEN,
         help="Infer: generated tokens per request.",
     ),
     plan: str | None = typer.Option(

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
+from chipwise.limits import MAX_SEQ_LEN
 from chipwise.units import DTYPE_BYTES, format_bytes, format_count, format_rate
 from chipwise.workload import accounting as acc
 from chipwise.workload.ir import Graph, Model, NonMLKind, Primitive, TransformerSpec
@@ -87,7 +88,11 @@ def show_workload(
         "matmul:MxNxK, copy:BYTES, allreduce:BYTES, or a non-ML kind (e.g. hpl).",
     ),
     seq_len: int = typer.Option(
-        4096, "--seq-len", min=1, help="Sequence length (tokens) for FLOPs per token."
+        4096,
+        "--seq-len",
+        min=1,
+        max=MAX_SEQ_LEN,
+        help="Sequence length (tokens) for FLOPs per token.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
     trust_code: bool = typer.Option(

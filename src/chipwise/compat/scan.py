@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,21 +116,38 @@ class _State:
     parsed: set[str] = field(default_factory=set)  # relative paths already read
     dependency_files: list[str] = field(default_factory=list)
     too_big: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)  # FIFOs, devices, sockets: never read
     links: int = 0
     files: int = 0
     stopped: bool = False
 
     def read(self, rel: str) -> str | None:
-        """The text of a project file, or None (too big, unreadable) with a note."""
+        """The text of a project file, or None (too big, unreadable, not a regular file) with
+        a note. Opened non-blocking and checked with ``fstat`` before reading, so a FIFO or a
+        device that replaced a file since the walk never blocks the scan."""
         path = self.root / rel
         try:
-            size = path.stat().st_size
-            if size > self.limits.max_file_bytes:
-                self.too_big.append(rel)
-                return None
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError as err:
             self.notes.append(f"{rel}: not readable ({err.strerror}); skipped")
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                self.special.append(rel)
+                return None
+            if info.st_size > self.limits.max_file_bytes:
+                self.too_big.append(rel)
+                return None
+            with os.fdopen(os.dup(fd), "rb") as file:
+                data = file.read(self.limits.max_file_bytes + 1)
+        except OSError as err:
+            self.notes.append(f"{rel}: not readable ({err.strerror}); skipped")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > self.limits.max_file_bytes:
+            self.too_big.append(rel)
             return None
         return data.decode("utf-8", errors="replace")
 
@@ -158,7 +176,7 @@ def _requirements(rel: str, text: str, st: _State) -> None:
             continue
         if inc in st.parsed:
             continue
-        if (st.root / inc).is_symlink() or not (st.root / inc).is_file():
+        if os.path.islink(st.root / inc) or not os.path.isfile(st.root / inc):
             st.notes.append(f"{rel}:{line}: -r {target} not found in the project")
             continue
         st.parsed.add(inc)
@@ -228,29 +246,46 @@ def _scan_file(rel: str, role: str, st: _State) -> None:
 
 
 def _walk(root: Path, st: _State) -> list[tuple[str, str]]:
-    """(relative path, role) of every file to read, sorted, within the limits."""
+    """(relative path, role) of every regular file to read, sorted, within the limits.
+
+    Symbolic links, FIFOs, devices and sockets are counted and skipped (``lstat`` only: a
+    FIFO is never opened); a folder that cannot be listed is skipped with a note."""
     out: list[tuple[str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(err: OSError) -> None:
+        where = os.path.relpath(err.filename, root) if err.filename else "a folder"
+        st.notes.append(f"{where}: not readable ({err.strerror}); skipped")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         dirnames[:] = sorted(
             d
             for d in dirnames
             if d not in SKIP_DIRS
             and not d.endswith(".egg-info")
-            and not any((Path(dirpath) / d / m).exists() for m in _ENV_MARKERS)
-            and not (Path(dirpath) / d).is_symlink()
+            and not any(os.path.lexists(os.path.join(dirpath, d, m)) for m in _ENV_MARKERS)
+            and not os.path.islink(os.path.join(dirpath, d))
         )
         rel_dir = Path(dirpath).relative_to(root)
         for name in sorted(filenames):
             role = file_role(name, Path(dirpath).name, st.knowledge)
             if role is None:
                 continue
-            if (Path(dirpath) / name).is_symlink():
+            rel = (rel_dir / name).as_posix()
+            try:
+                mode = os.lstat(os.path.join(dirpath, name)).st_mode
+            except OSError as err:
+                st.notes.append(f"{rel}: not readable ({err.strerror}); skipped")
+                continue
+            if stat.S_ISLNK(mode):
                 st.links += 1
+                continue
+            if not stat.S_ISREG(mode):
+                st.special.append(rel)
                 continue
             if len(out) >= st.limits.max_files:
                 st.stopped = True
                 return out
-            out.append(((rel_dir / name).as_posix(), role))
+            out.append((rel, role))
     return out
 
 
@@ -284,6 +319,14 @@ def scan_project(
         ) from None
     if target.is_dir():
         root = target
+        try:
+            with os.scandir(root):
+                pass
+        except OSError as err:
+            raise ScanError(
+                f"cannot scan {str(path)!r}: the folder is not readable ({err.strerror}); "
+                "check its permissions"
+            ) from None
         st = _State(root=root, knowledge=knowledge, limits=limits)
         files = _walk(root, st)
     elif target.is_file():
@@ -317,6 +360,9 @@ def scan_project(
         )
     if st.links:
         notes.append(f"skipped {st.links} symbolic link(s)")
+    if st.special:
+        shown = ", ".join(st.special[:5]) + (" ..." if len(st.special) > 5 else "")
+        notes.append(f"skipped {len(st.special)} FIFO(s), device(s) or socket(s): {shown}")
     if st.stopped:
         notes.append(f"stopped after {limits.max_files} files; the rest was not scanned")
     findings, unclassified = verdict.classify(st.hits, knowledge)

@@ -14,6 +14,7 @@ from typing import Literal
 
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
+from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_LAYERS, check_whole
 from chipwise.workload.ir import Op
 
 Bound = Literal["compute", "memory", "overhead", "communication"]
@@ -113,11 +114,26 @@ class Plan:
 
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}
+# Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
+# micro-batch is at most the largest global batch; virtual stages split at most the layers.
+_PLAN_MAX: dict[str, int] = {
+    **dict.fromkeys(("dp", "fsdp", "tp", "pp", "cp", "ep"), MAX_CHIPS),
+    "vp": MAX_LAYERS,
+    "microbatch": MAX_GLOBAL_BATCH,
+}
+_PLAN_FIX = "each axis is a count of chips >= 1, e.g. 'tp=8,pp=2'"
+# A --plan string names nine keys at most; 512 characters is far more than that needs.
+MAX_PLAN_CHARS = 512
 
 
 def plan_values(text: str) -> dict[str, int | str]:
     """The ``key=value`` pairs of a ``--plan`` string; unknown or repeated keys are errors."""
     values: dict[str, int | str] = {}
+    if len(text) > MAX_PLAN_CHARS:
+        raise PlanError(
+            f"plan {text[:40]!r}... is {len(text):,} characters; write key=value pairs, e.g. "
+            "'tp=8,pp=2'"
+        )
     for part in filter(None, (p.strip() for p in text.split(","))):
         m = re.fullmatch(r"([a-z]+)\s*=\s*([A-Za-z0-9]+)", part)
         if not m:
@@ -131,9 +147,17 @@ def plan_values(text: str) -> dict[str, int | str]:
             values[key] = raw
         else:
             try:
-                values[key] = int(raw)
+                number = int(raw)
             except ValueError:
                 raise PlanError(f"plan: {key} must be an integer, got {raw!r}") from None
+            values[key] = check_whole(
+                f"plan: {key}",
+                number,
+                low=1,
+                high=_PLAN_MAX[key],
+                fix=_PLAN_FIX,
+                error=PlanError,
+            )
     return values
 
 

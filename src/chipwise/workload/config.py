@@ -30,6 +30,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
+import os
+import stat
+import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -37,6 +41,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chipwise.errors import ExtractionError, WorkloadError
+from chipwise.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_EXPERTS,
+    MAX_FFN_WIDTH,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_JSON_DEPTH,
+    MAX_LAYERS,
+    MAX_PARAMS,
+    MAX_POSITIONS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    check_whole,
+    json_too_deep,
+)
 from chipwise.workload.ir import TransformerSpec
 
 Reader = Literal["auto", "transformers", "builtin"]
@@ -100,23 +119,185 @@ _UNKNOWN = _Family(gated=None)
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path`` (a file, or a directory holding ``config.json``)."""
+    """The JSON object in ``path`` (a file, or a directory holding ``config.json``).
+
+    The file must be a regular file of at most ``MAX_CONFIG_BYTES`` of UTF-8 JSON, with
+    finite numbers only (no ``NaN``/``Infinity``) and at most ``MAX_JSON_DEPTH`` levels of
+    nesting; a FIFO, device or socket is refused without being opened for blocking reads.
+    """
     file = path / "config.json" if path.is_dir() else path
+    data = _read_capped(file)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise WorkloadError(
+            f"config {file} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+            f"{err.start}); save it as UTF-8 JSON"
+        ) from None
+    try:
+        loaded = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as err:
+        raise WorkloadError(
+            f"config {file} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+        ) from err
+    except RecursionError:
+        raise WorkloadError(_too_deep(file)) from None
+    except ValueError as err:  # NaN/Infinity, a number too long to convert
+        raise WorkloadError(f"config {file}: {err}; a config.json holds finite numbers") from None
+    if not isinstance(loaded, dict):
+        raise WorkloadError(f"config {file} must hold a JSON object, not {type(loaded).__name__}")
+    if json_too_deep(loaded):
+        raise WorkloadError(_too_deep(file))
+    check_config_numbers(loaded, str(file))
+    return loaded
+
+
+def _read_capped(file: Path) -> bytes:
+    """The bytes of a regular file of at most ``MAX_CONFIG_BYTES``. Opened non-blocking and
+    checked with ``fstat`` before any read, so a FIFO or a device never blocks the reader."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError as err:
         raise WorkloadError(f"no such config file: {file}") from err
     except OSError as err:
         raise WorkloadError(f"cannot read config {file}: {err.strerror}") from err
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, device or socket"
+            raise WorkloadError(f"config {file} is {what}, not a file; give a config.json file")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise WorkloadError(_too_big(file, info.st_size))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CONFIG_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise WorkloadError(f"cannot read config {file}: {err.strerror}") from err
+    finally:
+        os.close(fd)
+    if size > MAX_CONFIG_BYTES:
+        raise WorkloadError(_too_big(file, size))
+    return b"".join(chunks)
+
+
+def _too_big(file: Path, n_bytes: int) -> str:
+    return (
+        f"config {file} is {n_bytes:,}+ bytes; a config.json is at most "
+        f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB (real ones are a few KiB): give the model's "
+        "config.json"
+    )
+
+
+def _too_deep(file: Path) -> str:
+    return (
+        f"config {file} nests more than {MAX_JSON_DEPTH} levels of objects or arrays; a "
+        "config.json nests a few: give the model's config.json"
+    )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number chipwise reads")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} overflows to {value}")
+    return value
+
+
+# Physical range of each numeric key chipwise reads (see chipwise.limits for the reasons),
+# checked on the file itself before any reader sees it and again on what a reader returns.
+_POSITIVE_KEYS: dict[str, int] = {
+    **dict.fromkeys(_HIDDEN, MAX_WIDTH),
+    **dict.fromkeys((*_LAYERS, "num_decoder_layers"), MAX_LAYERS),
+    **dict.fromkeys((*_HEADS, *_KV_HEADS), MAX_HEADS),
+    **dict.fromkeys(_VOCAB, MAX_VOCAB),
+}
+_COUNT_KEYS: dict[str, int] = {  # 0 allowed: "none" for these
+    **dict.fromkeys(_HEAD_DIM, MAX_HEAD_DIM),
+    **dict.fromkeys(
+        (
+            *_FFN, "moe_intermediate_size", "shared_expert_intermediate_size",
+            "intermediate_size_mlp",
+        ),
+        MAX_FFN_WIDTH,
+    ),
+    **dict.fromkeys(_MAX_POS, MAX_POSITIONS),
+    **dict.fromkeys(
+        (*_EXPERTS, *_TOP_K, "n_shared_experts", "num_shared_experts"), MAX_EXPERTS
+    ),
+    **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), MAX_WIDTH),
+    **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), MAX_HEAD_DIM),
+    **dict.fromkeys(
+        (
+            "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+            "interleave_moe_layer_step", "sliding_window_pattern",
+        ),
+        MAX_LAYERS,
+    ),
+    "sliding_window": MAX_POSITIONS,
+}  # fmt: skip
+_LAYER_LISTS = ("moe_layers", "mlp_only_layers")
+
+
+def check_config_numbers(config: Mapping[str, Any], where: str) -> None:
+    """Every numeric key chipwise reads (top level and ``text_config``) is a whole number in
+    its physical range, and every layer list holds layer indices; else one-line
+    ``WorkloadError``. Runs before transformers sees the file, so its errors never surface."""
+    inner = config.get("text_config")
+    for cfg in (config, inner) if isinstance(inner, Mapping) else (config,):
+        for key, value in cfg.items():
+            if value is not None and (key in _POSITIVE_KEYS or key in _COUNT_KEYS):
+                _bounded(key, value, where)
+        for key in _LAYER_LISTS:
+            _layer_list(cfg, key, where)
+        types = cfg.get("layer_types")
+        if types is not None and not (isinstance(types, list) and len(types) <= MAX_LAYERS):
+            raise WorkloadError(
+                f"config {where}: 'layer_types' must be a list of at most {MAX_LAYERS} layer "
+                "types; fix the file"
+            )
+
+
+def _bounded(key: str, value: Any, where: str) -> int:
+    low, high = (1, _POSITIVE_KEYS[key]) if key in _POSITIVE_KEYS else (0, _COUNT_KEYS.get(key))
+    return check_whole(
+        f"config {where}: {key!r}",
+        value,
+        low=low,
+        high=high if high is not None else MAX_POSITIONS,
+        fix="fix the file",
+        error=WorkloadError,
+    )
+
+
+def _layer_list(cfg: Mapping[str, Any], key: str, where: str) -> list[int]:
+    """The layer indices in ``cfg[key]`` (an absent or null key is an empty list)."""
+    value = cfg.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_LAYERS:
         raise WorkloadError(
-            f"config {file} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        ) from err
-    if not isinstance(data, dict):
-        raise WorkloadError(f"config {file} must hold a JSON object, not {type(data).__name__}")
-    return data
+            f"config {where}: {key!r} must be a list of at most {MAX_LAYERS} layer indices; "
+            "fix the file"
+        )
+    return [
+        check_whole(
+            f"config {where}: an entry of {key!r}",
+            i,
+            low=0,
+            high=MAX_LAYERS - 1,
+            fix="fix the file",
+            error=WorkloadError,
+        )
+        for i in value
+    ]
 
 
 def load_config(
@@ -286,15 +467,15 @@ def _moe_fields(
 
 def _moe_layers(cfg: Mapping[str, Any], model_type: str, n_layers: int, where: str) -> list[int]:
     """The 0-based MoE layer indices, by each family's rule in its transformers model code."""
-    explicit = cfg.get("moe_layers")
-    if isinstance(explicit, list) and explicit:
-        return sorted(int(i) for i in explicit)
+    explicit = _layer_list(cfg, "moe_layers", where)
+    if explicit:
+        return sorted(set(explicit))
     if model_type in ("llama4", "llama4_text"):
         step = _optional_int(cfg, ("interleave_moe_layer_step",), where) or 1
         return list(range(step - 1, n_layers, step))
     if model_type in ("qwen2_moe", "qwen3_moe"):
         step = _optional_int(cfg, ("decoder_sparse_step",), where) or 1
-        dense = {int(i) for i in cfg.get("mlp_only_layers") or ()}
+        dense = set(_layer_list(cfg, "mlp_only_layers", where))
         return [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0]
     # DeepSeek rule, also the generic one: layer >= first_k_dense_replace, every freq-th.
     first = _optional_int(cfg, ("first_k_dense_replace",), where) or 0
@@ -439,11 +620,11 @@ def _first(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any] | N
 
 
 def _as_int(key: str, value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WorkloadError(f"config {where}: {key!r} must be an integer, not {value!r}")
-    if value != int(value):
-        raise WorkloadError(f"config {where}: {key!r} must be a whole number, not {value!r}")
-    return int(value)
+    if key in _POSITIVE_KEYS or key in _COUNT_KEYS:
+        return _bounded(key, value, where)
+    return check_whole(
+        f"config {where}: {key!r}", value, low=0, high=MAX_POSITIONS, error=WorkloadError
+    )
 
 
 def _optional_int(cfg: Mapping[str, Any], keys: tuple[str, ...], where: str) -> int | None:
@@ -465,8 +646,14 @@ def _text(value: Any) -> str:
 
 def _published(raw: Mapping[str, Any], file: Path) -> float:
     value = raw.get("_published_params", 0.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise WorkloadError(f"config {file}: '_published_params' must be a number >= 0")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_PARAMS
+    ):
+        raise WorkloadError(
+            f"config {file}: '_published_params' must be a number in 0..{MAX_PARAMS:g}"
+        )
     return float(value)
 
 
@@ -495,15 +682,21 @@ def _transformers_dict(
         return None
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # no log lines about configs we only read
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            config = auto.AutoConfig.from_pretrained(str(file), local_files_only=True)
-    except Exception as err:  # transformers raises many types for a config it rejects
-        raise ExtractionError(
-            f"config {file}: transformers could not read it ({type(err).__name__}: {err})"
-        ) from err
-    finally:
-        hf_logging.set_verbosity(level)
+    # transformers reads the JSON we already checked, from a private copy: the user's path
+    # is opened once (it could be swapped for a FIFO between two opens).
+    with tempfile.TemporaryDirectory(prefix="chipwise-config-") as tmp:
+        copy = Path(tmp) / "config.json"
+        copy.write_text(json.dumps(raw), encoding="utf-8")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = auto.AutoConfig.from_pretrained(str(copy), local_files_only=True)
+        except Exception as err:  # transformers raises many types for a config it rejects
+            why = f"{type(err).__name__}: {err}".replace(str(copy), str(file)).replace(tmp, "")
+            raise ExtractionError(
+                f"config {file}: transformers could not read it ({' '.join(why.split())})"
+            ) from err
+        finally:
+            hf_logging.set_verbosity(level)
     result: dict[str, Any] = config.to_dict()
     return result

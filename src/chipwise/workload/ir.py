@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from chipwise.errors import WorkloadError
+from chipwise.limits import (
+    MAX_GLOBAL_BATCH,
+    MAX_SEQ_LEN,
+    MAX_SERVE_BATCH,
+    MAX_WIDTH,
+    check_whole,
+)
 
 
 class OpKind(StrEnum):
@@ -282,6 +289,10 @@ class Training:
     def __post_init__(self) -> None:
         if self.seq_len <= 0 or self.global_batch <= 0:
             raise WorkloadError("seq_len and global_batch must be positive")
+        check_whole("seq_len", self.seq_len, low=1, high=MAX_SEQ_LEN, error=WorkloadError)
+        check_whole(
+            "global_batch", self.global_batch, low=1, high=MAX_GLOBAL_BATCH, error=WorkloadError
+        )
         if self.method not in FINETUNE_METHODS:
             raise WorkloadError(
                 f"unknown training method {self.method!r}; choose one of "
@@ -289,6 +300,7 @@ class Training:
             )
         if self.lora_rank < 1:
             raise WorkloadError(f"LoRA rank must be >= 1, got {self.lora_rank}")
+        check_whole("LoRA rank", self.lora_rank, low=1, high=MAX_WIDTH, error=WorkloadError)
         bad = [t for t in self.lora_targets if t not in LORA_TARGETS]
         if bad or not self.lora_targets:
             raise WorkloadError(
@@ -317,6 +329,9 @@ class Inference:
     def __post_init__(self) -> None:
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
             raise WorkloadError("batch, input_len must be positive and output_len >= 0")
+        check_whole("batch", self.batch, low=1, high=MAX_SERVE_BATCH, error=WorkloadError)
+        check_whole("input_len", self.input_len, low=1, high=MAX_SEQ_LEN, error=WorkloadError)
+        check_whole("output_len", self.output_len, low=0, high=MAX_SEQ_LEN, error=WorkloadError)
 
 
 Phase = Training | Inference

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ from chipwise.workload.ir import Graph, Model, TransformerSpec
 from chipwise.workload.kinds import NON_ML_KINDS, close_kinds, find_kind
 from chipwise.workload.presets import close_presets, find_preset, load_preset
 from chipwise.workload.primitives import SYNTAX, is_primitive_spec, parse_primitive
+
+# The longest workload string read: PATH_MAX on Linux is 4096 bytes, and no model id or
+# primitive comes near it.
+MAX_SPEC_CHARS = 4096
 
 # package.module:factory or path/to/file.py:factory
 _FACTORY = re.compile(r"^([A-Za-z_]\w*(\.[A-Za-z_]\w*)*|.+\.py):[A-Za-z_]\w*$")
@@ -52,14 +57,20 @@ def load_workload_model(spec: str, *, trust_code: bool = False) -> Model:
     text = spec.strip()
     if not text:
         raise WorkloadError("empty workload; give a model id (see 'chipwise workload list')")
+    if len(text) > MAX_SPEC_CHARS:
+        raise WorkloadError(
+            f"workload {text[:40]!r}... is {len(text):,} characters; give a model id, a path "
+            f"(at most {MAX_SPEC_CHARS} characters) or a primitive"
+        )
     if is_primitive_spec(text):
         return parse_primitive(text)
     path = Path(text).expanduser()
     lower = text.lower()
-    if lower.endswith(".json") or (path.is_dir() and (path / "config.json").is_file()):
+    is_dir = _probe(path.is_dir, text)
+    if lower.endswith(".json") or (is_dir and _probe((path / "config.json").is_file, text)):
         return load_config(path)
     if lower.endswith(".onnx"):
-        if not path.is_file():
+        if not _probe(path.is_file, text):
             raise WorkloadError(f"no such ONNX file: {path}")
         return _graph_from(_importer("from_onnx", "load_onnx")(path), text)
     preset = find_preset(text)
@@ -68,7 +79,7 @@ def load_workload_model(spec: str, *, trust_code: bool = False) -> Model:
     kind = find_kind(text)
     if kind is not None:
         return kind
-    if path.is_dir():
+    if is_dir:
         raise WorkloadError(
             f"{path} is a directory without a config.json; give the config file itself or a "
             "model id (see 'chipwise workload list')"
@@ -79,6 +90,17 @@ def load_workload_model(spec: str, *, trust_code: bool = False) -> Model:
         loaded = _importer("from_torch", "load_torch_factory")(text, trust_code=True)
         return _graph_from(loaded, text)
     raise WorkloadError(_unknown_message(text))
+
+
+def _probe(check: Callable[[], bool], text: str) -> bool:
+    """A file-system test on what the user typed; an OS refusal (a name too long, a
+    permission) is a one-line ``WorkloadError``, not a traceback."""
+    try:
+        return check()
+    except OSError as err:
+        raise WorkloadError(
+            f"cannot read {text[:80]!r}: {err.strerror or err}; give a model id or a path"
+        ) from None
 
 
 def _unknown_message(text: str) -> str:

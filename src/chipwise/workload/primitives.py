@@ -15,6 +15,7 @@ import math
 import re
 
 from chipwise.errors import WorkloadError
+from chipwise.limits import MAX_MATMUL_DIM, MAX_NUMBER_CHARS, MAX_PRIMITIVE_BYTES
 from chipwise.units import DTYPE_BYTES, GIGA, KILO, MEGA, PETA, TERA, GiB, KiB, MiB
 from chipwise.workload.ir import Graph, Op, OpKind, Primitive
 
@@ -55,7 +56,7 @@ def is_primitive_spec(text: str) -> bool:
 
 def parse_bytes(text: str) -> float:
     """``'8Gi'`` -> 8589934592, ``'8e9'`` -> 8e9; a positive whole number of bytes."""
-    found = _NUMBER.match(text)
+    found = _NUMBER.match(text) if len(text) <= MAX_NUMBER_CHARS else None
     suffix = found[2].lower() if found else ""
     if not found or suffix not in _BYTE_SUFFIXES:
         raise WorkloadError(
@@ -65,6 +66,11 @@ def parse_bytes(text: str) -> float:
     if not math.isfinite(value) or value < 1 or value != int(value):
         raise WorkloadError(
             f"byte count {text!r} must be a positive whole number of bytes ({SYNTAX})"
+        )
+    if value > MAX_PRIMITIVE_BYTES:
+        raise WorkloadError(
+            f"byte count {text!r} is over {MAX_PRIMITIVE_BYTES:g} bytes (10 TB, beyond any "
+            f"chip's memory); give a size a chip can hold, e.g. 8Gi ({SYNTAX})"
         )
     return value
 
@@ -85,14 +91,28 @@ def parse_primitive(text: str) -> Primitive:
         shape = _MNK.match(parts[1].strip())
         if not shape:
             raise WorkloadError(f"bad matmul shape {parts[1]!r} in {text!r}; expected {SYNTAX}")
+        if any(len(g) > MAX_NUMBER_CHARS for g in shape.groups()):
+            raise WorkloadError(f"matmul dims too long in {text[:80]!r}; expected {SYNTAX}")
         m, n, k = (int(g) for g in shape.groups())
         if min(m, n, k) < 1:
             raise WorkloadError(f"matmul dims must be positive in {text!r}; expected {SYNTAX}")
+        if max(m, n, k) > MAX_MATMUL_DIM:
+            raise WorkloadError(
+                f"matmul dim {max(m, n, k):,} in {text[:80]!r} is over {MAX_MATMUL_DIM:,} (its "
+                f"operands would outgrow any chip's memory); expected {SYNTAX}"
+            )
         dtype = parts[2].strip().lower() if len(parts) == 3 else "bf16"
         if dtype not in DTYPE_BYTES:
             raise WorkloadError(
-                f"unknown dtype {dtype!r} in {text!r}; use one of {', '.join(DTYPE_BYTES)} "
-                f"({SYNTAX})"
+                f"unknown dtype {dtype[:16]!r} in {text[:80]!r}; use one of "
+                f"{', '.join(DTYPE_BYTES)} ({SYNTAX})"
+            )
+        operand_bytes = (m * k + k * n + m * n) * DTYPE_BYTES[dtype]
+        if operand_bytes > MAX_PRIMITIVE_BYTES:
+            raise WorkloadError(
+                f"matmul {m}x{n}x{k} moves {operand_bytes:.3g} bytes, over "
+                f"{MAX_PRIMITIVE_BYTES:g} (10 TB, beyond any chip's memory); give a smaller "
+                f"shape ({SYNTAX})"
             )
         return Primitive(kind="matmul", mnk=(m, n, k), dtype=dtype)
     if len(parts) != 2:

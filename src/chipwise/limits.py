@@ -1,0 +1,145 @@
+"""Physical bounds on every number a user can give chipwise (CLI option, config.json key,
+``--plan`` value, primitive shape, web field).
+
+Each entry point checks its numbers against these bounds where it parses them, so nothing
+absurd reaches the models and the work of one request is bounded by construction (a loop
+over layers, a divisor search over a batch, a walk over chip counts). The bounds sit far
+above any real model or job, so no real input is refused; each says what it is measured
+against.
+
+``check_whole`` and ``check_number`` give the one-line message the CLI prints and the web
+API returns: the bad value, the range, and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from chipwise.errors import ChipwiseError
+
+# --- model shapes (config.json keys, web uploads) ---------------------------------------------
+# Deepest published decoders: 126 layers (Llama 3.1 405B), 128 (Megatron 1T); 1000 is 8x that.
+MAX_LAYERS = 1000
+# Widest published models: d_model 18432 (PaLM 540B), 25600 (Megatron 1T); 1e6 is 40x that.
+MAX_WIDTH = 1_000_000
+# MLP widths reach 73728 (PaLM 540B: 4 x 18432); 1e7 is 100x that.
+MAX_FFN_WIDTH = 10_000_000
+# Attention heads: 128 (Llama 3.1 405B, DeepSeek-V3); head dim: 256 (Gemma 2).
+MAX_HEADS = 65_536
+MAX_HEAD_DIM = 65_536
+# Vocabularies reach 262144 (Gemma 3); 1e8 is 400x that.
+MAX_VOCAB = 100_000_000
+# Routed experts: 384 (Kimi K2); 65536 is 170x that.
+MAX_EXPERTS = 65_536
+# Context windows reach 1e7 tokens (Llama 4 Scout); 1e9 is 100x that.
+MAX_POSITIONS = 1_000_000_000
+# Parameter counts: ~2e12 for the largest published MoE models; 1e15 is 500x that.
+MAX_PARAMS = 1e15
+
+# --- config files ---------------------------------------------------------------------------
+# Hugging Face config.json files are a few KiB; those with big label maps stay under 1 MiB.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+# Real configs nest 3-4 levels (text_config.rope_scaling, quantization_config.*).
+MAX_JSON_DEPTH = 32
+
+# --- the job --------------------------------------------------------------------------------
+# The largest announced clusters hold ~2e5 accelerators (xAI Colossus, 2024); 2^20 (~1e6) is
+# 5x that.
+MAX_CHIPS = 1 << 20
+# Training batches: 4M-16M tokens per step (Llama 3 405B: 16M) = 4096 sequences of 4096;
+# 1e8 sequences is 25000x that, and the planner's divisor search stays under a second.
+MAX_GLOBAL_BATCH = 100_000_000
+# Tokens per sequence (train) or per prompt/answer (serve): 2^24 (~1.7e7) is above every
+# published context window (1e7, Llama 4 Scout).
+MAX_SEQ_LEN = 1 << 24
+# Concurrent serving requests on one deployment: 2^20.
+MAX_SERVE_BATCH = 1 << 20
+# Training tokens: 36T (Qwen 3, 2025) is the largest published; 1e16 is ~300x that.
+MAX_TOKENS = 1e16
+# Serving load: the largest public services answer ~1e9-1e10 requests a day; 1e12 is 100x.
+MAX_REQUESTS_PER_DAY = 1e12
+# Money and time a request may state: USD 1e13 (~ world GDP / 10), 100 years.
+MAX_USD = 1e13
+MAX_DAYS = 36_525.0
+
+# --- primitives (microbenchmarks) -------------------------------------------------------------
+# A matmul dimension: 2^22 (~4e6); a 4e6 x 4e6 bf16 operand is 32 TB, already beyond any chip.
+MAX_MATMUL_DIM = 1 << 22
+# Bytes one primitive touches: 1e13 (10 TB) is 35x the largest chip memory (MI355X 288 GB).
+MAX_PRIMITIVE_BYTES = 1e13
+
+# Longest number text we parse (a quantity like '15T', a --plan value): real ones are short.
+MAX_NUMBER_CHARS = 64
+
+
+class LimitError(ChipwiseError):
+    """A number outside the physical range chipwise accepts."""
+
+
+def check_whole(
+    what: str,
+    value: object,
+    *,
+    low: int,
+    high: int,
+    fix: str = "",
+    error: type[ChipwiseError] = LimitError,
+) -> int:
+    """``value`` as an int in ``low..high``, or ``error`` naming it and the range.
+
+    Accepts an int or a whole, finite float (``32.0``); refuses bools, strings, NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise error(f"{what} must be a whole number, not {_shown(value)}{_fix(fix)}")
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        raise error(f"{what} must be a whole number, not {_shown(value)}{_fix(fix)}")
+    number = int(value)
+    if not low <= number <= high:
+        raise error(f"{what} is {_shown(value)}; it must be in {low}..{high:,}{_fix(fix)}")
+    return number
+
+
+def check_number(
+    what: str,
+    value: float,
+    *,
+    high: float,
+    low: float = 0.0,
+    fix: str = "",
+    error: type[ChipwiseError] = LimitError,
+) -> float:
+    """``value`` if finite and in ``(low, high]``, else ``error`` naming it and the range."""
+    if not math.isfinite(value) or not low < value <= high:
+        raise error(
+            f"{what} is {_shown(value)}; it must be a finite number above {low:g} and at most "
+            f"{high:g}{_fix(fix)}"
+        )
+    return value
+
+
+def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether parsed JSON nests objects/arrays more than ``limit`` levels (iteratively, so a
+    hostile document cannot exhaust the stack here)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _shown(value: object) -> str:
+    text = f"{value:g}" if isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fix(fix: str) -> str:
+    return f"; {fix}" if fix else ""

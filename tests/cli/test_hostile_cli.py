@@ -1,0 +1,75 @@
+"""The CLI's promise on bad input (issue 14): each hostile option is one line ``error: ...``
+on stderr and exit code 2, never a traceback, a hang or a silently ignored option.
+(``benchmarks/hostile.py`` runs the same classes through the real CLI in subprocesses.)"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from chipwise.cli import app
+from chipwise.cli.app import MAX_ERROR_CHARS, one_line
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (
+            ["predict", "llama3-8b", "--chip", "h100", "--global-batch", "99999999999999999999"],
+            "--global-batch",
+        ),
+        (["predict", "llama3-8b", "--chip", "h100", "--chips", "99999999999999"], "--chips"),
+        (["predict", "llama3-8b", "--chip", "h100", "--plan", "tp=0"], "tp is 0"),
+        (["predict", "llama3-8b", "--chip", "h100", "--plan", "pp=99999999999999999999"], "pp is"),
+        (["predict", "matmul:99999999999x99999999999x99999999999", "--chip", "h100"], "matmul dim"),
+        (["predict", "copy:1e30", "--chip", "h100"], "byte count"),
+        (["workload", "show", "llama3-8b", "--seq-len", "1000000000000000"], "--seq-len"),
+        (["advise", "--phase", "infer", "--tokens", "1T"], "--tokens is for training"),
+        (["advise", "--requests-per-day", "1M"], "--requests-per-day is for serving"),
+        (["advise", "--tokens", "1e30"], "--tokens is 1e\\+30"),
+        (["advise", "--tokens", "nan"], "--tokens 'nan' is not a number"),
+        (["advise", "--max-chips", "99999999999"], "--max-chips"),
+        (["advise", "--budget-usd", "1e300"], "--budget-usd is 1e\\+300"),
+        (["advise", "--project", "/nonexistent/chipwise-project"], "cannot scan"),
+        (["scan", "/nonexistent/chipwise-project"], "cannot scan"),
+    ],
+)
+def test_hostile_options_are_one_line_and_exit_2(args: list[str], match: str) -> None:
+    result = runner.invoke(app, [*args, "--quiet"] if args[0] == "advise" else args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert __import__("re").search(match, lines[0]), lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_one_line_joins_and_cuts() -> None:
+    assert one_line("a\n  b\tc") == "a b c"
+    assert len(one_line("x" * 10 * MAX_ERROR_CHARS)) == MAX_ERROR_CHARS
+
+
+def test_an_os_error_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chipwise.cli.workload as workload_cli
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "/some/file")
+
+    monkeypatch.setattr(workload_cli, "load_workload_model", refuse)
+    result = runner.invoke(app, ["workload", "show", "x"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: Permission denied (/some/file)"
+
+
+def test_a_bug_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chipwise.cli.workload as workload_cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(workload_cli, "load_workload_model", broken)
+    result = runner.invoke(app, ["workload", "show", "x"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: internal error (KeyError")
