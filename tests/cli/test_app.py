@@ -42,7 +42,7 @@ def _one_line(output: str) -> str:
         (["--jsn"], "no such option: --jsn"),
         (["chips", "--jsn"], "--json"),
         (["chips", "--kind", "fpga"], "'fpga' is not one of"),
-        (["predict", "llama3-8b"], "missing option '--chip'"),
+        (["predict", "llama3-8b"], "exactly one of --chip"),
         (["predict", "llama3-8b", "--chip", "h100", "--chips", "-3"], "'--chips'"),
         (["advise", "--seq-len", "0"], "'--seq-len'"),
         (["advise", "--max-chips", "-1"], "'--max-chips'"),
