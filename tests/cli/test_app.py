@@ -42,7 +42,6 @@ def _one_line(output: str) -> str:
         (["--jsn"], "no such option: --jsn"),
         (["chips", "--jsn"], "--json"),
         (["chips", "--kind", "fpga"], "'fpga' is not one of"),
-        (["predict", "llama3-8b"], "exactly one of --chip"),
         (["predict", "llama3-8b", "--chip", "h100", "--chips", "-3"], "'--chips'"),
         (["advise", "--seq-len", "0"], "'--seq-len'"),
         (["advise", "--max-chips", "-1"], "'--max-chips'"),
@@ -58,6 +57,13 @@ def test_usage_errors_are_one_line_and_exit_2(args: list[str], says: str) -> Non
     assert line.startswith("error: ") and says in line, line
     assert "--help' for more" not in line and "╭" not in result.output
     assert line.endswith("--help')")  # and where to read the options
+
+
+def test_predict_without_a_chip_asks_for_one() -> None:
+    result = runner.invoke(app, ["predict", "llama3-8b"])
+    assert result.exit_code == 2, result.output
+    line = _one_line(result.output)
+    assert line.startswith("error: ") and "exactly one of --chip" in line, line
 
 
 def test_the_usage_hint_names_the_subcommand() -> None:
