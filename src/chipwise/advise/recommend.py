@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip
+from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
 from chipwise.hardware import Catalog, Chip, default_catalog
@@ -194,7 +195,11 @@ def recommend(
     for i, chip in enumerate(chips):
         if progress is not None:
             progress(chip.id, i, len(chips))
-        why = project_exclusion(chip, request) or method_exclusion(chip, request)
+        why = (
+            project_exclusion(chip, request)
+            or method_exclusion(chip, request)
+            or as_is_exclusion(chip, request)
+        )
         if why:
             excluded.append(Excluded(chip_id=chip.id, why=why))
             continue
@@ -216,7 +221,9 @@ def recommend(
     best.sort(key=key)
     best_gpu = next((o for o in best if o.chip.kind != "tpu"), None)
     best_tpu = next((o for o in best if o.chip.kind == "tpu"), None)
-    pick = best[0] if best else None
+    pick, port_reason = choose_pick(best, request)
+    if pick is not None and pick.chip.kind != "tpu":
+        best_gpu = pick  # after weighing the port (advise.porting)
     ctx = Context(
         request=request,
         best_gpu=best_gpu,
@@ -241,7 +248,7 @@ def recommend(
         best_gpu=best_gpu,
         best_tpu=best_tpu,
         pick=pick,
-        reasons=reasons_for(ctx),
+        reasons=(port_reason, *reasons_for(ctx)) if port_reason else reasons_for(ctx),
         confidence=None if pick is None else confidence_for_chip(pick.chip),
         notes=tuple(notes),
         considered=tuple(considered),

@@ -30,6 +30,8 @@ CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
 Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "any"]
 PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 Framework = Literal["pytorch", "jax", "tensorflow"]
+Porting = Literal["auto", "allow", "as-is"]
+PORTINGS: tuple[Porting, ...] = get_args(Porting)
 Platform = Literal["nvidia-cuda", "amd-rocm", "intel-xpu", "google-tpu"]
 
 # A run that takes longer than this is not a plan anyone would choose; candidates beyond it
@@ -98,12 +100,16 @@ class AdviseRequest:
     precision: str = "bf16"
     chip_ids: tuple[str, ...] = ()  # empty: the whole catalog
     max_chips: int = DEFAULT_MAX_CHIPS
+    # A scanned project's ports: auto = a chip that runs as is wins unless the port pays for
+    # itself; allow = rank by the numbers alone; as-is = only chips that run as is.
+    porting: Porting = "auto"
 
     def __post_init__(self) -> None:
         _one_of("objective", self.objective, OBJECTIVES)
         _one_of("cloud", self.cloud, CLOUDS)
         _one_of("pricing", self.pricing, PRICINGS)
         _one_of("precision", self.precision, PRECISIONS)
+        _one_of("porting", self.porting, PORTINGS)
         for name, value, high in (
             ("--budget-usd", self.budget_usd, MAX_USD),
             ("--deadline-days", self.deadline_days, MAX_DAYS),

@@ -103,6 +103,15 @@ def advise(
         "--project",
         help="A project folder to scan (read, never run); chips it cannot run on are excluded.",
     ),
+    allow_porting: bool = typer.Option(
+        False,
+        "--allow-porting",
+        help="With --project: rank by the numbers alone, even if the pick needs a port. "
+        "Default: a chip that runs the project as is wins unless the port pays for itself.",
+    ),
+    as_is: bool = typer.Option(
+        False, "--as-is", help="With --project: only chips that run the project as is."
+    ),
     cloud: CloudChoice = typer.Option(
         CloudChoice.any, "--cloud", help="Which cloud's prices: gcp, aws, azure or any."
     ),
@@ -244,6 +253,8 @@ def advise(
             model=model,
             phase=Inference(batch=batch, input_len=input_len, output_len=output_len),
         )
+    if allow_porting and as_is:
+        raise AdviseError("--allow-porting and --as-is contradict each other; give one")
     facts = None
     if project is not None:
         from chipwise.advise.project import scan_facts
@@ -271,6 +282,7 @@ def advise(
         precision=precision,
         chip_ids=chip_ids,
         max_chips=max_chips,
+        porting="allow" if allow_porting else "as-is" if as_is else "auto",
     )
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:
         task = bar.add_task("planning", total=None)
