@@ -37,6 +37,9 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1,
     "int8": 1,
     "int4": 0.5,
+    # NVFP4 (16-element blocks, one fp8 scale) and MXFP4 (32-element blocks, one 8-bit
+    # scale) both store 4.5 bits or fewer per value; 0.5 byte counts the values only.
+    "fp4": 0.5,
 }
 
 

@@ -25,7 +25,7 @@ from .factories import training
         ({"objective": "speed"}, "unknown objective 'speed'"),
         ({"cloud": "ibm"}, "unknown cloud 'ibm'"),
         ({"pricing": "reserved"}, "unknown pricing 'reserved'"),
-        ({"precision": "fp4"}, "unknown precision 'fp4'"),
+        ({"precision": "fp3"}, "unknown precision 'fp3'"),
     ],
 )
 def test_a_bad_request_names_the_bad_value(change: dict[str, object], message: str) -> None:

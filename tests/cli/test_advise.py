@@ -271,7 +271,7 @@ def test_non_ml_json_has_every_documented_key() -> None:
         (["--tokens", "abc"], "--tokens 'abc' is not a number"),
         (["--tokens", "0"], "--tokens must be a positive number"),
         (["--requests-per-day", "lots", "--phase", "infer"], "--requests-per-day 'lots'"),
-        (["--precision", "fp4"], "unknown precision 'fp4'"),
+        (["--precision", "fp3"], "unknown precision 'fp3'"),
         (["--max-chips", "0"], "--max-chips"),
         (["matmul:1024x1024x1024"], "primitive"),
     ],

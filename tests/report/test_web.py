@@ -237,7 +237,7 @@ def test_a_huge_body_is_refused_before_it_is_read(client: TestClient) -> None:
         ({"workload": "os:system"}, "unknown workload"),  # no module:factory
         ({"workload": "llama3-8b", "chips": ["h10"]}, "h10"),
         ({"workload": "llama3-8b", "tokens": "lots"}, "not a number"),
-        ({"workload": "llama3-8b", "precision": "fp4"}, "precision"),
+        ({"workload": "llama3-8b", "precision": "fp3"}, "precision"),
     ],
 )
 def test_chipwise_errors_are_400_with_the_one_line_message(

@@ -148,7 +148,10 @@ def advise(
         help="The framework the code is written in; chips without it are excluded. Default: any.",
     ),
     precision: str = typer.Option(
-        "bf16", "--precision", help="Matmul precision: bf16, fp8, int8, fp16 or fp32."
+        "bf16",
+        "--precision",
+        help="Matmul precision: bf16, fp8, int8, fp16, fp32, fp4 (NVFP4/MXFP4), int4 or "
+        "w8a16 (weight-only).",
     ),
     seq_len: int = typer.Option(
         4096, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."

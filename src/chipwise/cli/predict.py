@@ -31,7 +31,7 @@ from chipwise.bench.calibrate import calibrated_efficiency
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
-from chipwise.errors import MeasurementError
+from chipwise.errors import MeasurementError, WorkloadError
 from chipwise.hardware import Chip, chip_option, default_catalog
 from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH
 from chipwise.perf import (
@@ -63,6 +63,22 @@ class PrecisionChoice(StrEnum):
     int8 = "int8"
     fp16 = "fp16"
     fp32 = "fp32"
+    fp4 = "fp4"
+    int4 = "int4"
+    w8a16 = "w8a16"
+
+
+class KvDtypeChoice(StrEnum):
+    auto = "auto"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+
+
+PRECISION_HELP = (
+    "Matmul precision: bf16, fp16, fp32, fp8 (W8A8), int8 (W8A8), fp4 (NVFP4/MXFP4, chips "
+    "with an fp4 rate), int4 / w8a16 (weight-only W4A16 / W8A16: fewer weight bytes, bf16 math)."
+)
 
 
 @app.command("predict")
@@ -90,7 +106,7 @@ def predict_command(
         PhaseChoice.train, "--phase", help="train (one training step) or infer (serving)."
     ),
     precision: PrecisionChoice = typer.Option(
-        PrecisionChoice.bf16, "--precision", help="Matmul precision."
+        PrecisionChoice.bf16, "--precision", help=PRECISION_HELP
     ),
     seq_len: int = typer.Option(
         Training().seq_len, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
@@ -107,7 +123,50 @@ def predict_command(
         "--batch",
         min=1,
         max=MAX_SERVE_BATCH,
-        help="Infer: concurrent requests (sequences).",
+        help="Infer: a static batch of requests, prefilled together then decoded (default load).",
+    ),
+    concurrency: int | None = typer.Option(
+        None,
+        "--concurrency",
+        min=1,
+        help="Infer: closed loop of N clients on a continuously batching engine.",
+    ),
+    rps: float | None = typer.Option(
+        None, "--rps", min=0.0, help="Infer: open loop, Poisson arrivals (requests/s)."
+    ),
+    max_throughput: bool = typer.Option(
+        False,
+        "--max-throughput",
+        help="Infer: every request queued at once (MLPerf Offline, trtllm-bench): the engine "
+        "at its batch, token and KV-cache limits.",
+    ),
+    input_len_std: float = typer.Option(
+        0.0, "--input-len-std", min=0.0, help="Infer: prompt length std (log-normal)."
+    ),
+    output_len_std: float = typer.Option(
+        0.0, "--output-len-std", min=0.0, help="Infer: output length std (log-normal)."
+    ),
+    lengths_file: Path | None = typer.Option(
+        None,
+        "--lengths",
+        help="Infer: a CSV histogram with columns input_len,output_len[,count] (e.g. a "
+        "dataset's length profile); replaces --input-len/--output-len.",
+    ),
+    max_num_seqs: int = typer.Option(
+        0, "--max-num-seqs", min=0, help="Infer: engine's max running sequences (0 = default)."
+    ),
+    max_num_tokens: int = typer.Option(
+        0, "--max-num-tokens", min=0, help="Infer: engine's tokens per step (0 = default)."
+    ),
+    kv_dtype: KvDtypeChoice = typer.Option(
+        KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
+    ),
+    prefix_hit_rate: float = typer.Option(
+        0.0,
+        "--prefix-hit-rate",
+        min=0.0,
+        max=0.99,
+        help="Infer: share of prompt tokens served from the prefix cache.",
     ),
     input_len: int = typer.Option(
         Inference().input_len,
@@ -153,7 +212,21 @@ def predict_command(
         model=model,
         phase=Training(seq_len=seq_len, global_batch=global_batch)
         if phase is PhaseChoice.train
-        else Inference(batch=batch, input_len=input_len, output_len=output_len),
+        else serving_phase(
+            batch=batch,
+            input_len=input_len,
+            output_len=output_len,
+            concurrency=concurrency,
+            rps=rps,
+            max_throughput=max_throughput,
+            input_len_std=input_len_std,
+            output_len_std=output_len_std,
+            lengths=read_lengths(lengths_file) if lengths_file else (),
+            max_num_seqs=max_num_seqs,
+            max_num_tokens=max_num_tokens,
+            kv_dtype="" if kv_dtype is KvDtypeChoice.auto else kv_dtype.value,
+            prefix_hit_rate=prefix_hit_rate,
+        ),
     )
     target = chip_option(chip, chip_file).chip
     efficiency = None
@@ -181,6 +254,69 @@ def predict_command(
         print_json(data)
     else:
         console.print(_table(pred, data))
+
+
+def serving_phase(
+    *,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    concurrency: int | None = None,
+    rps: float | None = None,
+    max_throughput: bool = False,
+    **engine: Any,
+) -> Inference:
+    """The ``Inference`` phase of the load options (at most one of --concurrency, --rps,
+    --max-throughput; none = a static --batch)."""
+    options = (
+        ("--concurrency", concurrency),
+        ("--rps", rps),
+        ("--max-throughput", max_throughput or None),
+    )
+    given = [name for name, value in options if value is not None]
+    if len(given) > 1:
+        raise WorkloadError(
+            f"{' and '.join(given)}: give one load (--batch, --concurrency, --rps or "
+            "--max-throughput)"
+        )
+    load = "batch"
+    if concurrency is not None:
+        load = "concurrency"
+    elif rps is not None:
+        load = "rps"
+    elif max_throughput:
+        load = "max_throughput"
+    return Inference(
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        load=load,
+        concurrency=concurrency or 0,
+        rps=rps or 0.0,
+        **engine,
+    )
+
+
+def read_lengths(path: Path) -> tuple[tuple[int, int, float], ...]:
+    """A length histogram CSV: ``input_len,output_len[,count]`` with a header row."""
+    import csv
+
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as err:
+        raise WorkloadError(f"--lengths {path}: cannot read it ({err.strerror})") from err
+    try:
+        out = tuple(
+            (int(r["input_len"]), int(r["output_len"]), float(r.get("count") or 1)) for r in rows
+        )
+    except (KeyError, ValueError, TypeError) as err:
+        raise WorkloadError(
+            f"--lengths {path}: need columns input_len,output_len[,count] with numbers"
+        ) from err
+    if not out:
+        raise WorkloadError(f"--lengths {path}: no rows")
+    return out
 
 
 def _plan_from(
@@ -287,8 +423,28 @@ def prediction_to_dict(
         bubble_s=pred.prefill.bubble_s + n * pred.decode.bubble_s,
         overhead_s=pred.prefill.overhead_s + n * pred.decode.overhead_s,
     )
+    eng = pred.engine
+    serving: dict[str, Any] = {}
+    if eng is not None:
+        serving = {
+            "load": eng.load,
+            "requests_per_s": eng.requests_per_s,
+            "ttft_p50_s": _finite(eng.ttft_p50_s),
+            "ttft_p99_s": _finite(eng.ttft_p99_s),
+            "tpot_p50_s": eng.tpot_p50_s,
+            "tpot_p99_s": eng.tpot_p99_s,
+            "decode_batch_per_replica": eng.decode_batch_per_replica,
+            "max_seqs_per_replica": eng.max_seqs_per_replica,
+            "kv_capacity_tokens_per_replica": eng.kv_capacity_tokens_per_replica,
+            "batch_limit": eng.limit,
+            "saturated": eng.saturated,
+        }
+    else:
+        serving = {"load": "batch", "ttft_p99_s": pred.ttft_s, "tpot_p99_s": pred.tpot_s}
     out.update(
         kind="infer",
+        **serving,
+        output_tokens_per_s_per_chip=pred.output_tokens_per_s_per_chip,
         batch=pred.batch,
         input_len=pred.input_len,
         output_len=pred.output_len,
@@ -304,6 +460,11 @@ def prediction_to_dict(
         assumptions=assumptions,
     )
     return out
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: an unbounded latency (a saturated replica) is null."""
+    return x if x != float("inf") else None
 
 
 def _table(pred: Prediction, data: dict[str, Any]) -> Table:
@@ -333,11 +494,7 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
             ]
         else:
             b = Breakdown(**{k: v for k, v in data["breakdown"].items() if k != "total_s"})
-            rows += [
-                ("time to first token", format_seconds(pred.ttft_s)),
-                ("time per output token", format_seconds(pred.tpot_s)),
-                ("output tokens/s", format_count(pred.output_tokens_per_s)),
-            ]
+            rows += _serving_rows(pred)
         fits = "fits" if pred.fits else "DOES NOT FIT"
         rows += [
             (
@@ -368,3 +525,40 @@ def _spaced(text: str) -> str:
 def _sec(seconds: float) -> str:
     """``format_seconds``, but a zero is ``0`` (not ``0 µs``)."""
     return "0" if seconds == 0 else format_seconds(seconds)
+
+
+def _serving_rows(pred: InferPrediction) -> list[tuple[str, str]]:
+    eng = pred.engine
+    if eng is None:
+        return [
+            ("time to first token", format_seconds(pred.ttft_s)),
+            ("time per output token", format_seconds(pred.tpot_s)),
+            ("output tokens/s", format_count(pred.output_tokens_per_s)),
+        ]
+
+    def sec(x: float) -> str:
+        return "unbounded (saturated)" if x == float("inf") else format_seconds(x)
+
+    return [
+        (
+            "load",
+            eng.load.replace("_", " ")
+            + (" - SATURATED: arrivals exceed capacity" if eng.saturated else ""),
+        ),
+        (
+            "TTFT mean / p50 / p99",
+            f"{sec(pred.ttft_s)} / {sec(eng.ttft_p50_s)} / {sec(eng.ttft_p99_s)}",
+        ),
+        (
+            "TPOT mean / p50 / p99",
+            f"{sec(pred.tpot_s)} / {sec(eng.tpot_p50_s)} / {sec(eng.tpot_p99_s)}",
+        ),
+        ("output tokens/s", format_count(pred.output_tokens_per_s)),
+        ("output tokens/s per chip", format_count(pred.output_tokens_per_s_per_chip)),
+        ("requests/s", f"{eng.requests_per_s:.3g}"),
+        (
+            "running batch per replica",
+            f"{eng.decode_batch_per_replica:.0f} (limit {eng.max_seqs_per_replica}: "
+            f"{eng.limit.replace('_', ' ')})",
+        ),
+    ]

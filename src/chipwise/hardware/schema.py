@@ -55,8 +55,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
-DTYPES: tuple[Dtype, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
+DTYPES: tuple[Dtype, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 Vendor = Literal["nvidia", "amd", "intel", "google", "aws"]
 Kind = Literal["gpu", "tpu", "asic"]
 Topology = Literal["switch", "all-to-all", "torus-2d", "torus-3d", "pcie", "none"]

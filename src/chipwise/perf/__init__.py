@@ -24,6 +24,7 @@ from chipwise.perf.base import (
     Plan,
     Prediction,
     PrimitivePrediction,
+    ServingLoadResult,
     TrainPrediction,
     parse_plan,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Predictor",
     "PrimitivePrediction",
     "ServeChoice",
+    "ServingLoadResult",
     "TrainChoice",
     "TrainPrediction",
     "efficiency_for",

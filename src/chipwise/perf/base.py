@@ -247,8 +247,35 @@ class TrainPrediction:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServingLoadResult:
+    """What the continuous-batching engine model found at a load (all replicas together
+    unless a name says per replica). ``ttft_s``/``tpot_s`` of the prediction are the means;
+    this adds the percentiles and the engine's limits."""
+
+    load: str  # concurrency | rps | max_throughput
+    requests_per_s: float
+    output_tokens_per_s: float
+    tokens_per_s: float  # input + output
+    decode_batch_per_replica: float  # sequences in the decode phase of a step, on average
+    in_system_per_replica: float  # requests admitted or queued (Little's law)
+    max_seqs_per_replica: int  # min(max_num_seqs, KV-cache capacity / mean context)
+    kv_capacity_tokens_per_replica: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    saturated: bool = False  # arrivals beyond what the replicas can serve: queues grow
+    limit: str = ""  # what bounds the batch: concurrency | max_num_seqs | kv_cache | ...
+    prefill_chips: int = 0  # disaggregated: chips in the prefill pool (0 = colocated)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InferPrediction:
-    """Serving ``batch`` requests: prefill (TTFT) then decode (TPOT) per output token."""
+    """Serving ``batch`` requests: prefill (TTFT) then decode (TPOT) per output token.
+
+    Under an engine load (``engine`` set), ``batch`` is the mean number of requests in the
+    system and ``ttft_s``/``tpot_s`` the means, so the throughput properties hold by Little's
+    law; ``engine`` carries percentiles and limits."""
 
     workload: str
     chip_id: str
@@ -265,6 +292,19 @@ class InferPrediction:
     prefill: Breakdown
     decode: Breakdown
     assumptions: tuple[Assumption, ...] = ()
+    engine: ServingLoadResult | None = None
+
+    @property
+    def ttft_p99_s(self) -> float:
+        return self.engine.ttft_p99_s if self.engine is not None else self.ttft_s
+
+    @property
+    def tpot_p99_s(self) -> float:
+        return self.engine.tpot_p99_s if self.engine is not None else self.tpot_s
+
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        return self.output_tokens_per_s / self.chips
 
     @property
     def request_time_s(self) -> float:
@@ -272,10 +312,14 @@ class InferPrediction:
 
     @property
     def output_tokens_per_s(self) -> float:
+        if self.engine is not None:
+            return self.engine.output_tokens_per_s
         return self.batch * self.output_len / self.request_time_s if self.output_len else 0.0
 
     @property
     def tokens_per_s(self) -> float:
+        if self.engine is not None:
+            return self.engine.tokens_per_s
         return self.batch * (self.input_len + self.output_len) / self.request_time_s
 
     @property

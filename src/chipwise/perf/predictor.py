@@ -36,12 +36,19 @@ from chipwise.perf.base import (
 )
 from chipwise.perf.efficiency import Efficiency
 from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.layers import compute_dtype
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
 from chipwise.perf.plan.memory import reserve_bytes
 from chipwise.perf.plan.parallel import Group, Network, check_plan
-from chipwise.perf.plan.planner import ServeChoice, TrainChoice, plan_serving, plan_training
+from chipwise.perf.plan.planner import (
+    ServeChoice,
+    TrainChoice,
+    plan_engine,
+    plan_serving,
+    plan_training,
+)
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
 from chipwise.workload.ir import (
@@ -54,7 +61,9 @@ from chipwise.workload.ir import (
     Workload,
 )
 
-PRECISIONS = ("bf16", "fp8", "int8", "fp16", "fp32")
+# Matmul precisions (``layers.Dtypes``): int4 and w8a16 are weight-only (W4A16, W8A16: fewer
+# weight bytes, bf16 math); fp4 is NVFP4/MXFP4 (W4A4) on chips with an fp4 rate.
+PRECISIONS = ("bf16", "fp8", "int8", "fp16", "fp32", "fp4", "int4", "w8a16")
 
 # Gradients of an imported graph are all-reduced in bf16 (PyTorch DDP with bf16 autocast
 # keeps fp32 grads; DDP's bf16 compression hook halves that; bf16 assumed).
@@ -149,7 +158,7 @@ class Predictor:
         """The serving model (cached per-shape timings)."""
         if self._serve is None:
             spec = self._spec()
-            self.chip.peak_flops_per_s(self.precision)
+            self.chip.peak_flops_per_s(compute_dtype(self.precision))
             self._serve = ServeModel(spec, self.chip, self.precision, self.perf_model,
                                      self.network)  # fmt: skip
         return self._serve
@@ -196,6 +205,9 @@ class Predictor:
                 fixed=plan_keys,
                 allow_unfit=allow_unfit,
             )
+        if phase.load != "batch":
+            return plan_engine(self.serve_model(), phase, chips=chips, fixed=plan_keys,
+                               allow_unfit=allow_unfit)  # fmt: skip
         return plan_serving(
             self.serve_model(),
             chips=chips,
@@ -242,6 +254,8 @@ class Predictor:
         serve = self.serve_model()
         if plan is not None:
             check_plan(plan, chips, self.chip, serve.spec)
+            if phase.load != "batch":
+                return serve.serve_engine(plan, phase)
             return serve.serve(plan, batch=phase.batch, input_len=phase.input_len,
                                output_len=phase.output_len)  # fmt: skip
         choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
@@ -271,7 +285,7 @@ class Predictor:
             )
         if isinstance(model, Graph):
             return self._graph(model, chips)
-        self.chip.peak_flops_per_s(self.precision)  # an unsupported dtype is an error
+        self.chip.peak_flops_per_s(compute_dtype(self.precision))  # unsupported: an error
         if isinstance(self.workload.phase, Training):
             return self.train(chips, plan=plan, plan_keys=plan_keys, allow_unfit=allow_unfit)
         return self.serve(chips, plan=plan, plan_keys=plan_keys, allow_unfit=allow_unfit)

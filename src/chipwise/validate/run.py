@@ -57,8 +57,15 @@ METRICS = (
     "tokens_per_s_per_chip",
     "memory_bytes",
     "output_tokens_per_s",
+    "output_tokens_per_s_per_chip",
+    "tokens_per_s",
+    "requests_per_s",
     "ttft_s",
+    "ttft_p50_s",
+    "ttft_p99_s",
     "tpot_s",
+    "tpot_p50_s",
+    "tpot_p99_s",
     "achieved_tflops",
     "achieved_bytes_per_s",
     "bus_bytes_per_s",
@@ -99,6 +106,25 @@ class Case:
     method: str = "full"  # fine-tunes: full | lora | qlora
     lora_rank: int = 0  # 0 = the default rank
     lora_targets: tuple[str, ...] = ()  # () = the default targets
+    # serving rows (measurements-serving.csv): how the load was stated
+    load: str = "batch"  # batch | concurrency | rps | max_throughput
+    concurrency: int = 0
+    rps: float = 0.0
+    input_len_std: float = 0.0
+    output_len_std: float = 0.0
+    kv_dtype: str = ""
+    max_num_seqs: int = 0
+    max_num_tokens: int = 0
+    prefix_hit_rate: float = 0.0
+
+    @property
+    def metric_family(self) -> str:
+        """throughput | ttft | tpot (serving rows), else the metric's own name."""
+        if self.metric.startswith("ttft"):
+            return "ttft"
+        if self.metric.startswith("tpot"):
+            return "tpot"
+        return "throughput"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +137,7 @@ class Result:
     plan: str = ""
     fits: bool | None = None
     kind: str = ""  # gpu | tpu | asic
+    vendor: str = ""  # nvidia | amd | google | ...
 
     @property
     def error(self) -> float | None:
@@ -148,7 +175,7 @@ class Report:
             abs(r.error)
             for r in self.results
             if r.error is not None
-            and (group is None or group in (r.case.phase, r.group) or group in r.subsets)
+            and (group is None or group in _groups_of(r) or group in r.subsets)
         ]
         if not errs:
             return None
@@ -161,7 +188,8 @@ class Report:
     def summary(self) -> dict[str, Stats]:
         groups = (
             "all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "finetune", "infer",
-            "microbench",
+            "infer-throughput", "infer-ttft", "infer-tpot", "infer-nvidia", "infer-amd",
+            "infer-google", "microbench",
         )  # fmt: skip
         out: dict[str, Stats] = {}
         for g in groups:
@@ -169,6 +197,18 @@ class Report:
             if s is not None:
                 out[g] = s
         return out
+
+
+def _groups_of(r: Result) -> set[str]:
+    """The groups a result counts in: its phase, phase-kind, and for serving rows the
+    metric family (throughput | ttft | tpot) and the vendor."""
+    phase = r.case.phase
+    out = {phase, r.group}
+    if phase == "infer":
+        out.add(f"infer-{r.case.metric_family}")
+        if r.vendor:
+            out.add(f"infer-{r.vendor}")
+    return out
 
 
 def _data(*parts: str) -> Path:
@@ -245,6 +285,15 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     lora_targets=tuple(
                         t.strip() for t in (raw.get("lora_targets") or "").split(";") if t.strip()
                     ),
+                    load=(raw.get("load") or "").strip() or "batch",
+                    concurrency=_int(raw.get("concurrency") or ""),
+                    rps=_float(raw.get("rps") or ""),
+                    input_len_std=_float(raw.get("input_len_std") or ""),
+                    output_len_std=_float(raw.get("output_len_std") or ""),
+                    kv_dtype=(raw.get("kv_dtype") or "").strip(),
+                    max_num_seqs=_int(raw.get("max_num_seqs") or ""),
+                    max_num_tokens=_int(raw.get("max_num_tokens") or ""),
+                    prefix_hit_rate=_float(raw.get("prefix_hit_rate") or ""),
                 )
             )
     return tuple(rows)
@@ -286,8 +335,13 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
         model = load_model(case.workload, case.base_dir, case.precision)
         phase: Training | Inference
         if case.phase == "infer":
-            phase = Inference(batch=case.batch, input_len=case.input_len,
-                              output_len=case.output_len)  # fmt: skip
+            phase = Inference(
+                batch=case.batch or 1, input_len=case.input_len, output_len=case.output_len,
+                load=case.load, concurrency=case.concurrency, rps=case.rps,
+                input_len_std=case.input_len_std, output_len_std=case.output_len_std,
+                kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
+                max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
+            )  # fmt: skip
         else:
             phase = _training(case)
         keys = plan_constraints(case.plan, case.chips) if case.plan else {}
@@ -303,7 +357,8 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
         return Result(case=case, why=f"prediction has no {case.metric}")
     plan = "" if isinstance(pred, PrimitivePrediction) else str(pred.plan)
     fits = None if isinstance(pred, PrimitivePrediction) else pred.fits
-    return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind)
+    return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind,
+                  vendor=chip.vendor)  # fmt: skip
 
 
 def _training(case: Case) -> Training:
@@ -327,10 +382,20 @@ def _metric(
     if isinstance(pred, TrainPrediction) and metric == "memory_bytes":
         return pred.memory.total_bytes
     if isinstance(pred, InferPrediction):
+        eng = pred.engine
         return {
             "output_tokens_per_s": pred.output_tokens_per_s,
+            "output_tokens_per_s_per_chip": pred.output_tokens_per_s_per_chip,
+            "tokens_per_s": pred.tokens_per_s,
+            "requests_per_s": eng.requests_per_s
+            if eng
+            else pred.output_tokens_per_s / max(1, pred.output_len),
             "ttft_s": pred.ttft_s,
+            "ttft_p50_s": eng.ttft_p50_s if eng else pred.ttft_s,
+            "ttft_p99_s": pred.ttft_p99_s,
             "tpot_s": pred.tpot_s,
+            "tpot_p50_s": eng.tpot_p50_s if eng else pred.tpot_s,
+            "tpot_p99_s": pred.tpot_p99_s,
         }.get(metric)
     if isinstance(pred, PrimitivePrediction):
         return {

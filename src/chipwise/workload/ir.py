@@ -320,11 +320,38 @@ class Training:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Inference:
-    """Serving: ``batch`` concurrent requests, ``input_len`` prompt, ``output_len`` generated."""
+    """Serving: ``input_len`` prompt tokens and ``output_len`` generated per request, under a
+    load stated as publications state it (``load``):
+
+    * ``batch``: a static batch of ``batch`` requests, prefilled together then decoded
+      (``vllm benchmark_latency``);
+    * ``concurrency``: a closed loop of ``concurrency`` clients, each sending its next request
+      when the last one finishes (``benchmark_serving --max-concurrency``);
+    * ``rps``: an open loop, Poisson arrivals at ``rps`` requests per second;
+    * ``max_throughput``: every request queued at once, the engine at its limits (MLPerf
+      Offline, ``trtllm-bench throughput``).
+
+    Lengths are means; ``input_len_std``/``output_len_std`` (> 0) make them log-normal, or
+    ``lengths`` gives a histogram of (input_len, output_len, count) rows. Engine knobs:
+    ``max_num_seqs`` and ``max_num_tokens`` per step (0 = the engine default), ``kv_dtype``
+    ("" = from the precision), ``prefix_hit_rate`` (share of prompt tokens served from the
+    prefix cache), ``disaggregated`` (separate prefill and decode pools).
+    """
 
     batch: int = 1
     input_len: int = 1024
     output_len: int = 256
+    load: str = "batch"
+    concurrency: int = 0
+    rps: float = 0.0
+    input_len_std: float = 0.0
+    output_len_std: float = 0.0
+    lengths: tuple[tuple[int, int, float], ...] = ()
+    max_num_seqs: int = 0
+    max_num_tokens: int = 0
+    kv_dtype: str = ""
+    prefix_hit_rate: float = 0.0
+    disaggregated: bool = False
 
     def __post_init__(self) -> None:
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
@@ -332,6 +359,27 @@ class Inference:
         check_whole("batch", self.batch, low=1, high=MAX_SERVE_BATCH, error=WorkloadError)
         check_whole("input_len", self.input_len, low=1, high=MAX_SEQ_LEN, error=WorkloadError)
         check_whole("output_len", self.output_len, low=0, high=MAX_SEQ_LEN, error=WorkloadError)
+        if self.load not in LOADS:
+            raise WorkloadError(f"load {self.load!r}: choose one of {', '.join(LOADS)}")
+        if self.load == "concurrency" and self.concurrency < 1:
+            raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
+        if self.load == "rps" and not self.rps > 0:
+            raise WorkloadError(f"an rps load needs rps > 0 (--rps R), got {self.rps}")
+        if self.input_len_std < 0 or self.output_len_std < 0:
+            raise WorkloadError("length standard deviations must be >= 0")
+        if not 0 <= self.prefix_hit_rate < 1:
+            raise WorkloadError(f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate}")
+        if self.max_num_seqs < 0 or self.max_num_tokens < 0:
+            raise WorkloadError("max_num_seqs and max_num_tokens must be >= 0 (0 = default)")
+        for row in self.lengths:
+            if row[0] < 1 or row[1] < 1 or row[2] <= 0:
+                raise WorkloadError(
+                    f"length histogram row {row}: lengths must be >= 1 and counts > 0"
+                )
+
+
+# How a serving load is stated (see ``Inference``).
+LOADS = ("batch", "concurrency", "rps", "max_throughput")
 
 
 Phase = Training | Inference

@@ -50,14 +50,39 @@ class Dtypes:
 
     matmul: str
     act: str
+    weight: str = ""  # stored weight dtype when it differs from ``matmul`` (weight-only)
+
+    @property
+    def weight_dtype(self) -> str:
+        return self.weight or self.matmul
 
     @staticmethod
     def for_precision(precision: str) -> Dtypes:
-        """fp8/int8: matmuls in the low precision, everything else bf16 (Transformer Engine's
-        recipe, Micikevicius et al. 2022 §4); fp32/fp16/bf16: everything in that dtype."""
-        if precision in ("fp8", "int8", "int4"):
+        """fp8/int8/fp4: matmuls in the low precision, everything else bf16 (Transformer
+        Engine's recipe, Micikevicius et al. 2022 §4; NVFP4/MXFP4 the same with 4-bit blocks);
+        int4 and w8a16 are weight-only (W4A16 as AWQ/GPTQ, W8A16): weights stored in 4 or 8
+        bits and dequantised in the GEMM's prologue, the math in bf16 (Lin et al. 2024, AWQ
+        §4; vLLM's Marlin kernels), so decode reads fewer bytes but a GEMM runs at bf16;
+        fp32/fp16/bf16: everything in that dtype."""
+        if precision in WEIGHT_ONLY:
+            return Dtypes(matmul="bf16", act="bf16", weight=WEIGHT_ONLY[precision])
+        if precision in ("fp8", "int8", "fp4"):
             return Dtypes(matmul=precision, act="bf16")
         return Dtypes(matmul=precision, act=precision)
+
+
+# Weight-only quantisation: precision name -> stored weight dtype (GEMM math in bf16).
+WEIGHT_ONLY = {"int4": "int4", "w8a16": "int8"}
+
+
+def compute_dtype(precision: str) -> str:
+    """The dtype a precision's GEMMs run in (the chip must have a rate for it)."""
+    return Dtypes.for_precision(precision).matmul
+
+
+def weight_bytes(precision: str) -> float:
+    """Bytes per stored weight at ``precision`` (fp32 serving keeps fp32 weights)."""
+    return dtype_bytes(Dtypes.for_precision(precision).weight_dtype)
 
 
 def heads_per_rank(spec: TransformerSpec, tp: int) -> tuple[int, int]:
@@ -76,15 +101,17 @@ def _divisors(n: int) -> list[int]:
 
 
 def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1) -> Op:
-    """A GEMM; inputs in the matmul dtype, output in the activation dtype."""
+    """A GEMM; the activation input in the matmul dtype, the weight (K x N) in the stored
+    weight dtype, output in the activation dtype."""
     a = dtype_bytes(dt.matmul)
+    w = dtype_bytes(dt.weight_dtype)
     o = dtype_bytes(dt.act)
     return Op(
         name=name,
         kind=OpKind.MATMUL,
         dtype=dt.matmul,
         flops=2.0 * batch * m * n * k,
-        bytes_read=batch * (m * k + k * n) * a,
+        bytes_read=batch * (m * k * a + k * n * w),
         bytes_written=batch * m * n * o,
         shape=(m, n),
         mnk=(m, n, k),
@@ -247,8 +274,12 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         if e % shard.ep:
             raise PlanError(f"ep={shard.ep} does not divide {spec.name}'s {e} experts")
         local_experts = e // shard.ep
-        # Balanced routing: each rank receives as many token-expert pairs as it sends.
-        per_expert = max(1, round(t * k / local_experts))
+        # Balanced routing: each rank receives as many token-expert pairs as it sends. With
+        # few tokens (decode) not every expert is hit: t tokens choosing k of E uniformly
+        # touch E (1 - (1 - k/E)^t) distinct experts in expectation, and only those
+        # experts' weights are read (grouped GEMMs skip empty groups).
+        active = active_experts(local_experts, t * shard.ep, k, e)
+        per_expert = max(1, round(t * k / active))
         # router logits in the activation dtype (Megatron's default moe_router_dtype)
         ops.append(_matmul("router", t, e, d, Dtypes(matmul=dt.act, act=dt.act)))
         ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
@@ -262,7 +293,7 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             _split(width, shard.tp, "moe_d_ff"),
             spec.gated_mlp,
             dt,
-            batch=local_experts,
+            batch=active,
         )
         ops.append(_memop("moe_unpermute", OpKind.SCATTER, t * k * d, 1, 1, dt.act, 1))
         if spec.n_shared_experts:
@@ -270,6 +301,13 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)
     ops.append(_memop("mlp_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
+
+
+def active_experts(local_experts: int, tokens: int, k: int, n_experts: int) -> int:
+    """Experts of ``local_experts`` one rank runs for ``tokens`` tokens each routed to ``k``
+    of ``n_experts`` (uniform routing: the expected number of distinct experts hit)."""
+    miss = (1.0 - k / n_experts) ** tokens
+    return max(1, min(local_experts, round(local_experts * (1.0 - miss) + 0.499)))
 
 
 def _split(n: int, parts: int, what: str) -> int:

@@ -48,9 +48,10 @@ from chipwise.perf.ops.layers import (
     kv_bytes_per_token_per_layer,
     kv_cached_tokens,
     mlp_params,
+    weight_bytes,
 )
 from chipwise.perf.plan.parallel import layers_per_stage
-from chipwise.units import GB, dtype_bytes
+from chipwise.units import GB
 from chipwise.workload.ir import TransformerSpec
 
 # ZeRO §3.1: mixed-precision Adam.
@@ -358,7 +359,7 @@ def serve_memory(
 ) -> MemoryUse:
     """Per-chip bytes for serving: weights, the KV cache of ``batch`` x ``context`` tokens,
     and the largest transient (one prefill chunk's activations, the logits)."""
-    wbytes = dtype_bytes(precision) if precision != "fp32" else 4.0
+    wbytes = weight_bytes(precision)
     p = stage_params(spec, plan).total
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window

@@ -17,6 +17,7 @@ few hundred distinct ops and then composes thousands of plans arithmetically.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 
@@ -27,6 +28,7 @@ from chipwise.perf.plan.parallel import check_plan, domain_chips
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
+from chipwise.workload.ir import Inference, TransformerSpec
 
 # Context parallelism is worth its ring traffic only for long sequences (Megatron CP docs
 # recommend it from 8k-32k tokens up; below that attention is a small share of the step).
@@ -322,3 +324,74 @@ def plan_serving(
             capacity_bytes=chip.hbm_capacity_bytes,
         )
     return ServeChoice(prediction=best, candidates=candidates, fitting=fitting, fixed=fixed)
+
+
+def plan_engine(
+    model: ServeModel,
+    phase: Inference,
+    *,
+    chips: int,
+    fixed: Mapping[str, int | str] | None = None,
+    allow_unfit: bool = False,
+) -> ServeChoice:
+    """The serving plan (tp x ep x dp replicas) for a continuous-batching load: the most
+    output tokens/s; under an rps load (every plan serves the same rate) the lowest p99
+    TPOT among plans that keep up. Weights must leave room for some KV cache."""
+    fixed = dict(fixed or {})
+    spec, chip = model.spec, model.chip
+    domain = domain_chips(chip, chips)
+    best: InferPrediction | None = None
+    best_key: tuple[float, float] = (math.inf, math.inf)
+    least: InferPrediction | None = None
+    candidates = fitting = 0
+    for tp in divisors(chips):
+        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+            continue
+        pp = int(fixed.get("pp", 1))
+        if (chips // tp) % pp:
+            continue
+        dp = chips // (tp * pp)
+        if "dp" in fixed and fixed["dp"] != dp:
+            continue
+        eps = [int(fixed["ep"])] if "ep" in fixed else _engine_eps(spec, tp)
+        for ep in eps:
+            plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep)
+            try:
+                pred = model.serve_engine(plan, phase)
+            except PlanError:
+                continue
+            candidates += 1
+            eng = pred.engine
+            assert eng is not None
+            if least is None or pred.memory.weights_bytes < least.memory.weights_bytes:
+                least = pred
+            if eng.max_seqs_per_replica < 1:
+                continue
+            fitting += 1
+            key = (
+                (float(eng.saturated), eng.tpot_p99_s)
+                if phase.load == "rps"
+                else (0.0, -pred.output_tokens_per_s)
+            )
+            if best is None or key < best_key:
+                best, best_key = pred, key
+    if best is None:
+        if least is not None and allow_unfit:
+            return ServeChoice(prediction=least, candidates=candidates, fitting=0, fixed=fixed)
+        need = least.memory.weights_bytes if least else 0.0
+        raise DoesNotFitError(
+            f"{spec.name} leaves no room for a KV cache on {chips} x {chip.id} "
+            f"({format_bytes(chip.hbm_capacity_bytes)} each) under any plan (weights alone "
+            f"need {format_bytes(need)} per chip); use more chips or a lower --precision",
+            needed_bytes=need,
+            capacity_bytes=chip.hbm_capacity_bytes,
+        )
+    return ServeChoice(prediction=best, candidates=candidates, fitting=fitting, fixed=fixed)
+
+
+def _engine_eps(spec: TransformerSpec, tp: int) -> list[int]:
+    """Expert-parallel degrees to try within a tp group: 1 and tp (vLLM/SGLang's
+    --enable-expert-parallel spreads experts over the tensor-parallel ranks)."""
+    if not spec.is_moe:
+        return [1]
+    return sorted({1, tp} & {d for d in divisors(spec.n_experts)})

@@ -18,21 +18,44 @@ one after another for a given token (PP adds capacity, not latency).
 
 from __future__ import annotations
 
+import math
+
 from chipwise.errors import PlanError
-from chipwise.perf.base import Assumption, Breakdown, InferPrediction, OpTime, Plan
+from chipwise.perf.base import (
+    Assumption,
+    Breakdown,
+    InferPrediction,
+    MemoryUse,
+    OpTime,
+    Plan,
+    ServingLoadResult,
+)
 from chipwise.perf.ops.layers import (
+    Dtypes,
     Shard,
+    attention_ops,
     decode_layer_ops,
     embedding_ops,
     head_ops,
+    kv_bytes_per_token_per_layer,
+    kv_cached_tokens,
     layer_ops,
+    layer_window,
 )
-from chipwise.perf.plan.memory import serve_memory, stage_layer_kinds
-from chipwise.perf.plan.parallel import Group, check_plan, groups
+from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
+from chipwise.perf.plan.parallel import Group, check_plan, groups, layers_per_stage
+from chipwise.perf.step.engine import (
+    ENGINE_MEMORY_UTILIZATION,
+    MAX_NUM_SEQS_DEFAULT,
+    MAX_NUM_TOKENS_DEFAULT,
+    MAX_THROUGHPUT_MAX_SEQS,
+    Engine,
+    lengths_of,
+)
 from chipwise.perf.step.timing import Cost, StepTimer
 from chipwise.perf.step.train import TP_OVERLAP
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Op
+from chipwise.workload.ir import Inference, Op, OpKind
 
 # Host work per decode step (scheduling, sampling, detokenising, launching the step's
 # graph). vLLM's V1 re-architecture blog (2025-01-27) reports CPU overhead as the
@@ -44,8 +67,9 @@ PREFILL_STEP_OVERHEAD_S = 2e-3
 
 
 def kv_dtype_for(precision: str) -> str:
-    """KV cache dtype: fp8 with fp8 serving, fp32 with fp32, otherwise bf16."""
-    if precision == "fp8":
+    """KV cache dtype: fp8 with fp8 or fp4 serving, fp32 with fp32, otherwise bf16 (weight-only
+    int4/w8a16 keep a bf16 cache unless ``--kv-dtype fp8`` says otherwise)."""
+    if precision in ("fp8", "fp4"):
         return "fp8"
     if precision == "fp32":
         return "fp32"
@@ -54,7 +78,27 @@ def kv_dtype_for(precision: str) -> str:
     return "bf16"
 
 
-def serve_assumptions() -> tuple[Assumption, ...]:
+def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assumption, ...]:
+    if engine:
+        return (
+            Assumption(
+                name="decode_step_overhead_s",
+                value=DECODE_STEP_OVERHEAD_S,
+                source="perf/step/serve.py (host cost per engine step, vLLM/TRT-LLM traces)",
+            ),
+            Assumption(
+                name="serving_engine",
+                value="continuous batching with chunked prefill, steady state; M/G/1 prefill "
+                "queue; see perf/step/engine.py",
+                source="perf/step/engine.py",
+            ),
+            Assumption(
+                name="engine_memory_utilization",
+                value=ENGINE_MEMORY_UTILIZATION,
+                source="vLLM --gpu-memory-utilization / TRT-LLM free_gpu_memory_fraction",
+            ),
+            Assumption(name="kv_cache_dtype", value=kv_dtype, source="--kv-dtype or precision"),
+        )
     return (
         Assumption(
             name="decode_step_overhead_s",
@@ -185,6 +229,102 @@ class ServeModel(StepTimer):
         )
         return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
+    def kv_capacity_tokens(self, plan: Plan, kv_dtype: str, timer: EngineStepTimer) -> float:
+        """Tokens of KV cache one replica holds: HBM at the engine's memory utilisation less
+        weights, one chunk's activations and the runtime's fixed reserve."""
+        chip = self.chip
+        base = serve_memory(
+            self.spec, plan, batch=1, context=0, precision=self.precision, kv_dtype=kv_dtype,
+            prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
+        )  # fmt: skip
+        fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
+        free = ENGINE_MEMORY_UTILIZATION * chip.hbm_capacity_bytes - fixed
+        free -= base.weights_bytes + base.activations_bytes
+        return max(0.0, free / timer.kv_bytes_per_token())
+
+    def serve_engine(self, plan: Plan, phase: Inference) -> InferPrediction:
+        """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
+        spec, chip = self.spec, self.chip
+        kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
+        timer = EngineStepTimer(self, plan, kv_dtype)
+        lengths = lengths_of(phase)
+        default_seqs = (
+            MAX_THROUGHPUT_MAX_SEQS if phase.load == "max_throughput" else MAX_NUM_SEQS_DEFAULT
+        )
+        capacity = self.kv_capacity_tokens(plan, kv_dtype, timer)
+        engine = Engine(
+            timer.step_s,
+            lengths,
+            prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
+            max_num_seqs=phase.max_num_seqs or default_seqs,
+            max_num_tokens=phase.max_num_tokens or MAX_NUM_TOKENS_DEFAULT,
+            kv_capacity_tokens=capacity,
+            disaggregated=phase.disaggregated,
+        )
+        replicas = plan.dp
+        value = {
+            "concurrency": phase.concurrency / replicas,
+            "rps": phase.rps / replicas,
+            "max_throughput": 0.0,
+        }[phase.load]
+        st = engine.solve(phase.load, value)
+        rate = st.rate
+        kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token()
+        base = serve_memory(
+            spec, plan, batch=max(1, round(rate.b)), context=0, precision=self.precision,
+            kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
+        )  # fmt: skip
+        memory = MemoryUse(
+            weights_bytes=base.weights_bytes,
+            kv_cache_bytes=kv_used,
+            activations_bytes=base.activations_bytes,
+            other_bytes=base.other_bytes,
+        )
+        in_system = st.in_system if st.in_system != float("inf") else rate.b
+        result = ServingLoadResult(
+            load=phase.load,
+            requests_per_s=st.requests_per_s * replicas,
+            output_tokens_per_s=st.requests_per_s * replicas * lengths.mean_out,
+            tokens_per_s=st.requests_per_s * replicas * (lengths.mean_in + lengths.mean_out),
+            decode_batch_per_replica=rate.b,
+            in_system_per_replica=in_system,
+            max_seqs_per_replica=st.max_seqs,
+            kv_capacity_tokens_per_replica=st.kv_capacity_tokens,
+            ttft_p50_s=st.ttft_p50_s,
+            ttft_p99_s=st.ttft_p99_s,
+            tpot_p50_s=st.tpot_p50_s,
+            tpot_p99_s=st.tpot_p99_s,
+            saturated=st.saturated,
+            limit=st.limit,
+        )
+        # batch = requests in the system by Little's law (X x (TTFT + L_out TPOT))
+        ttft_mean = st.ttft_mean_s if not st.saturated else st.prefill_s
+        out_len = max(1.0, lengths.mean_out)
+        batch = st.requests_per_s * (ttft_mean + out_len * rate.step_s) * replicas
+        t0 = rate.t0_s
+        return InferPrediction(
+            workload=spec.name,
+            chip_id=chip.id,
+            chips=plan.chips,
+            precision=self.precision,
+            plan=plan,
+            batch=max(1, round(batch)),
+            input_len=round(lengths.mean_in),
+            output_len=round(out_len),
+            ttft_s=ttft_mean,
+            tpot_s=rate.step_s,
+            memory=memory,
+            capacity_bytes=chip.hbm_capacity_bytes,
+            prefill=Breakdown(compute_s=st.prefill_s),
+            decode=Breakdown(
+                memory_s=t0 - DECODE_STEP_OVERHEAD_S,
+                compute_s=rate.step_s - t0,
+                overhead_s=DECODE_STEP_OVERHEAD_S,
+            ),
+            assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype) + self.model_assumptions,
+            engine=result,
+        )
+
     def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the
         all-to-alls of MoE layers over ep."""
@@ -198,3 +338,128 @@ class ServeModel(StepTimer):
             a2a = self.network.time_s("all_to_all", n_bytes * spec.experts_per_token, g["ep"])
             t += 2 * spec.n_moe_layers * a2a
         return t
+
+
+# Token counts at which the token-proportional part of a step (every op but attention) is
+# timed exactly; between two grid points it is interpolated linearly. Four points per
+# octave keep the interpolation within ~1 % of the exact per-op sum (the per-op times are
+# piecewise linear in tokens between GEMM tile and wave boundaries) and bound the work of
+# an engine solve to a few dozen op-list timings.
+_GRID_PER_OCTAVE = 4
+
+
+def _grid_point(i: int) -> int:
+    return max(1, math.floor(float(2.0 ** (i / _GRID_PER_OCTAVE)) + 0.5))
+
+
+class EngineStepTimer:
+    """Seconds of one engine step of one replica under ``plan``: ``decode`` sequences each
+    adding a token at ``context`` cached tokens, plus ``prefill`` prompt tokens (chunks of
+    prompts ``prompt_len`` long). Weights are read once per step whatever the mix; attention
+    is per sequence (decode reads its KV cache, prefill is compute-bound); TP all-reduces
+    carry the step's tokens; a fixed host cost per step."""
+
+    def __init__(self, serve: ServeModel, plan: Plan, kv_dtype: str) -> None:
+        if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
+            raise PlanError("serving plans use tp, pp, dp (replicas) and ep only")
+        check_plan(plan, plan.chips, serve.chip, serve.spec)
+        self.serve = serve
+        self.plan = plan
+        self.kv_dtype = kv_dtype
+        self.shard = Shard(tp=plan.tp, ep=plan.ep)
+        self.groups = groups(plan, serve.chip)
+        spec = serve.spec
+        self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
+        self.act_bytes = dtype_bytes("fp32" if serve.precision == "fp32" else "bf16")
+        self._linear: dict[int, float] = {}
+        self._attn: dict[tuple[int, int, bool], float] = {}
+
+    def linear_s(self, tokens: float) -> float:
+        """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
+        if tokens <= 1:
+            return self._linear_at(1)
+        x = math.log2(tokens) * _GRID_PER_OCTAVE
+        lo, hi = math.floor(x), math.ceil(x)
+        t_lo, t_hi = _grid_point(lo), _grid_point(hi)
+        y_lo, y_hi = self._linear_at(t_lo), self._linear_at(t_hi)
+        if t_hi == t_lo:
+            return y_lo
+        return y_lo + (y_hi - y_lo) * (tokens - t_lo) / (t_hi - t_lo)
+
+    def _linear_at(self, tokens: int) -> float:
+        cached = self._linear.get(tokens)
+        if cached is not None:
+            return cached
+        sv, spec = self.serve, self.serve.spec
+        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
+        total = Cost()
+        for moe, sliding, count in self.kinds:
+            ops = layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
+            ops = tuple(op for op in ops if op.kind is not OpKind.ATTENTION)
+            total = total + sv._time(ops, sustained=tokens > 1).scaled(count)
+        t = total.total_s + sv._time(embedding_ops(spec, **kw)).total_s  # type: ignore[arg-type]
+        self._linear[tokens] = t
+        return t
+
+    def attention_s(self, seqs: int, context: int, *, decode: bool) -> float:
+        """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
+        read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound)."""
+        key = (seqs, context, decode)
+        cached = self._attn.get(key)
+        if cached is not None:
+            return cached
+        sv, spec = self.serve, self.serve.spec
+        dt = Dtypes.for_precision(sv.precision)
+        total = Cost()
+        for moe, sliding, count in self.kinds:
+            del moe
+            window = layer_window(spec, sliding)
+            if decode:
+                ops = decode_layer_ops(
+                    spec, batch=seqs, context=context, shard=self.shard,
+                    precision=sv.precision, kv_dtype=self.kv_dtype, moe=False, sliding=sliding,
+                )  # fmt: skip
+            else:
+                ops = tuple(
+                    attention_ops(spec, b=1, s=seqs, shard=self.shard, dt=dt, s_kv=context,
+                                  window=window)
+                )  # fmt: skip
+            core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
+            total = total + sv._time(core, sustained=not decode).scaled(count)
+        self._attn[key] = total.total_s
+        return total.total_s
+
+    def logits_s(self, seqs: int) -> float:
+        """Embedding look-up, final norm and LM head for ``seqs`` sampled tokens."""
+        sv, spec = self.serve, self.serve.spec
+        kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
+        ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
+        return sv._time(ends, sustained=False).total_s
+
+    def comm_s(self, tokens: float) -> float:
+        """TP all-reduces (2 per layer), PP hand-offs and EP all-to-alls for the step."""
+        n_bytes = max(1.0, tokens) * self.serve.spec.d_model * self.act_bytes
+        return self.serve._comm(self.plan, self.groups, n_bytes)
+
+    def step_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
+        """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens."""
+        dec = max(0, round(decode))
+        pre = max(0, round(prefill))
+        tokens = dec + pre
+        t = self.linear_s(max(1, tokens)) + DECODE_STEP_OVERHEAD_S
+        if dec:
+            t += self.attention_s(dec, max(1, round(context)), decode=True)
+        if pre:
+            t += self.attention_s(pre, max(1, round(prompt_len)), decode=False)
+        sampled = dec + (max(1, round(pre / max(1.0, prompt_len))) if pre else 0)
+        t += self.logits_s(max(1, sampled))
+        comm = self.comm_s(tokens)
+        return t + (comm * (1 - TP_OVERLAP) if pre > dec else comm)
+
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes one token of context takes on one chip (all its layers)."""
+        spec = self.serve.spec
+        layers = layers_per_stage(spec.n_layers, self.plan.pp)
+        return kv_cached_tokens(spec, 1, layers) * kv_bytes_per_token_per_layer(
+            spec, self.plan.tp, self.kv_dtype
+        )

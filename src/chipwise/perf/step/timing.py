@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Bound, OpTime, PerfModel
 from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.layers import compute_dtype
 from chipwise.perf.plan.parallel import Network
 from chipwise.workload.ir import Graph, Op, TransformerSpec
 
@@ -91,7 +92,7 @@ class StepTimer:
         model: PerfModel,
         network: Network,
     ) -> None:
-        chip.peak_flops_per_s(precision)  # raises early for a dtype the chip lacks
+        chip.peak_flops_per_s(compute_dtype(precision))  # raises early for a missing dtype
         self.spec = spec
         self.chip = chip
         self.precision = precision

@@ -1,0 +1,376 @@
+"""A continuous-batching serving engine at steady state: batch, TTFT and TPOT percentiles.
+
+vLLM, SGLang, TensorRT-LLM and JetStream all run the same loop: every engine step carries
+one new token for each running sequence (decode) plus, within a token budget
+(``max_num_tokens``), chunks of waiting prompts (chunked prefill); a finished sequence frees
+its slot and its KV-cache blocks at once, and a new request takes them (in-flight batching).
+
+**Why an analytic steady-state model and not an event simulation.** chipwise answers in
+seconds over a whole catalog (an SLO search times hundreds of chip x plan x replica
+options), so the engine must cost a bounded number of step-time evaluations. At steady state
+an event simulation of thousands of requests converges to what these balance equations give;
+the tails come from queueing theory. The model, per replica:
+
+* **Decode rate.** With ``b`` sequences decoding, prompts must enter at the rate sequences
+  leave: ``P = b x L_in / L_out`` prefill tokens per step on average (``L_in`` after the
+  prefix-cache hits). Prefill rides in chunks of ``c = min(budget - b, max(L_in, P))``
+  tokens, so a share ``f = P / c`` of steps carries a chunk. Mean step
+  ``t = f t(b, c) + (1 - f) t(b, 0)`` (step times from ``serve.StepTimer``: weights once per
+  step, KV read per sequence, prefill attention, TP all-reduces, host overhead). Output
+  tokens/s = ``b / t``; requests/s ``X = b / (L_out t)``.
+* **Limits.** ``b`` is bounded by ``max_num_seqs``, by the KV cache (free HBM after weights
+  at the engine's memory utilisation, over the length-biased mean context
+  ``E[L_in L_out + L_out^2 / 2] / E[L_out]``: long answers hold their blocks longer), and by
+  the token budget (``b <= budget x L_out / (L_in + L_out)``). A load beyond them queues
+  (vLLM preempts and recomputes when the cache runs out; at steady state the running set is
+  the capacity).
+* **Load.** ``max_throughput``: ``b`` at the limits. ``concurrency`` N (closed loop):
+  ``b + X(b) TTFT(b) = N`` by Little's law (bisection), TTFT = ``N / X - L_out t``.
+  ``rps`` R (open loop, Poisson): ``X(b) = R`` (bisection); above ``X`` at the limits the
+  replica is saturated.
+* **TTFT** = prefill service ``S(L) = ceil(L / c') t(b, min(L, c'))`` (``c' = budget - b``)
+  plus the wait for the prefill slot, an M/G/1 queue (Pollaczek-Khinchine mean
+  ``lambda E[S^2] / (2 (1 - rho))``, exponential tail ``P(W > w) = rho exp(-w rho / E[W])``
+  (Kingman's heavy-traffic form); percentiles of ``W + S`` over the length distribution by
+  bisection on the mixture's tail (numpy, vectorised over the length points).
+* **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
+  Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
+  approximation, mixed over output lengths.
+
+Pipeline parallelism is timed as one pass through all layers per step (latency); its
+throughput gain from overlapping micro-batches is not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+from chipwise.workload.ir import Inference
+
+FloatArray = npt.NDArray[np.float64]
+StepFn = Callable[[float, float, float, float], float]
+
+# vLLM's engine argument --max-num-seqs defaults to 256 (docs.vllm.ai, "Engine Arguments");
+# the running batch of a concurrency or rps load never exceeds it unless told.
+MAX_NUM_SEQS_DEFAULT = 256
+# At --max-throughput the engine is configured for its largest batch: TensorRT-LLM's
+# max_batch_size defaults to 2048 (TensorRT-LLM LLM API / trtllm-serve BuildConfig), the
+# batch trtllm-bench and MLPerf Offline submissions run at when the KV cache allows.
+MAX_THROUGHPUT_MAX_SEQS = 2048
+# Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
+# default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
+MAX_NUM_TOKENS_DEFAULT = 8192
+# Share of HBM the engine may use for weights, activations and KV cache: vLLM's
+# --gpu-memory-utilization default 0.9; TensorRT-LLM's kv_cache free_gpu_memory_fraction 0.9.
+ENGINE_MEMORY_UTILIZATION = 0.9
+# Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
+LENGTH_POINTS = 48
+_Z99 = NormalDist().inv_cdf(0.99)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lengths:
+    """Joint (input, output) length points with weights summing to 1."""
+
+    inputs: FloatArray
+    outputs: FloatArray
+    weights: FloatArray
+
+    @property
+    def mean_in(self) -> float:
+        return float(self.weights @ self.inputs)
+
+    @property
+    def mean_out(self) -> float:
+        return float(self.weights @ self.outputs)
+
+    @property
+    def mean_context(self) -> float:
+        """Mean context of a running sequence: time-weighted by its output length."""
+        w, i, o = self.weights, self.inputs, self.outputs
+        return float(w @ (i * o + o * o / 2.0)) / max(1e-9, float(w @ o))
+
+
+def _lognormal_points(mean: float, std: float, n: int) -> FloatArray:
+    if std <= 0:
+        return np.array([float(mean)])
+    sigma2 = math.log1p((std / mean) ** 2)
+    mu = math.log(mean) - sigma2 / 2.0
+    nd = NormalDist()
+    z = np.array([nd.inv_cdf((k + 0.5) / n) for k in range(n)])
+    return np.maximum(1.0, np.exp(mu + math.sqrt(sigma2) * z))
+
+
+def lengths_of(phase: Inference) -> Lengths:
+    """The load's length distribution: a histogram, log-normal (mean, std), or fixed."""
+    if phase.lengths:
+        arr = np.array(phase.lengths, dtype=float)
+        w = arr[:, 2] / arr[:, 2].sum()
+        return Lengths(inputs=arr[:, 0], outputs=np.maximum(1.0, arr[:, 1]), weights=w)
+    ins = _lognormal_points(phase.input_len, phase.input_len_std, LENGTH_POINTS)
+    outs = _lognormal_points(max(1, phase.output_len), phase.output_len_std, LENGTH_POINTS)
+    i, o = np.meshgrid(ins, outs, indexing="ij")
+    w = np.full(i.size, 1.0 / i.size)
+    return Lengths(inputs=i.ravel(), outputs=o.ravel(), weights=w)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rate:
+    """Steady state of one replica with ``b`` sequences decoding."""
+
+    b: float
+    t0_s: float  # a decode-only step
+    t1_s: float  # a step with a prefill chunk
+    chunk: float  # prefill tokens in a chunked step
+    f: float  # share of steps with a chunk
+    step_s: float  # mean step
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.b / self.step_s if self.b else 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineState:
+    """What one replica does at the load (per replica)."""
+
+    rate: Rate
+    requests_per_s: float
+    in_system: float
+    ttft_mean_s: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    max_seqs: int
+    kv_capacity_tokens: float
+    saturated: bool
+    limit: str
+    prefill_s: float  # mean prefill service (no queue)
+
+
+class Engine:
+    """Balance equations of one replica (see the module docstring)."""
+
+    def __init__(
+        self,
+        step: StepFn,
+        lengths: Lengths,
+        *,
+        prefill_tokens_fraction: float,
+        max_num_seqs: int,
+        max_num_tokens: int,
+        kv_capacity_tokens: float,
+        disaggregated: bool = False,
+    ) -> None:
+        self.step = step
+        self.lengths = lengths
+        self.l_in = lengths.mean_in
+        self.l_pre = max(1.0, self.l_in * prefill_tokens_fraction)
+        self.pre_fraction = prefill_tokens_fraction
+        self.l_out = max(1.0, lengths.mean_out)
+        self.ctx = lengths.mean_context
+        self.budget = max_num_tokens
+        self.kv_capacity_tokens = kv_capacity_tokens
+        self.disaggregated = disaggregated
+        kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
+        limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
+        if not disaggregated:
+            limits["max_num_tokens"] = int(self.budget * self.l_out / (self.l_pre + self.l_out))
+        self.limit, cap = min(limits.items(), key=lambda kv: kv[1])
+        self.max_seqs = max(0, cap)
+        self._rates: dict[float, Rate] = {}
+
+    def rate(self, b: float) -> Rate:
+        b = float(max(1, round(b)))
+        cached = self._rates.get(b)
+        if cached is not None:
+            return cached
+        t0 = self.step(b, self.ctx, 0.0, self.l_in)
+        if self.disaggregated:
+            r = Rate(b=b, t0_s=t0, t1_s=t0, chunk=0.0, f=0.0, step_s=t0)
+        else:
+            need = b * self.l_pre / self.l_out
+            chunk = max(1.0, min(self.budget - b, max(self.l_pre, need)))
+            f = min(1.0, need / chunk)
+            t1 = self.step(b, self.ctx, chunk, self.l_in)
+            r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=f * t1 + (1 - f) * t0)
+        self._rates[b] = r
+        return r
+
+    def requests_per_s(self, b: float) -> float:
+        r = self.rate(b)
+        return r.b / (self.l_out * r.step_s)
+
+    def prefill_service(self, b: float, inputs: FloatArray) -> FloatArray:
+        """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
+        sequences decoding alongside; disaggregated: on an idle prefill replica."""
+        room = self.budget - (0.0 if self.disaggregated else b)
+        room = max(1.0, room)
+        dec = 0.0 if self.disaggregated else b
+        uniq, index = np.unique(inputs, return_inverse=True)
+        times = np.array(
+            [math.ceil(n / room) * self.step(dec, self.ctx, min(n, room), n) for n in uniq]
+        )
+        return np.asarray(times[index], dtype=float)
+
+    def _mean_service(self, b: float) -> float:
+        return float(self.prefill_service(b, np.array([self.l_pre]))[0])
+
+    def solve(self, load: str, value: float) -> EngineState:
+        """Steady state for ``load`` (concurrency | rps | max_throughput) at ``value``
+        (clients or requests/s per replica)."""
+        cap = max(1, self.max_seqs)
+        saturated = False
+        limit = self.limit
+        if load == "max_throughput":
+            b = float(cap)
+        elif load == "concurrency":
+            n = value
+            if n <= 1:
+                b = 1.0
+            else:
+                # b + X(b) S(b) = N; g increasing in b
+                def g(x: float) -> float:
+                    return x + self.requests_per_s(x) * self._mean_service(x) - n
+
+                hi = min(float(cap), n)
+                b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi)
+                limit = self.limit if b >= cap and n > cap else "concurrency"
+        elif load == "rps":
+            if self.requests_per_s(cap) < value:
+                b, saturated = float(cap), True
+            else:
+                b = _bisect(lambda x: self.requests_per_s(x) - value, 1.0, float(cap))
+                limit = "rps"
+        else:
+            raise ValueError(f"unknown engine load {load!r}")
+        rate = self.rate(b)
+        x = self.requests_per_s(b) if (load != "rps" or saturated) else value
+        return self._state(load, value, rate, x, saturated, limit)
+
+    def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
+               limit: str) -> EngineState:  # fmt: skip
+        lens = self.lengths
+        inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
+        service = self.prefill_service(rate.b, inputs)
+        w = lens.weights
+        es = float(w @ service)
+        es2 = float(w @ (service * service))
+        decode_s = self.l_out * rate.step_s
+        if load == "concurrency":
+            wait_mean = max(0.0, value / x - decode_s - es)
+            rho = min(0.999, x * es) if wait_mean > 0 else 0.0
+        elif load == "rps" and not saturated:
+            rho = min(0.999, x * es)
+            wait_mean = x * es2 / (2 * (1 - rho))
+        else:
+            # offline / saturated: the queue is the backlog; service only is reported
+            rho, wait_mean = 0.0, 0.0
+        if saturated:
+            wait_mean = math.inf
+        p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
+        tpot50, tpot99 = _tpot_quantiles(rate, lens)
+        in_system = x * (es + wait_mean + decode_s) if math.isfinite(wait_mean) else math.inf
+        return EngineState(
+            rate=rate,
+            requests_per_s=x,
+            in_system=in_system,
+            ttft_mean_s=es + wait_mean,
+            ttft_p50_s=p50,
+            ttft_p99_s=p99,
+            tpot_p50_s=tpot50,
+            tpot_p99_s=tpot99,
+            max_seqs=self.max_seqs,
+            kv_capacity_tokens=self.kv_capacity_tokens,
+            saturated=saturated,
+            limit=limit,
+            prefill_s=es,
+        )
+
+
+def _bisect(fn: Callable[[float], float], lo: float, hi: float, iters: int = 20) -> float:
+    """Root of an increasing ``fn`` on [lo, hi] (clamped to the ends)."""
+    if fn(lo) >= 0:
+        return lo
+    if fn(hi) <= 0:
+        return hi
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if fn(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 0.5:
+            break
+    return (lo + hi) / 2
+
+
+def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: float,
+                   qs: tuple[float, ...]) -> tuple[float, ...]:  # fmt: skip
+    """Quantiles of W + S: S discrete (``service`` with weights ``w``), W = 0 with
+    probability 1 - rho, else exponential with mean wait_mean / rho."""
+    if not math.isfinite(wait_mean):
+        return tuple(math.inf for _ in qs)
+    theta = wait_mean / rho if rho > 0 and wait_mean > 0 else 0.0
+
+    def tail(t: float) -> float:
+        gap = t - service
+        pw = np.where(gap < 0, 1.0, rho * np.exp(-gap / theta) if theta > 0 else 0.0)
+        return float(w @ pw)
+
+    out: list[float] = []
+    for q in qs:
+        lo, hi = 0.0, float(service.max()) + (theta * 50 if theta > 0 else 0.0) + 1e-9
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if tail(mid) > 1 - q:
+                lo = mid
+            else:
+                hi = mid
+        out.append(hi)
+    return tuple(out)
+
+
+def _tpot_quantiles(rate: Rate, lens: Lengths) -> tuple[float, float]:
+    """Median and p99 of a request's mean time per output token (chunks met ~ binomial)."""
+    delta = rate.t1_s - rate.t0_s
+    mean = rate.step_s
+    if delta <= 0 or rate.f <= 0 or rate.f >= 1:
+        return mean, mean
+    sd = delta * np.sqrt(rate.f * (1 - rate.f) / np.maximum(1.0, lens.outputs))
+    lo, hi = rate.t0_s, rate.t1_s
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        z = (mid - mean) / sd
+        above = float(lens.weights @ (1.0 - _ndtr(z)))
+        if above > 0.01:
+            lo = mid
+        else:
+            hi = mid
+    return mean, hi
+
+
+def _ndtr(z: FloatArray) -> FloatArray:
+    """Standard normal CDF, vectorised (erf via numpy's vectorize of math.erf)."""
+    erf = np.vectorize(math.erf)
+    return np.asarray(0.5 * (1.0 + erf(z / math.sqrt(2.0))), dtype=float)
+
+
+__all__ = [
+    "ENGINE_MEMORY_UTILIZATION",
+    "MAX_NUM_SEQS_DEFAULT",
+    "MAX_NUM_TOKENS_DEFAULT",
+    "MAX_THROUGHPUT_MAX_SEQS",
+    "Engine",
+    "EngineState",
+    "Lengths",
+    "Rate",
+    "lengths_of",
+]

@@ -1,0 +1,158 @@
+"""The continuous-batching engine: balance equations, limits, percentiles and invariants."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.errors import WorkloadError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.predict import predict
+from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, lengths_of
+from chipwise.perf.step.serve import EngineStepTimer, ServeModel
+from chipwise.workload.ir import Inference, Workload
+from chipwise.workload.presets import load_preset
+
+H100 = chip("h100-sxm")
+LLAMA8 = load_preset("llama3-8b")
+LLAMA70 = load_preset("llama3-70b")
+
+
+def _serve(spec=LLAMA8, precision: str = "bf16", c=H100) -> ServeModel:  # type: ignore[no-untyped-def]
+    return ServeModel(spec, c, precision, model_for(c), Network(c))
+
+
+def _timer(precision: str = "bf16") -> EngineStepTimer:
+    return EngineStepTimer(_serve(precision=precision), Plan(), "bf16")
+
+
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 1024), ctx=st.integers(16, 16384), db=st.integers(1, 512))
+def test_a_decode_step_never_gets_faster_with_more_sequences_or_context(
+    b: int, ctx: int, db: int
+) -> None:
+    t = _timer()
+    base = t.step_s(b, ctx, 0, 0)
+    assert t.step_s(b + db, ctx, 0, 0) >= base * 0.999
+    assert t.step_s(b, ctx + db, 0, 0) >= base * 0.999
+
+
+@settings(max_examples=15, deadline=None)
+@given(rps=st.floats(0.5, 20.0), replicas=st.sampled_from([1, 2, 4]))
+def test_more_replicas_never_raise_p99_latency_at_a_fixed_arrival_rate(
+    rps: float, replicas: int
+) -> None:
+    s = _serve()
+    phase = Inference(load="rps", rps=rps, input_len=512, output_len=128)
+    few = s.serve_engine(Plan(dp=replicas), phase)
+    more = s.serve_engine(Plan(dp=2 * replicas), phase)
+    assert few.engine is not None and more.engine is not None
+    assert more.engine.ttft_p99_s <= few.engine.ttft_p99_s * 1.001
+    assert more.engine.tpot_p99_s <= few.engine.tpot_p99_s * 1.001
+
+
+def test_an_rps_load_is_served_at_its_rate_with_littles_law_holding() -> None:
+    p = _serve().serve_engine(Plan(), Inference(load="rps", rps=4, input_len=512, output_len=256))
+    assert p.engine is not None and not p.engine.saturated
+    assert p.engine.requests_per_s == pytest.approx(4.0)
+    assert p.output_tokens_per_s == pytest.approx(4.0 * 256)
+    # requests in the system = rate x time in the system
+    assert p.engine.in_system_per_replica == pytest.approx(
+        4.0 * (p.ttft_s + 256 * p.tpot_s), rel=1e-6
+    )
+    assert p.engine.ttft_p99_s >= p.engine.ttft_p50_s and p.engine.tpot_p99_s >= p.tpot_s * 0.999
+
+
+def test_an_rps_load_beyond_capacity_is_saturated_with_unbounded_ttft() -> None:
+    p = _serve(LLAMA70, "fp8").serve_engine(
+        Plan(tp=8, dp=1), Inference(load="rps", rps=1e4, input_len=2048, output_len=512)
+    )
+    assert p.engine is not None and p.engine.saturated and math.isinf(p.engine.ttft_p99_s)
+
+
+def test_max_throughput_is_bounded_by_the_kv_cache_or_the_engine_limits() -> None:
+    s = _serve()
+    long = s.serve_engine(Plan(), Inference(load="max_throughput", input_len=8192, output_len=8192))
+    assert long.engine is not None and long.engine.limit == "kv_cache"
+    used = long.engine.decode_batch_per_replica * (8192 + 8192 / 2)
+    assert used <= long.engine.kv_capacity_tokens_per_replica
+    short = s.serve_engine(Plan(), Inference(load="max_throughput", input_len=128, output_len=128))
+    assert short.output_tokens_per_s > long.output_tokens_per_s
+
+
+def test_a_closed_loop_never_beats_max_throughput_and_grows_with_clients() -> None:
+    s = _serve()
+    kw = {"input_len": 1024, "output_len": 256}
+    top = s.serve_engine(Plan(), Inference(load="max_throughput", **kw)).output_tokens_per_s
+    few = s.serve_engine(Plan(), Inference(load="concurrency", concurrency=4, **kw))
+    many = s.serve_engine(Plan(), Inference(load="concurrency", concurrency=64, **kw))
+    assert few.output_tokens_per_s < many.output_tokens_per_s <= top * 1.001
+    assert few.tpot_s < many.tpot_s  # TPOT rises with the batch
+    over = s.serve_engine(Plan(), Inference(load="concurrency", concurrency=4096, **kw))
+    assert over.engine is not None
+    assert over.engine.decode_batch_per_replica <= MAX_NUM_SEQS_DEFAULT
+
+
+def test_prefix_hits_cut_ttft() -> None:
+    s = _serve()
+    cold = s.serve_engine(Plan(), Inference(load="rps", rps=2, input_len=4096, output_len=128))
+    warm = s.serve_engine(
+        Plan(), Inference(load="rps", rps=2, input_len=4096, output_len=128, prefix_hit_rate=0.8)
+    )
+    assert warm.ttft_s < cold.ttft_s
+
+
+def test_length_spread_raises_p99_ttft_over_fixed_lengths() -> None:
+    s = _serve()
+    fixed = s.serve_engine(Plan(), Inference(load="rps", rps=4, input_len=1024, output_len=256))
+    spread = s.serve_engine(
+        Plan(),
+        Inference(load="rps", rps=4, input_len=1024, output_len=256, input_len_std=800),
+    )
+    assert fixed.engine is not None and spread.engine is not None
+    assert spread.engine.ttft_p99_s > fixed.engine.ttft_p99_s
+
+
+def test_lognormal_lengths_keep_their_mean() -> None:
+    lens = lengths_of(Inference(input_len=1000, output_len=200, input_len_std=600))
+    assert lens.mean_in == pytest.approx(1000, rel=0.03)
+    assert lens.mean_out == pytest.approx(200)
+
+
+def test_weight_only_int4_reads_a_quarter_of_the_bf16_weight_bytes_and_decodes_faster() -> None:
+    assert weight_bytes("int4") == 0.25 * weight_bytes("bf16")
+    assert Dtypes.for_precision("int4").matmul == "bf16"
+    phase = Inference(load="concurrency", concurrency=8, input_len=512, output_len=256)
+    bf = predict(Workload(model=LLAMA70, phase=phase), H100, 4, "bf16")
+    q4 = predict(Workload(model=LLAMA70, phase=phase), H100, 4, "int4")
+    assert q4.memory.weights_bytes < 0.3 * bf.memory.weights_bytes
+    assert q4.tpot_s < bf.tpot_s  # type: ignore[union-attr]
+
+
+def test_fp4_needs_a_chip_with_an_fp4_rate() -> None:
+    phase = Inference(load="max_throughput", input_len=128, output_len=128)
+    assert predict(Workload(model=LLAMA70, phase=phase), chip("b200"), 1, "fp4").fits
+    with pytest.raises(Exception, match="fp4"):
+        predict(Workload(model=LLAMA70, phase=phase), H100, 1, "fp4")
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"),
+    [(1, 8), (2, 16), (1000, 128)],  # k=8 of 128: one token touches 8 experts
+)
+def test_decode_touches_only_the_experts_its_tokens_route_to(tokens: int, expected: int) -> None:
+    assert active_experts(128, tokens, 8, 128) == pytest.approx(expected, abs=1)
+
+
+def test_a_load_needs_its_value() -> None:
+    with pytest.raises(WorkloadError, match="concurrency"):
+        Inference(load="concurrency")
+    with pytest.raises(WorkloadError, match="rps"):
+        Inference(load="rps", rps=0)
