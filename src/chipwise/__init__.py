@@ -15,6 +15,7 @@ from chipwise.errors import (
     UnsupportedOpError,
     WorkloadError,
 )
+from chipwise.explore import explore
 from chipwise.hardware import Chip, chip, chips, default_catalog
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "chip",
     "chips",
     "default_catalog",
+    "explore",
 ]

@@ -51,7 +51,7 @@ def test_the_readme_keeps_its_two_commands_at_the_top() -> None:
     first = readme.index("## ")
     assert readme[first:].startswith("## Two commands")
     assert "pip install . && chipwise advise" in readme
-    assert 'pip install -e ".[dev,torch,jax,onnx,hf,web]" && scripts/check' in readme
+    assert 'pip install -e ".[dev,torch,jax,onnx,hf,web,explore,ray]" && scripts/check' in readme
     assert len(readme.splitlines()) <= 300  # long details belong in docs/
 
 

@@ -1,0 +1,204 @@
+"""A grid of questions: workloads x chips x counts x precisions x phases x batch settings.
+
+A grid file is TOML (every key optional but ``workloads``; lists multiply, scalars apply to
+every point)::
+
+    workloads = ["llama3-8b", "llama3-70b"]      # zoo ids or config.json paths
+    chips = ["h100-sxm", "h100-sxm:hbm_bandwidth*1.5", "tpu-v5p"]   # ids, aliases, derived
+    chip_files = ["mychip.toml"]                  # hypothetical chips, relative to the grid
+    counts = [1, 2, 4, 8]
+    precisions = ["bf16", "fp8"]
+    phases = ["train", "infer"]
+    seq_len = [4096]          # train: tokens per sequence
+    global_batch = [256]      # train: sequences per step
+    tokens = 1e9              # train: tokens of the run that is priced
+    batch = [1, 64]           # infer: concurrent requests
+    input_len = [1024]        # infer: prompt tokens
+    output_len = [256]        # infer: generated tokens
+    requests_per_day = 1e5    # infer: the daily load that is priced
+    ttft_slo_s = 0.5          # infer, optional: rows say whether they meet it
+    tpot_slo_s = 0.05
+    cloud = "any"             # gcp | aws | azure | any
+    pricing = "on-demand"     # on-demand | spot | committed-1y | committed-3y | any
+
+Training points vary ``seq_len`` x ``global_batch``; serving points vary ``batch`` x
+``input_len`` x ``output_len``; each phase only multiplies by its own settings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chipwise.errors import ChipwiseError
+from chipwise.workload.ir import Inference, Training
+
+Phase = Literal["train", "infer"]
+PricingChoice = Literal["on-demand", "spot", "committed-1y", "committed-3y", "any"]
+CloudChoice = Literal["gcp", "aws", "azure", "any"]
+# The default --max-points: a grid this size runs in minutes on a laptop's cores (about
+# 0.05 s per serving point, 0.3 s per training point on one core; benchmarks/explore.py).
+DEFAULT_MAX_POINTS = 10_000
+# The run and the daily load that price a point when the grid names none: the advisor's
+# defaults (a 1B-token fine-tune; 100k requests a day).
+DEFAULT_TOKENS = 1e9
+DEFAULT_REQUESTS_PER_DAY = 1e5
+
+
+class ExploreError(ChipwiseError):
+    """A grid that cannot be explored as given."""
+
+
+class GridFile(BaseModel):
+    """The validated content of a grid file (or of the command line's options)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workloads: list[str] = Field(min_length=1)
+    chips: list[str] = []
+    chip_files: list[str] = []
+    counts: list[int] = Field(default=[1], min_length=1)
+    precisions: list[str] = Field(default=["bf16"], min_length=1)
+    phases: list[Phase] = Field(default=["train"], min_length=1)
+    seq_len: list[int] = Field(default=[Training().seq_len], min_length=1)
+    global_batch: list[int] = Field(default=[Training().global_batch], min_length=1)
+    tokens: float = Field(default=DEFAULT_TOKENS, gt=0)
+    batch: list[int] = Field(default=[Inference().batch], min_length=1)
+    input_len: list[int] = Field(default=[Inference().input_len], min_length=1)
+    output_len: list[int] = Field(default=[Inference().output_len], min_length=1)
+    requests_per_day: float = Field(default=DEFAULT_REQUESTS_PER_DAY, gt=0)
+    ttft_slo_s: float | None = Field(default=None, gt=0)
+    tpot_slo_s: float | None = Field(default=None, gt=0)
+    cloud: CloudChoice = "any"
+    pricing: PricingChoice = "on-demand"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """What prices and judges every point: the run, the load, the SLOs, the prices asked."""
+
+    tokens: float
+    requests_per_day: float
+    ttft_slo_s: float | None
+    tpot_slo_s: float | None
+    cloud: str
+    pricing: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Point:
+    """One question: a workload on ``chips`` x ``chip`` at a precision, in one phase."""
+
+    index: int  # position in the grid's expansion (the table's row order)
+    workload: str
+    chip: str  # as the grid names it: a catalog id/alias, a derived spec, or a file's id
+    chips: int
+    precision: str
+    phase: Phase
+    seq_len: int | None = None  # train
+    global_batch: int | None = None  # train
+    batch: int | None = None  # infer
+    input_len: int | None = None  # infer
+    output_len: int | None = None  # infer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grid:
+    """A parsed grid: the axes, the chips as named, and the shared settings."""
+
+    spec: GridFile
+    base_dir: Path  # chip files and config.json paths are relative to it
+
+    @property
+    def settings(self) -> Settings:
+        s = self.spec
+        return Settings(
+            tokens=s.tokens,
+            requests_per_day=s.requests_per_day,
+            ttft_slo_s=s.ttft_slo_s,
+            tpot_slo_s=s.tpot_slo_s,
+            cloud=s.cloud,
+            pricing=s.pricing,
+        )
+
+    def phase_settings(self, phase: Phase) -> list[tuple[int, int, int]]:
+        s = self.spec
+        if phase == "train":
+            return [(a, b, 0) for a, b in itertools.product(s.seq_len, s.global_batch)]
+        return list(itertools.product(s.batch, s.input_len, s.output_len))
+
+    def size(self, n_chips: int) -> int:
+        """Points in the grid when it names ``n_chips`` chips (files included)."""
+        s = self.spec
+        per_phase = sum(len(self.phase_settings(p)) for p in dict.fromkeys(s.phases))
+        return len(s.workloads) * n_chips * len(s.counts) * len(s.precisions) * per_phase
+
+    def points(self, chip_names: Sequence[str]) -> Iterator[Point]:
+        """Every point, in a fixed order: workload, chip, precision, phase, settings, count."""
+        s = self.spec
+        index = 0
+        for workload, chip, precision in itertools.product(s.workloads, chip_names, s.precisions):
+            for phase in dict.fromkeys(s.phases):
+                for a, b, c in self.phase_settings(phase):
+                    for n in s.counts:
+                        if phase == "train":
+                            yield Point(index=index, workload=workload, chip=chip, chips=n,
+                                        precision=precision, phase=phase, seq_len=a,
+                                        global_batch=b)  # fmt: skip
+                        else:
+                            yield Point(index=index, workload=workload, chip=chip, chips=n,
+                                        precision=precision, phase=phase, batch=a,
+                                        input_len=b, output_len=c)  # fmt: skip
+                        index += 1
+
+
+def _check(spec: GridFile) -> GridFile:
+    for name in ("counts", "seq_len", "global_batch", "batch", "input_len"):
+        bad = [v for v in getattr(spec, name) if v < 1]
+        if bad:
+            raise ExploreError(f"grid {name} must be >= 1, got {bad[0]}")
+    if any(v < 0 for v in spec.output_len):
+        raise ExploreError("grid output_len must be >= 0")
+    if not spec.chips and not spec.chip_files:
+        raise ExploreError(
+            'the grid names no chip; add chips = ["h100-sxm", ...] or chip_files '
+            "(or --chip / --chip-file)"
+        )
+    return spec
+
+
+def grid_from(data: dict[str, object], base_dir: Path | None = None, where: str = "grid") -> Grid:
+    """A grid from a mapping (a parsed TOML file, or the CLI's options)."""
+    try:
+        spec = GridFile.model_validate(data)
+    except ValidationError as err:
+        parts = []
+        for e in err.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "grid"
+            bad = e.get("input")
+            got = f" (got {bad!r})" if isinstance(bad, str | int | float) else ""
+            parts.append(f"{loc}: {e['msg']}{got}")
+        raise ExploreError(f"{where}: {'; '.join(parts)}") from err
+    return Grid(spec=_check(spec), base_dir=base_dir or Path.cwd())
+
+
+def load_grid(path: Path) -> Grid:
+    """Read a grid TOML file (see the module docstring).
+
+    Raises:
+        ExploreError: a missing or malformed file, one clause per bad key.
+    """
+    try:
+        with Path(path).open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ExploreError(f"grid file {path} does not exist") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ExploreError(f"grid file {path}: not readable TOML: {err}") from err
+    return grid_from(raw, Path(path).resolve().parent, where=f"grid file {path}")
