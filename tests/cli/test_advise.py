@@ -217,8 +217,8 @@ CONSTRAINT_KEYS = {
     "requests_per_day", "precision", "chips", "max_chips",
 }  # fmt: skip
 OPTION_KEYS = {
-    "chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd", "price", "kwh",
-    "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
+    "chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd", "price", "offer",
+    "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
 }  # fmt: skip
 TRAIN_KEYS = {"tokens_per_s_per_chip", "step_time_s", "mfu"}
 SERVE_KEYS = {"output_tokens_per_s", "ttft_s", "tpot_s"}

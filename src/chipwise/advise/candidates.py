@@ -305,7 +305,8 @@ def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) ->
     if request.cloud != "any" and not offers and request.cloud not in chip.clouds:
         return f"not offered on {request.cloud} (catalog availability and offers)"
     if not offers and (request.objective == "cost" or request.budget_usd is not None):
-        return no_price_reason(request)
+        unpriced = catalog.no_price_for(chip.id)
+        return f"no public price: {unpriced.why}" if unpriced else no_price_reason(request)
     phase, budget = request.workload.phase, request.budget_usd
     if offers and budget is not None and request.tokens and isinstance(phase, Training):
         floor_s = predictor.step_floor_s(1)  # None: no bound for this workload

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
-from chipwise.hardware import default_catalog, load_chip_file, with_user_chips
+from chipwise.hardware import load_chip_file, with_user_chips
+from chipwise.hardware.prices import run_catalog
 from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH, MAX_WIDTH
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import require_plotly
@@ -210,6 +212,13 @@ def advise(
         max=MAX_CHIPS,
         help="Largest chip count to consider (1, 2, 4, ...).",
     ),
+    prices: Path | None = typer.Option(
+        None,
+        "--prices",
+        help="Your own prices, TOML or CSV in the offers schema (see 'chipwise prices'): they "
+        "replace the catalog's for the same chip, provider and pricing in this run, and the "
+        "output names the file.",
+    ),
     html: Path | None = typer.Option(
         None, "--html", help="Also write a self-contained HTML report to this file."
     ),
@@ -228,10 +237,10 @@ def advise(
         require_plotly()  # fail now, not after the planning, when the [web] extra is missing
     _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
     chip_ids = _chip_list(chips)
-    catalog = None
+    catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices
     if chip_files:
         user = [load_chip_file(p) for p in chip_files]
-        catalog = with_user_chips(default_catalog(), user)
+        catalog = with_user_chips(catalog, user)
         if chip_ids:  # --chips narrows the catalog; the user's chips are asked for too
             chip_ids = (*chip_ids, *(u.chip.id for u in user))
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
@@ -294,6 +303,8 @@ def advise(
             bar.update(task, description=f"planning {chip_id}", completed=i, total=total)
 
         rec = recommend(request, catalog, progress=tick)
+    if user_prices is not None:
+        rec = replace(rec, notes=(*rec.notes, user_prices.note))
     if html is not None:
         from chipwise.report.html import write_html_report
 

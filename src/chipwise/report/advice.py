@@ -15,13 +15,16 @@ JSON schema (``chipwise advise --json``), version 1::
      "notes": [...],
      "non_ml": {"workload", "capable_chips", "basis"} | null}
     OPTION = {"chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd",
-              "price", "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
+              "price", "offer", "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
               training: "tokens_per_s_per_chip", "step_time_s", "mfu";
               serving: "output_tokens_per_s", "ttft_s", "tpot_s"}
 
-``days`` is the training run's wall clock (null when serving); ``usd`` the whole run
-(training) or one day (serving), null without a price; ``kwh`` facility energy of the run
-(training) or of one day (serving). Fields are only ever added within a version.
+``offer`` is the cloud price the option is ranked with (``chipwise prices --json`` offer:
+provider, pricing, usd_per_chip_hour, region, instance, source, date, note, confidence,
+stale, age_days), null when owned or unpriced. ``days`` is the training run's wall clock
+(null when serving); ``usd`` the whole run (training) or one day (serving), null without
+a price; ``kwh`` facility energy of the run (training) or of one day (serving). Fields
+are only ever added within a version.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from chipwise.advise.candidates import Option
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import describe
+from chipwise.hardware import PriceOffer
 from chipwise.perf import InferPrediction, TrainPrediction
+from chipwise.report.chips import offer_to_dict
 from chipwise.units import GB, format_seconds
 from chipwise.workload.finetune import lora_params
 from chipwise.workload.ir import LORA_TARGETS, Training, TransformerSpec
@@ -53,6 +58,11 @@ def _mfu(o: Option) -> float | None:
     return p.achieved_flops_per_s_per_chip / peak
 
 
+def _offer(o: Option) -> dict[str, Any] | None:
+    offer = getattr(o.cost, "offer", None)
+    return None if not isinstance(offer, PriceOffer) else offer_to_dict(offer)
+
+
 def option_to_dict(o: Option) -> dict[str, Any]:
     p = o.prediction
     out: dict[str, Any] = {
@@ -65,6 +75,7 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         "days": o.days,
         "usd": o.usd,
         "price": o.price_label,
+        "offer": _offer(o),
         "kwh": o.kwh,
         "kg_co2e": o.energy.kg_co2e if o.energy else None,
         "memory_per_chip_bytes": p.memory.total_bytes,
