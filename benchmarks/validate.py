@@ -2,6 +2,7 @@
 
     python benchmarks/validate.py [--kind train|infer|microbench] [--json]
     python benchmarks/validate.py --fit-sustained
+    python benchmarks/validate.py --write-confidence [PATH]
 
 Prints every row (predicted ones with their error, the rest with why they were not
 predicted) and the median and 90th-percentile absolute error overall, for training on
@@ -14,6 +15,10 @@ median measured/predicted ratio of each group's training rows, iterated to a fix
 and cross-checks it by leaving one publication out at a time (the shared cases file counts
 as one): fitted on the others, the error on the rows left out, then over all rows so
 predicted out of sample. It prints the values to put in the TOML; it writes nothing.
+
+``--write-confidence`` predicts every row and writes the confidence table ``advise`` quotes
+(default: the package's ``validate/data/confidence.json``); run it after any model or
+measurement change (``tests/validate/test_confidence.py`` fails until you do).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -29,9 +35,20 @@ from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
 from chipwise.hardware.chip import Chip
 from chipwise.perf import Efficiency, efficiency_for
-from chipwise.validate import Case, Report, Result, load_cases, run_validation
+from chipwise.validate import (
+    Case,
+    Report,
+    Result,
+    confidence_entries,
+    confidence_json,
+    confidence_path,
+    confidence_table,
+    load_cases,
+    run_validation,
+)
 
 FIT_ROUNDS = 4
+CONFIDENCE_SOURCE = "python benchmarks/validate.py --write-confidence"
 
 
 def sustained_group(chip: Chip) -> str:
@@ -110,12 +127,27 @@ def fit_sustained() -> None:
     print("  all rows out of sample:", _stats(Report(results=tuple(held))))
 
 
+def write_confidence(path: Path) -> None:
+    """Predict every row and write the confidence table to ``path``."""
+    entries = confidence_entries(run_validation())
+    table = confidence_table(entries, source=CONFIDENCE_SOURCE)
+    path.write_text(confidence_json(table), encoding="utf-8")
+    print(f"wrote {len(entries)} entries to {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", choices=("train", "infer", "microbench"), default=None)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--fit-sustained", action="store_true", help="refit and cross-check")
+    parser.add_argument(
+        "--write-confidence", nargs="?", const=str(confidence_path()), default=None,
+        metavar="PATH", help="write the confidence table advise reads (default: package data)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.write_confidence:
+        write_confidence(Path(args.write_confidence))
+        return
     if args.fit_sustained:
         fit_sustained()
         return
