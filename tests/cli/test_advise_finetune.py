@@ -45,3 +45,14 @@ def test_qlora_excludes_tpus_and_names_the_smallest_gpu_it_fits_on_with_memory()
 def test_an_unknown_lora_target_is_one_line_and_exit_2() -> None:
     result = runner.invoke(app, ["advise", "--lora-targets", "q_proj,wq"])
     assert result.exit_code == 2 and "wq" in result.output
+
+
+def test_own_hardware_prints_a_purchase_payback_and_break_even() -> None:
+    args = ["mistral-7b", "--own-hardware", "--tokens", "500M", "--chips", "b200,h100-sxm,mi300x"]
+    data = _json(*args)
+    own = data["ownership"]
+    assert own["units"] >= 1 and own["chips_bought"] % own["unit_chips"] == 0
+    assert own["rent_usd"] > 0 and own["rent"]["chip"] in {"b200", "h100-sxm", "mi300x"}
+    text = _run(*args)
+    assert "buy: 1 ×" in text and "8-GPU server" in text
+    assert "pays back" in text and "utilization" in text

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip
+from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
 from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
 from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
@@ -57,6 +58,7 @@ class Recommendation:
     non_ml: NonMLAnswer | None = None
     considered: tuple[Option, ...] = ()  # every allowed chip x count that was planned
     smallest_gpu: Option | None = None  # the least-memory single GPU the job fits on
+    ownership: OwnershipAdvice | None = None  # --own-hardware: what to buy, payback
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -232,6 +234,11 @@ def recommend(
         single_chip_gpu=min(single_gpu, key=key, default=None),
         catalog=cat,
     )
+    owning = None
+    if request.own_hardware and pick is not None and pick.days is not None:
+        # the same job rented (any chip), to price the purchase against
+        rented = recommend(replace(request, own_hardware=False), cat)
+        owning = ownership_advice(pick, rented.options, request)
     notes = []
     if not best:
         which = "in the catalog" if not request.chip_ids else "of those asked for (--chips)"
@@ -252,6 +259,7 @@ def recommend(
         confidence=None if pick is None else confidence_for_chip(pick.chip),
         notes=tuple(notes),
         considered=tuple(considered),
+        ownership=owning,
         smallest_gpu=min(
             single_gpu, key=lambda o: (o.chip.hbm_capacity_bytes, key(o)), default=None
         ),

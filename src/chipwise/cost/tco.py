@@ -221,3 +221,101 @@ def owned_cost_of_run(
         usd_total=usd_per_step * steps,
         capex_usd_upfront=owned.capex_usd * pred.chips,
     )
+
+
+# ---- buying in the units sold, and paying back against renting ------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PurchaseUnit:
+    """The smallest thing one buys: a PCIe card, or the baseboard of a scale-up domain."""
+
+    chips: int
+    label: str
+
+
+def purchase_unit(chip: Chip) -> PurchaseUnit:
+    """PCIe cards are sold one by one; SXM/OAM modules only on the baseboard that forms their
+    scale-up domain (NVIDIA HGX: 8 GPUs; AMD Instinct platform: 8 OAM; Gaudi HLS: 8; GB200
+    NVL72: a 72-GPU rack), which the catalog records as ``scale_up.domain_chips``."""
+    if chip.scale_up.topology == "pcie" or chip.scale_up.domain_chips <= 1:
+        return PurchaseUnit(chips=1, label="card")
+    n = chip.scale_up.domain_chips
+    kind = "rack" if n > 8 else "server"
+    return PurchaseUnit(chips=n, label=f"{n}-{chip.kind.upper()} {kind}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ownership:
+    """Buying the chips a job needs, in whole units, against renting the same work.
+
+    Per chip and calendar hour, at duty cycle ``d`` (share of hours doing work like this job,
+    the rest of the bought chips running copies of it): owning costs ``capex/T + ops +
+    e_idle + d (e_busy - e_idle)``; the work is worth ``d r`` at the rental rate ``r`` (the
+    rented job's price per owned chip-hour of it). Payback = capex / (worth - running cost);
+    break-even utilisation = the ``d`` at which the two meet over the amortisation period.
+    """
+
+    chip_id: str
+    unit: PurchaseUnit
+    units: int
+    chips_used: int
+    chip_usd: float  # one chip's purchase price
+    capex_usd: float  # everything bought: chips, their server and network share
+    job_hours: float  # the job's wall clock on the owned chips
+    rent_usd: float  # the same job rented
+    rent_usd_per_chip_hour: float  # r: per owned chip-hour of the job
+    running_usd_per_chip_hour: float  # power + ops of a busy owned chip
+    duty_cycle: float
+    amortisation_years: float
+    payback_years: float | None  # None: never pays back at this duty cycle
+    break_even_utilisation: float | None  # None: never breaks even (even at 100%)
+    assumptions: tuple[Assumption, ...]
+
+    @property
+    def chips_bought(self) -> int:
+        return self.units * self.unit.chips
+
+
+def ownership(
+    owned: OwnedCost,
+    chip: Chip,
+    *,
+    chips_used: int,
+    job_hours: float,
+    rent_usd: float,
+    assumptions: Assumptions | None = None,
+) -> Ownership:
+    """Whole units to buy for a job on ``chips_used`` chips, and payback against renting it
+    for ``rent_usd`` (see ``Ownership``)."""
+    a = default_assumptions() if assumptions is None else assumptions
+    if chips_used < 1 or job_hours <= 0 or rent_usd <= 0:
+        raise CostError("ownership needs chips >= 1, a positive job time and a rental price")
+    unit = purchase_unit(chip)
+    units = -(-chips_used // unit.chips)
+    e_idle = _usd_per_hour(owned.idle_facility_w, a)
+    e_busy = _usd_per_hour(owned.busy_facility_w, a)
+    r = rent_usd / (job_hours * chips_used)
+    fixed = owned.capex_usd_per_hour + owned.ops_usd_per_hour + e_idle
+    margin = r - (e_busy - e_idle)
+    d_star = fixed / margin if margin > 0 else None
+    d = owned.duty_cycle
+    net = d * r - (owned.ops_usd_per_hour + e_idle + d * (e_busy - e_idle))
+    payback = owned.capex_usd / net / HOURS_PER_YEAR if net > 0 else None
+    return Ownership(
+        chip_id=chip.id,
+        unit=unit,
+        units=units,
+        chips_used=chips_used,
+        chip_usd=owned.purchase.usd,
+        capex_usd=owned.capex_usd * units * unit.chips,
+        job_hours=job_hours,
+        rent_usd=rent_usd,
+        rent_usd_per_chip_hour=r,
+        running_usd_per_chip_hour=e_busy + owned.ops_usd_per_hour,
+        duty_cycle=d,
+        amortisation_years=owned.amortisation_years,
+        payback_years=payback,
+        break_even_utilisation=d_star if d_star is not None and d_star <= 1 else None,
+        assumptions=owned.assumptions,
+    )

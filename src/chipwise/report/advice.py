@@ -4,6 +4,9 @@ JSON schema (``chipwise advise --json``), version 1::
 
     {"schema_version": 1, "workload", "phase", "objective",
      "training": {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"} | null,
+     "ownership": {"chip", "unit", "unit_chips", "units", "chips_bought", "chips_used",
+                   "capex_usd", "rent_usd", "rent": OPTION, "utilization", "payback_years",
+                   "break_even_utilization", "amortisation_years"} | null,
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
                      "framework", "tokens", "requests_per_day", "precision", "chips",
                      "max_chips"},
@@ -114,6 +117,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "max_chips": req.max_chips,
         },
         "training": _training_dict(rec),
+        "ownership": _ownership_dict(rec),
         "pick": option_to_dict(rec.pick) if rec.pick else None,
         "best_gpu": option_to_dict(rec.best_gpu) if rec.best_gpu else None,
         "best_tpu": option_to_dict(rec.best_tpu) if rec.best_tpu else None,
@@ -186,6 +190,77 @@ def job_line(rec: Recommendation) -> str:
         f"Job: {wl.name} {what}; {tokens}{phase.seq_len}-token sequences, "
         f"{phase.global_batch} per step (--method {'|'.join(other)} to compare)"
     )
+
+
+def _years(y: float) -> str:
+    return f"{y * 12:.0f} months" if y < 1 else f"{y:.1f} years"
+
+
+def ownership_lines(rec: Recommendation) -> list[str]:
+    """--own-hardware: the purchase in whole units, payback and break-even against renting."""
+    adv = rec.ownership
+    if adv is None:
+        return []
+    own = adv.ownership
+    unit = own.unit
+    what = (
+        f"{own.units} × {own.chip_id} card{'s' if own.units > 1 else ''}"
+        if unit.chips == 1
+        else f"{own.units} × {own.chip_id} {unit.label}{'s' if own.units > 1 else ''}"
+    )
+    share = (
+        f"; this job uses {own.chips_used} of the {own.chips_bought} for "
+        f"{format_run_time(own.job_hours / 24)}"
+        if own.chips_used < own.chips_bought
+        else ""
+    )
+    buy = (
+        f"buy: {what}, {format_usd(own.capex_usd)} up front ({own.chips_bought} × "
+        f"{format_usd(own.chip_usd)} + server and network share){share}"
+    )
+    r = adv.rent
+    took = format_run_time(r.days) if r.days is not None else ""
+    rent = (
+        f"the same job rented: {format_usd(own.rent_usd)} on {r.chip.id} ×{r.total_chips} "
+        f"for {took} (cheapest {adv.pricing})"
+    )
+    if own.payback_years is None:
+        pays = f"at {own.duty_cycle:.0%} utilization the purchase never pays back against renting"
+    else:
+        pays = (
+            f"kept {own.duty_cycle:.0%} busy with work like this, it pays back in "
+            f"{_years(own.payback_years)}"
+        )
+    if own.break_even_utilisation is None:
+        even = "owning never beats renting this work, even at 100% utilization"
+    else:
+        even = (
+            f"owning beats renting above {own.break_even_utilisation:.0%} utilization "
+            f"(over {own.amortisation_years:g} years)"
+        )
+    return [buy, rent, f"{pays}; {even}"]
+
+
+def _ownership_dict(rec: Recommendation) -> dict[str, Any] | None:
+    adv = rec.ownership
+    if adv is None:
+        return None
+    own = adv.ownership
+    return {
+        "chip": own.chip_id,
+        "unit": own.unit.label,
+        "unit_chips": own.unit.chips,
+        "units": own.units,
+        "chips_bought": own.chips_bought,
+        "chips_used": own.chips_used,
+        "capex_usd": own.capex_usd,
+        "rent_usd": own.rent_usd,
+        "rent": option_to_dict(adv.rent),
+        "utilization": own.duty_cycle,
+        "payback_years": own.payback_years,
+        "break_even_utilization": own.break_even_utilisation,
+        "amortisation_years": own.amortisation_years,
+    }
 
 
 def _smallest_gpu_line(rec: Recommendation) -> str:
@@ -312,6 +387,8 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         small = _smallest_gpu_line(rec)
         if small:
             parts.append(_indented(small, 2))
+        for line in ownership_lines(rec):
+            parts.append(_indented(line, 2))
         parts.append(_indented(f"price: {o.price_label}", 2))
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
