@@ -76,4 +76,6 @@ def test_planner_result_fits_and_uses_exactly_the_chips(chips: int, seq: int, pe
 
 def test_every_plan_field_is_in_its_text() -> None:
     text = str(Plan())
-    assert all(f"{f.name}=" in text for f in fields(Plan))
+    # etp (experts' tensor parallelism) is shown only when set: 0 = automatic
+    assert all(f"{f.name}=" in text for f in fields(Plan) if f.name != "etp")
+    assert "etp=1" in str(Plan(tp=2, ep=2, etp=1)) and "etp" not in text

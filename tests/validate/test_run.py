@@ -32,6 +32,8 @@ from chipwise.validate import (
 TRAIN_MEDIAN_BOUND = 0.10
 TRAIN_P90_BOUND = 0.23
 MICROBENCH_MEDIAN_BOUND = 0.05
+MOE_MEDIAN_BOUND = 0.15
+MOE_P90_BOUND = 0.65
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,7 @@ def test_every_measurements_table_is_loaded_and_cites_a_source() -> None:
     paths = own_measurements_paths()
     assert paths[0] == own_measurements_path()
     assert any(p.name == "measurements-scale.csv" for p in paths)
+    assert any(p.name == "measurements-moe.csv" for p in paths)
     loaded = {c.id for c in load_cases()}
     for p in paths:
         for c in read_cases(p):
@@ -82,7 +85,8 @@ def test_every_row_is_predicted_or_says_why(report) -> None:  # type: ignore[no-
 
 
 def test_training_error_stays_within_the_bound(report) -> None:  # type: ignore[no-untyped-def]
-    s = report.stats("train")
+    # dense models; the MoE rows (measurements-moe.csv) have their own bound below
+    s = report.stats("train-dense")
     assert s is not None and s.rows >= 36
     assert s.median_abs_error <= TRAIN_MEDIAN_BOUND
     assert s.p90_abs_error <= TRAIN_P90_BOUND
@@ -94,6 +98,15 @@ def test_training_error_stays_within_the_bound(report) -> None:  # type: ignore[
 def test_microbenchmarks_stay_within_the_bound(report) -> None:  # type: ignore[no-untyped-def]
     s = report.stats("microbench")
     assert s is not None and s.median_abs_error <= MICROBENCH_MEDIAN_BOUND
+
+
+def test_the_moe_subset_is_reported(report) -> None:  # type: ignore[no-untyped-def]
+    s = report.stats("train-moe")
+    assert s is not None and s.rows >= 30
+    assert "train-moe" in report.summary()
+    # a regression guard at today's level (issue 11 asks for 12 % / 25 %, not reached yet)
+    assert s.median_abs_error <= MOE_MEDIAN_BOUND
+    assert s.p90_abs_error <= MOE_P90_BOUND
 
 
 def test_the_public_cases_ship_with_the_package() -> None:

@@ -3,8 +3,8 @@
 JSON (``--json``): ``{"schema_version": 1, "rows": [{id, workload, phase, chip, chips,
 precision, metric, measured, predicted, error, plan, fits, why, source}], "summary":
 {group: {rows, median_abs_error, p90_abs_error}}}`` with groups all, train, train-gpu,
-train-tpu, infer, microbench (those that have rows). Rows that cannot be predicted have
-``predicted`` and ``error`` null and say ``why``.
+train-tpu, train-moe (models with routed experts), infer, microbench (those that have
+rows). Rows that cannot be predicted have ``predicted`` and ``error`` null and say ``why``.
 
 The table shows id, workload, chip, n, measured, predicted and error, readable at 80
 columns; ``--wide`` adds the metric, the plan (and whether it fits) and the row's notes.

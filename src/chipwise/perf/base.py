@@ -80,6 +80,12 @@ class Plan:
     ``dp`` replicates weights; ``fsdp`` shards weights, grads and optimizer states (ZeRO-3)
     over its group; ``vp`` is virtual pipeline stages per rank (interleaving);
     ``microbatch`` is sequences per micro-batch on one data-parallel rank.
+
+    ``etp`` is the tensor-parallel width of the routed experts (Megatron's
+    ``--expert-tensor-parallel-size``): the ``tp x cp x dp x fsdp`` ranks of a pipeline stage
+    are regrouped as ``etp x ep x edp`` for the experts, so expert parallelism can fold over
+    the tensor-parallel ranks (EP32 on dp=16 x tp=2 with etp=1). 0 = automatic: 1 when
+    ``ep`` > 1, else ``tp`` (see ``expert_tp``).
     """
 
     dp: int = 1
@@ -91,11 +97,14 @@ class Plan:
     vp: int = 1
     microbatch: int = 1
     recompute: Recompute = "none"
+    etp: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if f.name != "recompute" and getattr(self, f.name) < 1:
+            if f.name not in ("recompute", "etp") and getattr(self, f.name) < 1:
                 raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
+        if self.etp < 0:
+            raise PlanError(f"plan: etp must be >= 1 (or 0 = automatic), got {self.etp}")
         if self.recompute not in ("none", "selective", "full"):
             raise PlanError(f"plan: recompute must be none|selective|full, got {self.recompute}")
 
@@ -108,9 +117,30 @@ class Plan:
         """Ranks that each see different sequences (dp x fsdp)."""
         return self.dp * self.fsdp
 
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel width of the routed experts (``etp``, resolved when automatic)."""
+        return expert_tp(self.tp, self.data_parallel, self.ep, self.etp)
+
     def __str__(self) -> str:
-        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)]
+        parts = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "etp" or self.etp  # automatic etp is left out
+        ]
         return ",".join(parts)
+
+
+def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
+    """The routed experts' tensor-parallel width: ``etp`` if given; 1 under expert
+    parallelism (the experts are whole on each rank: Megatron-Bridge's and NeMo's MoE
+    recipes set ``expert_tensor_parallel_size = 1``, e.g. github:NVIDIA-NeMo/Megatron-Bridge
+    recipes for DeepSeek-V3, Qwen3-MoE; MaxText keeps experts whole under its expert axis);
+    ``tp`` without it (the experts split like a dense MLP, Megatron-Core's default)."""
+    del data_parallel  # kept in the signature: the layout, not the rule, may need it
+    if etp:
+        return etp
+    return 1 if ep > 1 else tp
 
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}

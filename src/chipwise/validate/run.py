@@ -48,7 +48,7 @@ from chipwise.perf import (
     predict,
 )
 from chipwise.workload.config import load_config
-from chipwise.workload.ir import Inference, Model, Primitive, Training, Workload
+from chipwise.workload.ir import Inference, Model, Primitive, Training, TransformerSpec, Workload
 from chipwise.workload.load import load_workload_model
 
 PUBLIC_CASES = "cases-public.csv"
@@ -138,6 +138,7 @@ class Result:
     fits: bool | None = None
     kind: str = ""  # gpu | tpu | asic
     vendor: str = ""  # nvidia | amd | google | ...
+    moe: bool = False  # the model has routed experts
 
     @property
     def error(self) -> float | None:
@@ -151,10 +152,14 @@ class Result:
 
     @property
     def subsets(self) -> tuple[str, ...]:
-        """The summary groups this row counts in beyond its phase and phase-kind."""
+        """The summary groups this row counts in beyond its phase and phase-kind: 1024+ chips,
+        and 'train-moe' (routed experts) or 'train-dense' (the others)."""
+        out: tuple[str, ...] = ()
         if self.case.phase == "train" and self.case.chips >= SCALE_CHIPS:
-            return (SCALE_GROUP,)
-        return ()
+            out = (SCALE_GROUP,)
+        if self.case.phase == "train" and self.predicted is not None:
+            out += ("train-moe",) if self.moe else ("train-dense",)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +175,8 @@ class Report:
 
     def stats(self, group: str | None = None) -> Stats | None:
         """Median and 90th percentile of |error| over predicted rows (of ``group``: 'train',
-        'train-gpu', 'train-tpu', 'train-1024+', 'infer', 'microbench'; None = all)."""
+        'train-gpu', 'train-tpu', 'train-1024+', 'train-moe' (routed experts), 'train-dense'
+        (the others), 'infer', 'microbench'; None = all)."""
         errs = [
             abs(r.error)
             for r in self.results
@@ -187,7 +193,8 @@ class Report:
 
     def summary(self) -> dict[str, Stats]:
         groups = (
-            "all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "finetune", "infer",
+            "all", "train", "train-gpu", "train-tpu", SCALE_GROUP, "train-moe", "finetune",
+            "infer",
             "infer-throughput", "infer-ttft", "infer-tpot", "infer-nvidia", "infer-amd",
             "infer-google", "microbench",
         )  # fmt: skip
@@ -357,8 +364,9 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
         return Result(case=case, why=f"prediction has no {case.metric}")
     plan = "" if isinstance(pred, PrimitivePrediction) else str(pred.plan)
     fits = None if isinstance(pred, PrimitivePrediction) else pred.fits
+    moe = isinstance(model, TransformerSpec) and model.is_moe
     return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind,
-                  vendor=chip.vendor)  # fmt: skip
+                  vendor=chip.vendor, moe=moe)  # fmt: skip
 
 
 def _training(case: Case) -> Training:

@@ -84,6 +84,7 @@ class Op:
     count: int = 1  # repetitions (e.g. once per layer)
     dynamic: bool = False  # a data-dependent shape (recompilation on XLA)
     backward: bool = False  # part of the backward pass
+    grouped: bool = False  # ``batch`` GEMMs of different weights (MoE experts), not one bmm
 
     def __post_init__(self) -> None:
         if self.flops < 0 or self.bytes_read < 0 or self.bytes_written < 0 or self.count < 1:

@@ -24,6 +24,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
 - **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
   the CUDA cores / vector units (``vector_flops_per_s``).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
+- **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
+  Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding and wave
+  quantisation apply per expert (tokens per expert = T k / E rows), and each pays a launch.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -185,7 +188,20 @@ class GpuModel(PerfModel):
         peak = compute_rate(chip, op) if (flops or op.tensor_op) else 0.0
         bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
         notes: list[str] = []
-        if op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
+        if op.grouped and op.batch > 1 and op.mnk is not None and all(op.mnk):
+            # MoE experts: one GEMM per expert (Transformer Engine's GroupedLinear issues a
+            # cuBLAS GEMM per expert), each cut into its own tiles and waves: a small expert
+            # leaves SMs idle in its last wave and pays its own launch
+            m, n, k = op.mnk
+            e = op.batch
+            g = plan_gemm(chip, eff, m, n, k, 1, peak, n_bytes / e, eff.gemm_fraction(op.dtype))
+            r = Roof(compute_s=e * g.compute_s, memory_s=e * g.memory_s,
+                     overhead_s=e * eff.launch_overhead_s)  # fmt: skip
+            notes.append(
+                f"grouped GEMM, {e} experts of {m}x{n}x{k}: tile {g.tile[0]}x{g.tile[1]}, "
+                f"{g.tiles} tiles in {g.waves} wave(s) each, utilisation {g.utilisation:.2f}"
+            )
+        elif op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
             g = plan_gemm(chip, eff, m, n, k, op.batch, peak, n_bytes, eff.gemm_fraction(op.dtype))
             r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)

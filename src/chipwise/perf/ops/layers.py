@@ -37,11 +37,17 @@ LOSS_DTYPE = "fp32"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shard:
-    """How one chip sees the model: tensor, context and expert parallel degrees."""
+    """How one chip sees the model: tensor, context and expert parallel degrees, and the
+    routed experts' tensor-parallel width ``etp`` (0 = the same as ``tp``)."""
 
     tp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int = 0
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp or self.tp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,9 +106,11 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1) -> Op:
+def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1,
+            grouped: bool = False) -> Op:  # fmt: skip
     """A GEMM; the activation input in the matmul dtype, the weight (K x N) in the stored
-    weight dtype, output in the activation dtype."""
+    weight dtype, output in the activation dtype; ``grouped``: the ``batch`` GEMMs have
+    their own weights (experts), timed as a grouped GEMM."""
     a = dtype_bytes(dt.matmul)
     w = dtype_bytes(dt.weight_dtype)
     o = dtype_bytes(dt.act)
@@ -116,6 +124,7 @@ def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1) ->
         shape=(m, n),
         mnk=(m, n, k),
         batch=batch,
+        grouped=grouped,
     )
 
 
@@ -252,10 +261,11 @@ def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
         dt.act,
         flops_per_element=8,
     )
+    grouped = prefix == "expert"
     return [
-        _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch),
+        _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch, grouped=grouped),
         act,
-        _matmul(f"{prefix}_down", t, d, width, dt, batch=batch),
+        _matmul(f"{prefix}_down", t, d, width, dt, batch=batch, grouped=grouped),
     ]
 
 
@@ -274,28 +284,33 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         if e % shard.ep:
             raise PlanError(f"ep={shard.ep} does not divide {spec.name}'s {e} experts")
         local_experts = e // shard.ep
+        etp = shard.expert_tp
+        # Tokens this rank routes: under sequence parallelism each tensor-parallel rank holds
+        # t / tp of them, gathered over the etp ranks that split one expert (Megatron's
+        # token dispatcher); etp = tp gives all t.
+        routed = max(1, t * etp // shard.tp)
         # Balanced routing: each rank receives as many token-expert pairs as it sends. With
         # few tokens (decode) not every expert is hit: t tokens choosing k of E uniformly
         # touch E (1 - (1 - k/E)^t) distinct experts in expectation, and only those
         # experts' weights are read (grouped GEMMs skip empty groups).
-        active = active_experts(local_experts, t * shard.ep, k, e)
-        per_expert = max(1, round(t * k / active))
+        active = active_experts(local_experts, routed * shard.ep, k, e)
+        per_expert = max(1, round(routed * k / active))
         # router logits in the activation dtype (Megatron's default moe_router_dtype)
         ops.append(_matmul("router", t, e, d, Dtypes(matmul=dt.act, act=dt.act)))
         ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
         # dispatch: an indexed gather of each token's k copies into expert order; combine: a
         # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
-        ops.append(_memop("moe_permute", OpKind.GATHER, t * k * d, 1, 1, dt.act, 0))
+        ops.append(_memop("moe_permute", OpKind.GATHER, routed * k * d, 1, 1, dt.act, 0))
         ops += _mlp(
             "expert",
             per_expert,
             d,
-            _split(width, shard.tp, "moe_d_ff"),
+            _split(width, etp, "moe_d_ff"),
             spec.gated_mlp,
             dt,
             batch=active,
         )
-        ops.append(_memop("moe_unpermute", OpKind.SCATTER, t * k * d, 1, 1, dt.act, 1))
+        ops.append(_memop("moe_unpermute", OpKind.SCATTER, routed * k * d, 1, 1, dt.act, 1))
         if spec.n_shared_experts:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from chipwise.hardware.chip import Chip
-from chipwise.perf.base import MemoryUse, Plan
+from chipwise.perf.base import MemoryUse, Plan, expert_tp
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
     attention_params,
@@ -78,8 +78,10 @@ class StageParams:
     """Parameters one chip holds on its busiest pipeline stage (before fsdp sharding)."""
 
     dense: float  # sharded by tp
-    experts: float  # sharded by tp and ep
-    total: float  # dense + experts, after tp/ep sharding
+    experts: float  # sharded by etp and ep
+    total: float  # dense + experts, after tp/etp/ep sharding
+    dense_per_chip: float = 0.0  # dense / tp
+    experts_per_chip: float = 0.0  # experts / (etp x ep)
 
 
 @cache
@@ -120,11 +122,14 @@ def stage_layer_kinds(
 
 def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
     """Parameters of the heaviest stage of ``plan`` on one chip (tp/ep/pp applied, not fsdp)."""
-    return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep)
+    return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep, plan.expert_tp)
 
 
 @cache
-def _stage_params(spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int) -> StageParams:
+def _stage_params(
+    spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int, etp: int = 0
+) -> StageParams:
+    etp = etp or tp
     per_stage = layers_per_stage(spec.n_layers, pp, vp)
     moe_layers = moe_layer_count(spec)
     # MoE layers spread evenly over stages (first dense layers on stage 0 are ignored).
@@ -138,7 +143,13 @@ def _stage_params(spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int) -> 
     ends = emb + head if pp == 1 else max(emb, head)
     dense = per_stage * attn + dense_layers * dense_mlp + moe_per_stage * shared + ends
     experts = moe_per_stage * routed
-    return StageParams(dense=dense, experts=experts, total=dense / tp + experts / (tp * ep))
+    return StageParams(
+        dense=dense,
+        experts=experts,
+        total=dense / tp + experts / (etp * ep),
+        dense_per_chip=dense / tp,
+        experts_per_chip=experts / (etp * ep),
+    )
 
 
 def sharded_params(
@@ -150,6 +161,7 @@ def sharded_params(
     ep: int,
     weight_shards: int,
     optimizer_shards: int,
+    etp: int = 0,
 ) -> tuple[float, float]:
     """(weight and gradient params, optimizer-state params) one chip holds.
 
@@ -159,8 +171,8 @@ def sharded_params(
     not ``ep x weight_shards``. Optimizer states of both shard over every data-parallel
     rank (``optimizer_shards``), since each expert's replicas are data-parallel ranks too.
     """
-    sp = _stage_params(spec, pp, vp, tp, ep)
-    dense, experts = sp.dense / tp, sp.experts / tp
+    sp = _stage_params(spec, pp, vp, tp, ep, etp)
+    dense, experts = sp.dense / tp, sp.experts / (etp or tp)
     weights = dense / weight_shards + experts / max(ep, weight_shards)
     return weights, (dense + experts) / optimizer_shards
 
@@ -250,7 +262,7 @@ def train_memory(
     w, g, o, a, other = train_memory_parts(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
-        method=method, lora_params=lora_params,
+        method=method, lora_params=lora_params, etp=plan.etp,
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -278,16 +290,19 @@ def train_memory_parts(
     *,
     method: str = "full",
     lora_params: float = 0.0,
+    etp: int = 0,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
     plain arguments so the planner can call it for thousands of layouts cheaply.
     ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters."""
     key = "fp32" if precision == "fp32" else "default"
-    p = _stage_params(spec, pp, vp, tp, ep).total
+    etp = expert_tp(tp, dp * fsdp, ep, etp)
+    p = _stage_params(spec, pp, vp, tp, ep, etp).total
     shard3 = fsdp * cp if fsdp > 1 else 1  # see parallel.zero_shards
     held, opt_held = sharded_params(
-        spec, pp=pp, vp=vp, tp=tp, ep=ep, weight_shards=shard3, optimizer_shards=fsdp * dp * cp
-    )
+        spec, pp=pp, vp=vp, tp=tp, ep=ep, weight_shards=shard3,
+        optimizer_shards=fsdp * dp * cp, etp=etp,
+    )  # fmt: skip
     weights = held * WEIGHT_BYTES[key]
     grads = held * GRAD_BYTES[key]
     optimizer = opt_held * OPTIMIZER_BYTES[key]

@@ -1,7 +1,11 @@
 """Sharding a job over chips: plan checks, where each parallel group lives, collective times.
 
 Rank layout (Megatron-LM's default order, innermost first): ``tp, cp, fsdp, dp, pp``
-(``ep`` is carved out of the data-parallel ranks ``fsdp x dp``, innermost first). An axis
+(``ep`` is carved out of the data-parallel ranks ``fsdp x dp``, innermost first; when the
+experts' tensor parallelism ``etp`` is narrower than ``tp``, Megatron regroups a stage's
+``tp x cp x dp`` ranks as ``etp x ep x edp``, innermost first, so ``ep`` folds over the
+tensor-parallel ranks; ``edp``, the ranks that hold the same expert shard and reduce its
+gradients together, sits outside ``ep``). An axis
 whose ranks are consecutive stays inside one scale-up domain (an NVLink node, a TPU ICI
 slice) as long as ``stride x size`` fits in it; otherwise the group spans domains and its
 collectives are hierarchical: the in-domain part runs on the scale-up network, the
@@ -78,7 +82,11 @@ def groups(plan: Plan, chip: Chip) -> dict[str, Group]:
         out[axis] = _group(axis, size, stride, domain)
         stride *= size
     dp_stride = plan.tp * plan.cp
-    out["ep"] = _group("ep", plan.ep, dp_stride, domain)
+    etp = plan.expert_tp
+    ep_stride = dp_stride if etp == plan.tp else etp
+    out["ep"] = _group("ep", plan.ep, ep_stride, domain)
+    expert_ranks = plan.tp * plan.cp * plan.data_parallel
+    out["edp"] = _group("edp", max(1, expert_ranks // (etp * plan.ep)), ep_stride * plan.ep, domain)
     out["data"] = _group("data", plan.data_parallel, dp_stride, domain)
     # Context-parallel ranks hold the same weights and reduce their gradients together, so
     # sharding groups span cp too: ZeRO-3 over cp x fsdp (torchtitan's FSDP mesh includes
@@ -110,9 +118,19 @@ def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None)
             f"plan {plan} uses dp*fsdp*tp*pp*cp = {plan.chips} chips but --chips is {chips}; "
             f"make the product equal {chips} (or leave dp out and it fills the rest)"
         )
-    if plan.data_parallel % plan.ep:
+    etp = plan.expert_tp
+    expert_ranks = plan.tp * plan.cp * plan.data_parallel
+    if plan.tp % etp:
+        raise PlanError(f"etp={etp} must divide tp={plan.tp}; choose etp among the divisors")
+    if etp == plan.tp and plan.data_parallel % plan.ep:
         raise PlanError(
             f"ep={plan.ep} must divide the data-parallel ranks dp*fsdp={plan.data_parallel}"
+            f" (or set etp=1 to fold expert parallelism over the tensor-parallel ranks)"
+        )
+    if expert_ranks % (etp * plan.ep):
+        raise PlanError(
+            f"etp*ep={etp * plan.ep} must divide tp*cp*dp*fsdp={expert_ranks}, the ranks of "
+            f"one pipeline stage; choose an ep that divides {expert_ranks // etp}"
         )
     if plan.vp > 1 and plan.pp == 1:
         raise PlanError("vp > 1 (interleaved pipeline) needs pp > 1")

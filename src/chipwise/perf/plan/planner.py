@@ -130,6 +130,7 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
             return [int(fixed[key])]
         return values
 
+    etp = int(fixed.get("etp", 0))
     tps = allowed("tp", [t for t in divisors(chips) if t <= min(domain, MAX_TP)
                          and spec.n_heads % t == 0])  # fmt: skip
     for tp in tps:
@@ -164,7 +165,7 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
                                 if per_rank % mb:
                                     continue
                                 yield Plan(dp=dp, fsdp=fsdp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
-                                           microbatch=mb)  # fmt: skip
+                                           microbatch=mb, etp=etp)  # fmt: skip
 
 
 def plan_training(
@@ -209,6 +210,7 @@ def plan_training(
                     spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
                     layout.vp, layout.microbatch, rc, seq_len, m, precision,
                     method=model.training.method, lora_params=model.lora_params,
+                    etp=layout.etp,
                 )
             )  # fmt: skip
             if least is None or need < least[0]:

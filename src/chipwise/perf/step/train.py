@@ -33,6 +33,7 @@ from functools import cache
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, Breakdown, OpTime, PerfModel, Plan, TrainPrediction
+from chipwise.perf.comm.alltoall import alltoall_time
 from chipwise.perf.ops.adapters import (
     ADAPTER_GRAD_BYTES,
     QLORA_WEIGHT_BYTES,
@@ -90,6 +91,20 @@ DATA_PARALLEL_OVERLAP = 0.9
 # Expert-parallel all-to-alls sit between router and experts with data dependencies; they
 # are exposed (DeepSeek-V3's DualPipe overlap is not a default anywhere).
 EP_OVERLAP = 0.0
+# Whether frameworks hide expert all-to-alls behind another micro-batch's compute where the
+# schedule allows it (``ep_comm_overlaps``). Megatron-Bridge's MoE performance recipes turn
+# ``overlap_moe_expert_parallel_comm`` on; MaxText overlaps via XLA's async collectives.
+EP_COMM_OVERLAP = True
+# Device time a GPU loses per MoE layer per micro-batch (forward + backward) to the host:
+# Megatron's token dispatcher copies the per-expert token counts to the host every layer
+# (a device-to-host sync the a2a split sizes and grouped-GEMM shapes need), after which the
+# GPU idles while the CPU launches the permutation, the per-expert GEMMs and casts, one
+# kernel at a time (Megatron-Core MoE docs: MoE layers are host-bound without CUDA graphs;
+# "--cuda-graph-scope moe" and sync-free dispatch exist to remove it). Fitted: the median
+# per-MoE-layer gap between measured and modelled step time over the 25 GPU MoE
+# GPU rows of validate/data/measurements*.csv (2026-12-03; spread 1-9 ms, outliers to 29).
+# XLA on TPUs compiles the step whole: no host launch per op, so 0 there.
+MOE_LAYER_HOST_S = 5.8e-3
 # Point-to-point activation sends between pipeline stages: Megatron overlaps them only in
 # the interleaved schedule (--overlap-p2p-communication needs vp > 1).
 P2P_OVERLAP_INTERLEAVED = 1.0
@@ -97,6 +112,19 @@ P2P_OVERLAP_INTERLEAVED = 1.0
 # and the bf16 compute copy (mixed precision).
 ADAM_READ_BYTES = 4 + 4 + 4 + 2
 ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
+
+
+def ep_comm_overlaps(plan: Plan, microbatches: int, chip: Chip | None = None) -> bool:
+    """Whether the schedule can hide one micro-batch's expert all-to-alls behind another's
+    compute: Megatron-Core's combined 1F1B schedule (``--overlap-moe-expert-parallel-comm``,
+    megatron/core/pipeline_parallel/combined_1f1b.py) co-schedules the forward of one
+    micro-batch with the backward of another without pipelining (pp = 1, at least two
+    micro-batches) or with an interleaved pipeline (vp > 1); DeepSeek-V3's DualPipe does
+    the same on its bidirectional pipeline. A plain 1F1B pipeline (pp > 1, vp = 1) cannot.
+    On TPUs (MaxText) the all-to-all sits on the layer's critical path: no such schedule."""
+    if not EP_COMM_OVERLAP or (chip is not None and chip.kind == "tpu"):
+        return False
+    return (plan.pp == 1 and microbatches >= 2) or plan.vp > 1
 
 
 def step_assumptions() -> tuple[Assumption, ...]:
@@ -164,7 +192,7 @@ class StepModel(StepTimer):
         # only the method and the LoRA settings matter here (seq_len/batch come per call)
         self.training = training or Training()
         self.lora_params = lora_params(spec, self.training)
-        self._layers: dict[tuple[int, int, int, int, int, bool, bool], LayerCost] = {}
+        self._layers: dict[tuple[int, int, int, int, int, bool, bool, int], LayerCost] = {}
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
@@ -189,13 +217,21 @@ class StepModel(StepTimer):
         return t
 
     def layer(
-        self, b: int, seq_len: int, tp: int, cp: int, ep: int, moe: bool, sliding: bool = False
+        self,
+        b: int,
+        seq_len: int,
+        tp: int,
+        cp: int,
+        ep: int,
+        moe: bool,
+        sliding: bool = False,
+        etp: int = 0,
     ) -> LayerCost:
-        key = (b, seq_len, tp, cp, ep, moe, sliding)
+        key = (b, seq_len, tp, cp, ep, moe, sliding, etp)
         cached = self._layers.get(key)
         if cached is not None:
             return cached
-        shard = Shard(tp=tp, cp=cp, ep=ep)
+        shard = Shard(tp=tp, cp=cp, ep=ep, etp=etp)
         fwd_ops = layer_ops(
             self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
             sliding=sliding,
@@ -235,6 +271,19 @@ class StepModel(StepTimer):
         self._ends[key] = (e, h)
         return e, h
 
+    def _moe_host_s(self, plan: Plan) -> float:
+        """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only)."""
+        del plan  # the same for every layout: the syncs are per layer
+        return 0.0 if self.chip.kind == "tpu" else MOE_LAYER_HOST_S
+
+    def _stage_layer(self, plan: Plan, b: int, seq_len: int, moe: bool, sliding: bool) -> LayerCost:
+        """One layer of ``plan``'s busiest stage; MoE layers with the plan's ep and etp."""
+        if not moe:
+            return self.layer(b, seq_len, plan.tp, plan.cp, 1, False, sliding)
+        etp = plan.expert_tp
+        return self.layer(b, seq_len, plan.tp, plan.cp, plan.ep, True, sliding,
+                          0 if etp == plan.tp else etp)  # fmt: skip
+
     # ---- the step -----------------------------------------------------------------------
 
     def lower_bound_s(self, plan: Plan, *, seq_len: int, global_batch: int) -> float:
@@ -246,9 +295,11 @@ class StepModel(StepTimer):
         layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp)
         work = 0.0
         for moe, sliding, count in stage_layer_kinds(self.spec, layers, plan.pp):
-            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe, sliding)
+            lc = self._stage_layer(plan, b, seq_len, moe, sliding)
             extra = {"full": lc.fwd.total_s, "selective": lc.selective.total_s}
             work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
+            if moe:
+                work += count * self._moe_host_s(plan)
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
         work += emb.total_s + head.total_s if plan.pp == 1 else max(emb.total_s, head.total_s)
         return work * (m + (plan.pp - 1) / plan.vp)
@@ -285,7 +336,7 @@ class StepModel(StepTimer):
         fwd_s = bwd_s = 0.0
         op_times: tuple[OpTime, ...] = ()
         for moe, sliding, count in stage_layer_kinds(spec, layers, plan.pp):
-            lc = self.layer(b, seq_len, plan.tp, plan.cp, plan.ep if moe else 1, moe, sliding)
+            lc = self._stage_layer(plan, b, seq_len, moe, sliding)
             op_times = op_times or lc.op_times
             per = lc.fwd + lc.bwd
             recompute = Cost()
@@ -297,7 +348,11 @@ class StepModel(StepTimer):
             work = work + per.scaled(count)
             fwd_s += lc.fwd.total_s * count
             bwd_s += (lc.bwd.total_s + recompute.total_s) * count
-            exposed += count * self._layer_comm(plan, g, lc, tokens, act, moe)
+            exposed += count * self._layer_comm(plan, g, lc, tokens, act, moe, m)
+            if moe:
+                host = self._moe_host_s(plan)
+                work = work + Cost(overhead_s=count * host)
+                bwd_s += count * host
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
         ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
         work = work + ends
@@ -347,7 +402,14 @@ class StepModel(StepTimer):
     # ---- communication pieces -------------------------------------------------------------
 
     def _layer_comm(
-        self, plan: Plan, g: dict[str, Group], lc: LayerCost, tokens: int, act: float, moe: bool
+        self,
+        plan: Plan,
+        g: dict[str, Group],
+        lc: LayerCost,
+        tokens: int,
+        act: float,
+        moe: bool,
+        microbatches: int = 1,
     ) -> float:
         """Exposed communication of one layer, one micro-batch (fwd + bwd + recompute)."""
         spec = self.spec
@@ -367,10 +429,29 @@ class StepModel(StepTimer):
             ring = (plan.cp - 1) * self.comm("p2p", chunk, g["cp"])
             t += max(0.0, ring - lc.attention_fwd_s) + max(0.0, 2 * ring - lc.attention_bwd_s)
         if moe and plan.ep > 1:
-            a2a = self.comm("all_to_all", tokens * spec.experts_per_token * spec.d_model * act,
-                            g["ep"])  # fmt: skip
+            a2a = self._alltoall(plan, g["ep"], tokens, act)
             n = 4 + (2 if plan.recompute == "full" else 0)
-            t += n * a2a * (1 - EP_OVERLAP)
+            if ep_comm_overlaps(plan, microbatches, self.chip):
+                # one micro-batch's dispatch/combine runs under another's compute
+                t += max(0.0, n * a2a - lc.fwd.total_s - lc.bwd.total_s)
+            else:
+                t += n * a2a * (1 - EP_OVERLAP)
+        return t
+
+    def _alltoall(self, plan: Plan, group: Group, tokens: int, act: float) -> float:
+        """One MoE dispatch (or combine) of this rank's routed tokens over the ep group
+        (``comm.alltoall``: NVLink and the NIC concurrently, one copy per remote domain)."""
+        key = ("moe_all_to_all", float(tokens * plan.expert_tp // plan.tp), group)
+        t = self._comm.get(key)
+        if t is None:
+            spec = self.spec
+            t = alltoall_time(
+                self.chip, tokens=max(1, tokens * plan.expert_tp // plan.tp),
+                k=spec.experts_per_token, bytes_per_copy=spec.d_model * act,
+                group_size=group.size, in_domain=group.in_domain, experts=spec.n_experts,
+                efficiency=self.network.efficiency,
+            ).seconds  # fmt: skip
+            self._comm[key] = t
         return t
 
     def _p2p(self, plan: Plan, g: dict[str, Group], tokens: int, act: float, m: int) -> float:
@@ -382,10 +463,12 @@ class StepModel(StepTimer):
         hidden = P2P_OVERLAP_INTERLEAVED if plan.vp > 1 else 0.0
         return fill_drain + steady * (1 - hidden)
 
-    def _weight_bytes(self, plan: Plan) -> tuple[float, float]:
-        """(weights, grads) bytes of this chip's stage after tp/ep, before fsdp."""
+    def _weight_bytes(self, plan: Plan, part: str = "total") -> tuple[float, float]:
+        """(weights, grads) bytes of this chip's stage after tp/ep, before fsdp: all of them,
+        or only the ``dense`` or the routed ``experts`` part."""
         key = "fp32" if self.precision == "fp32" else "default"
-        p = stage_params(self.spec, plan).total
+        sp = stage_params(self.spec, plan)
+        p = {"dense": sp.dense_per_chip, "experts": sp.experts_per_chip}.get(part, sp.total)
         if self.training.adapters:  # frozen base gathered as stored; adapter grads only
             base = QLORA_WEIGHT_BYTES if self.training.method == "qlora" else WEIGHT_BYTES[key]
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers / plan.tp
@@ -413,10 +496,21 @@ class StepModel(StepTimer):
             group, shard = g["dp"], plan.fsdp * plan.cp
         else:
             group, shard = g["zero1"], 1
-        if group.size == 1:
+        if plan.fsdp == 1 and plan.ep > 1 and self.spec.is_moe:
+            # Routed experts are replicated only over the expert-data-parallel ranks (edp),
+            # which sit outside the ep group: with ep filling a node they are one chip per
+            # node, so their gradients cross the scale-out network without the in-node
+            # reduction a dense data-parallel group gets (Megatron's expert DP group).
+            dw, dg = self._weight_bytes(plan, "dense")
+            ew, eg = self._weight_bytes(plan, "experts")
+            rs = self.comm("reduce_scatter", dg, group) + self.comm("reduce_scatter", eg,
+                                                                    g["edp"])  # fmt: skip
+            ag = self.comm("all_gather", dw, group) + self.comm("all_gather", ew, g["edp"])
+        elif group.size == 1:
             return 0.0
-        rs = self.comm("reduce_scatter", gr / shard, group)
-        ag = self.comm("all_gather", w / shard, group)
+        else:
+            rs = self.comm("reduce_scatter", gr / shard, group)
+            ag = self.comm("all_gather", w / shard, group)
         hide = DATA_PARALLEL_OVERLAP
         return max(0.0, rs - hide * bwd_s) + max(0.0, ag - hide * fwd_s)
 
@@ -424,6 +518,7 @@ class StepModel(StepTimer):
         _, params = sharded_params(
             self.spec, pp=plan.pp, vp=plan.vp, tp=plan.tp, ep=plan.ep,
             weight_shards=zero_shards(plan)[0], optimizer_shards=zero_shards(plan)[1],
+            etp=plan.expert_tp,
         )  # fmt: skip
         if self.training.adapters:  # Adam over the adapters only (fp32, no master copy)
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers

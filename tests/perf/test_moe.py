@@ -1,0 +1,87 @@
+"""MoE physics: the expert all-to-all by placement, EP folded over TP (EP x ETP), the expert
+data-parallel group, grouped GEMMs of small experts."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.errors import PlanError
+from chipwise.hardware.catalog import chip
+from chipwise.perf.base import Plan, parse_plan
+from chipwise.perf.comm.alltoall import alltoall_time, remote_domains_per_token
+from chipwise.perf.ops.layers import Shard, mlp_ops
+from chipwise.perf.plan.memory import stage_params
+from chipwise.perf.plan.parallel import check_plan, groups
+from chipwise.workload.presets import load_preset as preset_spec
+
+H100 = chip("h100-sxm")
+
+
+def _a2a(group: int, in_domain: int, *, dedup: bool = True) -> float:
+    return alltoall_time(
+        H100, tokens=4096, k=8, bytes_per_copy=7168 * 2, group_size=group,
+        in_domain=in_domain, experts=256, dedup=dedup,
+    ).seconds  # fmt: skip
+
+
+def test_alltoall_across_nodes_is_slower_than_inside_nvlink() -> None:
+    inside = _a2a(8, 8)
+    across = _a2a(64, 8)
+    assert across > 2 * inside
+
+
+def test_alltoall_sends_one_copy_per_remote_node_when_deduplicated() -> None:
+    assert _a2a(64, 8, dedup=True) < _a2a(64, 8, dedup=False)
+    # 8 experts of 256 over 8 nodes: about 4.6 other nodes per token, never more than 7
+    r = remote_domains_per_token(256, 8, 8)
+    assert 4.0 < r < 5.0
+    assert remote_domains_per_token(256, 8, 1) == 0.0
+
+
+def test_alltoall_on_a_tpu_torus_is_timed() -> None:
+    t = alltoall_time(chip("tpu-v5p"), tokens=8192, k=8, bytes_per_copy=7168 * 2,
+                      group_size=64, in_domain=64, experts=256)  # fmt: skip
+    assert t.seconds > 0 and t.scale_out_s == 0.0
+
+
+def test_expert_parallelism_folds_over_tensor_parallel_ranks() -> None:
+    spec = preset_spec("qwen3-235b-a22b")
+    # Megatron-Bridge's Qwen3-235B on 256 H100s: TP2 PP8 VP4 EP32 -> dp = 16 < ep
+    plan = Plan(dp=16, tp=2, pp=8, vp=4, ep=32)
+    assert plan.expert_tp == 1
+    check_plan(plan, 256, H100, spec)
+    g = groups(plan, H100)
+    assert g["ep"].size == 32 and g["ep"].in_domain == 8  # 4 nodes of 8, innermost ranks
+    assert g["edp"].size == 1
+    with pytest.raises(PlanError, match="etp"):
+        check_plan(Plan(dp=16, tp=2, pp=8, vp=4, ep=32, etp=2), 256, H100, spec)
+    assert parse_plan("tp=2,pp=8,vp=4,ep=32,etp=1").etp == 1
+
+
+def test_expert_data_parallel_group_is_one_chip_per_node() -> None:
+    spec = preset_spec("gpt-oss-120b")
+    plan = Plan(dp=64, ep=8)
+    check_plan(plan, 64, H100, spec)
+    g = groups(plan, H100)
+    assert g["edp"].size == 8 and g["edp"].in_domain == 1  # expert grads cross IB in full
+
+
+def test_experts_shard_by_etp_not_tp() -> None:
+    spec = preset_spec("qwen3-235b-a22b")
+    whole = stage_params(spec, Plan(dp=16, tp=2, pp=8, ep=32))
+    split = stage_params(spec, Plan(dp=16, tp=2, pp=8, ep=8, etp=2))
+    assert whole.experts_per_chip == pytest.approx(whole.experts / 32)
+    assert split.experts_per_chip == pytest.approx(split.experts / 16)
+
+
+def test_expert_gemm_rows_follow_the_routed_tokens() -> None:
+    spec = preset_spec("qwen3-235b-a22b")
+    from chipwise.perf.ops.layers import Dtypes
+
+    dt = Dtypes.for_precision("bf16")
+    ops = {o.name: o for o in mlp_ops(spec, b=1, s=4096, shard=Shard(tp=2, ep=32, etp=1),
+                                     dt=dt, moe=True)}  # fmt: skip
+    up = ops["expert_up"]
+    # 4096 / tp=2 tokens x 8 experts each over 128 / 32 = 4 local experts
+    assert up.batch == 4 and up.mnk is not None and up.mnk[0] == 2048 * 8 // 4
+    assert up.mnk[1] == 2 * spec.moe_d_ff  # whole experts (etp=1): gate + up
