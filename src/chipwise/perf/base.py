@@ -147,7 +147,7 @@ _PLAN_KEYS = {f.name for f in fields(Plan)}
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
 # micro-batch is at most the largest global batch; virtual stages split at most the layers.
 _PLAN_MAX: dict[str, int] = {
-    **dict.fromkeys(("dp", "fsdp", "tp", "pp", "cp", "ep"), MAX_CHIPS),
+    **dict.fromkeys(("dp", "fsdp", "tp", "pp", "cp", "ep", "etp"), MAX_CHIPS),
     "vp": MAX_LAYERS,
     "microbatch": MAX_GLOBAL_BATCH,
 }
