@@ -51,6 +51,26 @@ def test_a_bad_grid_is_one_clear_line(data: dict[str, object], says: str) -> Non
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
+def test_serving_loads_multiply_only_the_serving_points_and_batch_only_the_batch_load() -> None:
+    grid = grid_from({**SMALL, "loads": ["batch", "concurrency=16", "max-throughput"],
+                      "batch": [1, 8]})  # fmt: skip
+    # 2 workloads x 3 chips x 2 counts x (train: 1 + infer: 2 batches + 2 engine loads)
+    assert grid.size(3) == 2 * 3 * 2 * (1 + 2 + 2)
+    rows = list(run_grid(grid_from({**SMALL, "workloads": ["gpt2"], "chips": ["h100"],
+                                    "phases": ["infer"], "loads": ["rps=3", "batch"],
+                                    "ttft_slo_s": 10.0})).table)  # fmt: skip
+    assert [(r["load"], r["batch"]) for r in rows] == [("rps=3", None)] * 2 + [("batch", 1)] * 2
+    rps = rows[0]
+    assert rps["requests_per_s"] == 3.0 and rps["ttft_p99_s"] is not None
+    assert all(r["meets_slo"] is True for r in rows)
+
+
+@pytest.mark.parametrize("load", ["rps=0", "concurrency=0", "poisson", "rps=x"])
+def test_a_bad_load_names_the_forms(load: str) -> None:
+    with pytest.raises(ExploreError, match="batch, concurrency=N, rps=R or max_throughput"):
+        grid_from({**SMALL, "loads": [load]})
+
+
 def test_max_points_refuses_a_large_grid_before_any_work() -> None:
     with pytest.raises(ExploreError, match="has 24 points, over --max-points 10"):
         run_grid(grid_from(SMALL), max_points=10)
@@ -120,6 +140,18 @@ def test_grid_file_with_a_chip_file_beside_it(tmp_path: Path) -> None:
     assert [r["chip"] for r in rows] == ["h100-sxm", "my-chip"]
     assert rows[1]["chip_provenance"] == "user-supplied: mychip.toml"
     assert rows[1]["usd_per_chip_hour"] == 5.0 and rows[1]["price_provider"] == "user"
+
+
+def test_a_yaml_grid_reads_like_toml(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    (tmp_path / "grid.yaml").write_text(
+        "workloads: [gpt2]\nchips: [h100, 'h100-sxm:hbm_bandwidth*2']\ncounts: [1, 2]\n"
+    )
+    grid = load_grid(tmp_path / "grid.yaml")
+    assert grid.spec.chips == ["h100", "h100-sxm:hbm_bandwidth*2"] and grid.size(2) == 4
+    (tmp_path / "bad.yml").write_text("- just\n- a list\n")
+    with pytest.raises(ExploreError, match="top level must be a mapping"):
+        load_grid(tmp_path / "bad.yml")
 
 
 def test_csv_reads_back_the_same_numbers(tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ COLUMNS: tuple[tuple[str, ColumnType], ...] = (
     ("batch", "int"),
     ("input_len", "int"),
     ("output_len", "int"),
+    ("load", "str"),  # infer: batch | concurrency=N | rps=R | max_throughput
     ("status", "str"),  # ok | does-not-fit | unsupported | error
     ("reason", "str"),
     ("plan", "str"),
@@ -62,8 +63,12 @@ COLUMNS: tuple[tuple[str, ColumnType], ...] = (
     ("run_days", "float"),
     ("ttft_s", "float"),
     ("tpot_s", "float"),
+    ("ttft_p99_s", "float"),  # the engine's 99th percentile (the mean under a static batch)
+    ("tpot_p99_s", "float"),
     ("request_time_s", "float"),
     ("output_tokens_per_s", "float"),
+    ("output_tokens_per_s_per_chip", "float"),
+    ("requests_per_s", "float"),
     ("replicas", "int"),
     ("meets_slo", "bool"),
     ("compute_s", "float"),  # breakdown: one training step, or one request
@@ -121,6 +126,7 @@ def _blank(point: Point, chip: UserChip) -> Row:
         batch=point.batch,
         input_len=point.input_len,
         output_len=point.output_len,
+        load=point.load,
         chip_peak_flops_per_s=c.dense_flops_per_s.get(point.precision),
         chip_hbm_bytes_per_s=c.hbm_bytes_per_s,
         chip_hbm_capacity_bytes=c.hbm_capacity_bytes,
@@ -138,12 +144,17 @@ def _workload(point: Point, source: str) -> Workload:
         return Workload(
             model=model, phase=Training(seq_len=point.seq_len, global_batch=point.global_batch)
         )
-    assert point.batch is not None and point.input_len is not None
-    assert point.output_len is not None
-    return Workload(
-        model=model,
-        phase=Inference(batch=point.batch, input_len=point.input_len, output_len=point.output_len),
+    assert point.input_len is not None and point.output_len is not None
+    kind, _, value = (point.load or "batch").partition("=")
+    phase = Inference(
+        batch=point.batch or 1,
+        input_len=point.input_len,
+        output_len=point.output_len,
+        load=kind,
+        concurrency=int(value) if kind == "concurrency" else 0,
+        rps=float(value) if kind == "rps" else 0.0,
     )
+    return Workload(model=model, phase=phase)
 
 
 def _price(row: Row, offer_note: str, **offer: Value) -> None:
@@ -184,16 +195,24 @@ def _infer_row(row: Row, pred: InferPrediction, task: Task, prices: Catalog) -> 
     n = pred.output_len
     meets = None
     if s.ttft_slo_s is not None or s.tpot_slo_s is not None:
-        meets = (s.ttft_slo_s is None or pred.ttft_s <= s.ttft_slo_s) and (
-            s.tpot_slo_s is None or pred.tpot_s <= s.tpot_slo_s
+        meets = (s.ttft_slo_s is None or pred.ttft_p99_s <= s.ttft_slo_s) and (
+            s.tpot_slo_s is None or pred.tpot_p99_s <= s.tpot_slo_s
         )
     p, d = pred.prefill, pred.decode
     row.update(
         ttft_s=pred.ttft_s,
         tpot_s=pred.tpot_s,
+        ttft_p99_s=pred.ttft_p99_s,
+        tpot_p99_s=pred.tpot_p99_s,
         request_time_s=pred.request_time_s,
         tokens_per_s=pred.tokens_per_s,
         output_tokens_per_s=pred.output_tokens_per_s,
+        output_tokens_per_s_per_chip=pred.output_tokens_per_s_per_chip,
+        requests_per_s=(
+            pred.engine.requests_per_s
+            if pred.engine is not None
+            else pred.batch / pred.request_time_s
+        ),
         meets_slo=meets,
         compute_s=p.compute_s + n * d.compute_s,
         memory_s=p.memory_s + n * d.memory_s,

@@ -12,17 +12,20 @@ every point)::
     seq_len = [4096]          # train: tokens per sequence
     global_batch = [256]      # train: sequences per step
     tokens = 1e9              # train: tokens of the run that is priced
-    batch = [1, 64]           # infer: concurrent requests
+    batch = [1, 64]           # infer: requests in a static batch (the "batch" load)
+    loads = ["batch", "concurrency=64", "rps=5", "max_throughput"]   # infer: how requests come
     input_len = [1024]        # infer: prompt tokens
     output_len = [256]        # infer: generated tokens
     requests_per_day = 1e5    # infer: the daily load that is priced
-    ttft_slo_s = 0.5          # infer, optional: rows say whether they meet it
+    ttft_slo_s = 0.5          # infer, optional: rows say whether their p99 meets it
     tpot_slo_s = 0.05
     cloud = "any"             # gcp | aws | azure | any
     pricing = "on-demand"     # on-demand | spot | committed-1y | committed-3y | any
 
-Training points vary ``seq_len`` x ``global_batch``; serving points vary ``batch`` x
-``input_len`` x ``output_len``; each phase only multiplies by its own settings.
+Training points vary ``seq_len`` x ``global_batch``; serving points vary ``loads`` x
+``input_len`` x ``output_len``, and the "batch" load also ``batch`` (the other loads are the
+continuous-batching engine's: a closed loop of N clients, Poisson arrivals at R requests/s, or
+everything queued at once); each phase only multiplies by its own settings.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class GridFile(BaseModel):
     batch: list[int] = Field(default=[Inference().batch], min_length=1)
     input_len: list[int] = Field(default=[Inference().input_len], min_length=1)
     output_len: list[int] = Field(default=[Inference().output_len], min_length=1)
+    loads: list[str] = Field(default=["batch"], min_length=1)
     requests_per_day: float = Field(default=DEFAULT_REQUESTS_PER_DAY, gt=0)
     ttft_slo_s: float | None = Field(default=None, gt=0)
     tpot_slo_s: float | None = Field(default=None, gt=0)
@@ -106,6 +110,7 @@ class Point:
     batch: int | None = None  # infer
     input_len: int | None = None  # infer
     output_len: int | None = None  # infer
+    load: str | None = None  # infer: batch | concurrency=N | rps=R | max_throughput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,11 +132,20 @@ class Grid:
             pricing=s.pricing,
         )
 
-    def phase_settings(self, phase: Phase) -> list[tuple[int, int, int]]:
+    def phase_settings(self, phase: Phase) -> list[dict[str, int | str | None]]:
+        """The point fields each phase varies, in order (see the module docstring)."""
         s = self.spec
         if phase == "train":
-            return [(a, b, 0) for a, b in itertools.product(s.seq_len, s.global_batch)]
-        return list(itertools.product(s.batch, s.input_len, s.output_len))
+            return [
+                {"seq_len": a, "global_batch": b}
+                for a, b in itertools.product(s.seq_len, s.global_batch)
+            ]
+        out: list[dict[str, int | str | None]] = []
+        for load in dict.fromkeys(parse_load(x) for x in s.loads):
+            batches: list[int | None] = list(s.batch) if load == "batch" else [None]
+            for b, i, o in itertools.product(batches, s.input_len, s.output_len):
+                out.append({"batch": b, "input_len": i, "output_len": o, "load": load})
+        return out
 
     def size(self, n_chips: int) -> int:
         """Points in the grid when it names ``n_chips`` chips (files included)."""
@@ -145,17 +159,36 @@ class Grid:
         index = 0
         for workload, chip, precision in itertools.product(s.workloads, chip_names, s.precisions):
             for phase in dict.fromkeys(s.phases):
-                for a, b, c in self.phase_settings(phase):
+                for fields in self.phase_settings(phase):
                     for n in s.counts:
-                        if phase == "train":
-                            yield Point(index=index, workload=workload, chip=chip, chips=n,
-                                        precision=precision, phase=phase, seq_len=a,
-                                        global_batch=b)  # fmt: skip
-                        else:
-                            yield Point(index=index, workload=workload, chip=chip, chips=n,
-                                        precision=precision, phase=phase, batch=a,
-                                        input_len=b, output_len=c)  # fmt: skip
+                        yield Point(index=index, workload=workload, chip=chip, chips=n,
+                                    precision=precision, phase=phase,
+                                    **fields)  # type: ignore[arg-type]  # fmt: skip
                         index += 1
+
+
+LOAD_HELP = "batch, concurrency=N, rps=R or max_throughput"
+
+
+def parse_load(text: str) -> str:
+    """A serving load in its canonical form: ``batch``, ``concurrency=64``, ``rps=2.5`` or
+    ``max_throughput`` (``max-throughput`` is accepted).
+
+    Raises:
+        ExploreError: anything else.
+    """
+    s = text.strip().lower().replace("-", "_").replace(" ", "")
+    if s in ("batch", "max_throughput"):
+        return s
+    kind, _, value = s.partition("=")
+    try:
+        if kind == "concurrency" and int(value) >= 1:
+            return f"concurrency={int(value)}"
+        if kind == "rps" and 0 < float(value) < float("inf"):
+            return f"rps={float(value):g}"
+    except ValueError:
+        pass
+    raise ExploreError(f"serving load {text!r}: write one of {LOAD_HELP}")
 
 
 def _check(spec: GridFile) -> GridFile:
@@ -165,6 +198,8 @@ def _check(spec: GridFile) -> GridFile:
             raise ExploreError(f"grid {name} must be >= 1, got {bad[0]}")
     if any(v < 0 for v in spec.output_len):
         raise ExploreError("grid output_len must be >= 0")
+    for load in spec.loads:
+        parse_load(load)
     if not spec.chips and not spec.chip_files:
         raise ExploreError(
             'the grid names no chip; add chips = ["h100-sxm", ...] or chip_files '
@@ -189,16 +224,39 @@ def grid_from(data: dict[str, object], base_dir: Path | None = None, where: str 
 
 
 def load_grid(path: Path) -> Grid:
-    """Read a grid TOML file (see the module docstring).
+    """Read a grid file: TOML, or YAML with the same keys (``.yaml``/``.yml``; PyYAML, the
+    ``[explore]`` extra).
 
     Raises:
         ExploreError: a missing or malformed file, one clause per bad key.
     """
+    p = Path(path)
+    yaml_file = p.suffix.lower() in (".yaml", ".yml")
     try:
-        with Path(path).open("rb") as fh:
-            raw = tomllib.load(fh)
+        if yaml_file:
+            raw = _read_yaml(p)
+        else:
+            with p.open("rb") as fh:
+                raw = tomllib.load(fh)
     except FileNotFoundError:
         raise ExploreError(f"grid file {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ExploreError(f"grid file {path}: not readable TOML: {err}") from err
-    return grid_from(raw, Path(path).resolve().parent, where=f"grid file {path}")
+    return grid_from(raw, p.resolve().parent, where=f"grid file {path}")
+
+
+def _read_yaml(path: Path) -> dict[str, object]:
+    try:
+        import yaml
+    except ImportError as err:
+        raise ExploreError(
+            f"grid file {path}: YAML needs PyYAML; pip install 'chipwise[explore]' (or write "
+            "the grid as TOML)"
+        ) from err
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ExploreError(f"grid file {path}: not readable YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ExploreError(f"grid file {path}: the top level must be a mapping of grid keys")
+    return data

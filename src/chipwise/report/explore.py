@@ -36,7 +36,7 @@ PARAMETERS: tuple[tuple[str, str], ...] = (
 _FIGURES = {"train": (("step_time_s", "step time"),),
             "infer": (("tpot_s", "TPOT"), ("ttft_s", "TTFT"))}  # fmt: skip
 _SETTINGS = ("workload", "phase", "precision", "chips", "seq_len", "global_batch", "batch",
-             "input_len", "output_len")  # fmt: skip
+             "input_len", "output_len", "load")  # fmt: skip
 MAX_FRONT_CHARTS = 12
 
 
