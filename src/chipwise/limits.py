@@ -136,6 +136,21 @@ def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+def json_all_finite(value: object) -> bool:
+    """Whether every float in parsed JSON is finite (Python's json reads NaN and Infinity)."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
 def _shown(value: object) -> str:
     text = f"{value:g}" if isinstance(value, float) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

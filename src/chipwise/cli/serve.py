@@ -18,6 +18,11 @@ from chipwise.report.charts import WEB_EXTRA_HINT, ReportError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+# Open connections uvicorn serves at once; past it, new ones get 503 at once. A local UI
+# needs a handful; the advise work has its own smaller bound (report/web/pool.py).
+MAX_CONNECTIONS = 128
+# Seconds an idle keep-alive connection stays open (uvicorn's default is 5).
+KEEP_ALIVE_S = 5
 
 
 def is_loopback(host: str) -> bool:
@@ -76,8 +81,12 @@ def serve(
             f"'chipwise serve' needs uvicorn, which is not installed; {WEB_EXTRA_HINT}"
         ) from err
     from chipwise.report.web import create_app
+    from chipwise.report.web.guard import LOOPBACK_HOSTS, host_name
 
-    web_app = create_app()
+    # A loopback server answers only to this machine's names (DNS-rebinding guard); one
+    # bound to a public address answers to any name the user gives it.
+    allowed = LOOPBACK_HOSTS | {host_name(host)} if is_loopback(host) else None
+    web_app = create_app(allowed_hosts=allowed)
     check_bindable(host, port)
     if not is_loopback(host):
         err_console.print(
@@ -86,4 +95,11 @@ def serve(
         )
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     err_console.print(f"chipwise web UI on http://{shown}:{port}/ (Ctrl-C to stop)")
-    uvicorn.run(web_app, host=host, port=port, log_level="warning")
+    uvicorn.run(
+        web_app,
+        host=host,
+        port=port,
+        log_level="warning",
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )

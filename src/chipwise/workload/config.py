@@ -54,6 +54,7 @@ from chipwise.limits import (
     MAX_VOCAB,
     MAX_WIDTH,
     check_whole,
+    json_all_finite,
     json_too_deep,
 )
 from chipwise.workload.ir import TransformerSpec
@@ -126,30 +127,48 @@ def read_config_file(path: Path) -> dict[str, Any]:
     nesting; a FIFO, device or socket is refused without being opened for blocking reads.
     """
     file = path / "config.json" if path.is_dir() else path
-    data = _read_capped(file)
+    return parse_config_bytes(_read_capped(file), str(file))
+
+
+def parse_config_bytes(data: bytes, where: str) -> dict[str, Any]:
+    """The JSON object in ``data`` (a config.json's bytes), checked as ``read_config_file``
+    checks a file: UTF-8, valid JSON, finite numbers, shallow, every read key in range.
+    ``where`` names the file in error messages."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise WorkloadError(_too_big(where, len(data)))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise WorkloadError(
-            f"config {file} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+            f"config {where} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
             f"{err.start}); save it as UTF-8 JSON"
         ) from None
     try:
         loaded = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:
         raise WorkloadError(
-            f"config {file} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+            f"config {where} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
         ) from err
     except RecursionError:
-        raise WorkloadError(_too_deep(file)) from None
+        raise WorkloadError(_too_deep(where)) from None
     except ValueError as err:  # NaN/Infinity, a number too long to convert
-        raise WorkloadError(f"config {file}: {err}; a config.json holds finite numbers") from None
+        raise WorkloadError(f"config {where}: {err}; a config.json holds finite numbers") from None
     if not isinstance(loaded, dict):
-        raise WorkloadError(f"config {file} must hold a JSON object, not {type(loaded).__name__}")
-    if json_too_deep(loaded):
-        raise WorkloadError(_too_deep(file))
-    check_config_numbers(loaded, str(file))
+        raise WorkloadError(f"config {where} must hold a JSON object, not {type(loaded).__name__}")
+    check_config_object(loaded, where)
     return loaded
+
+
+def check_config_object(config: Mapping[str, Any], where: str) -> None:
+    """A parsed config (from a file or a web body) nests at most ``MAX_JSON_DEPTH`` levels,
+    holds finite numbers only, and every key chipwise reads is in range."""
+    if json_too_deep(config):
+        raise WorkloadError(_too_deep(where))
+    if not json_all_finite(config):
+        raise WorkloadError(
+            f"config {where} holds NaN or Infinity; a config.json holds finite numbers"
+        )
+    check_config_numbers(config, where)
 
 
 def _read_capped(file: Path) -> bytes:
@@ -185,7 +204,7 @@ def _read_capped(file: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _too_big(file: Path, n_bytes: int) -> str:
+def _too_big(file: Path | str, n_bytes: int) -> str:
     return (
         f"config {file} is {n_bytes:,}+ bytes; a config.json is at most "
         f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB (real ones are a few KiB): give the model's "
@@ -193,7 +212,7 @@ def _too_big(file: Path, n_bytes: int) -> str:
     )
 
 
-def _too_deep(file: Path) -> str:
+def _too_deep(file: Path | str) -> str:
     return (
         f"config {file} nests more than {MAX_JSON_DEPTH} levels of objects or arrays; a "
         "config.json nests a few: give the model's config.json"

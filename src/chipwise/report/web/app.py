@@ -13,7 +13,10 @@ Routes::
                                     (FastAPI's Swagger UI needs a CDN, so it is off)
 
 Errors: a ``ChipwiseError`` is 400 ``{"error": "..."}`` (the CLI's one line); a malformed
-body is 422 with ``error`` and pydantic's ``detail``; an upload or body over its limit is 413.
+body (NaN and Infinity included) is 422 with ``error`` and ``detail`` (pydantic's errors
+without the values sent); a body over its limit is 413, counted on the bytes received;
+a foreign Host header 421 (``guard.py``); a full advise pool or a request past its time limit
+503 (``pool.py``); an unexpected exception a logged, one-line 500.
 
 Nothing the user sends is executed or used as a server path: a workload is a zoo id or a
 non-ML kind, or an uploaded config.json that the config reader parses as JSON.
@@ -26,7 +29,7 @@ import io
 import json
 import re
 import tempfile
-import threading
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -40,6 +43,7 @@ from chipwise.hardware import default_catalog
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
 from chipwise.report.web.docs import docs_page
+from chipwise.report.web.guard import LOOPBACK_HOSTS, Guard
 from chipwise.report.web.models import (
     BODY_LIMIT_BYTES,
     UPLOAD_LIMIT_BYTES,
@@ -54,9 +58,18 @@ from chipwise.report.web.models import (
     UploadResponse,
     WorkloadsResponse,
 )
+from chipwise.report.web.pool import (
+    DEFAULT_QUEUE,
+    DEFAULT_TIME_LIMIT_S,
+    DEFAULT_WORKERS,
+    AdvisePool,
+    PoolFull,
+    SharedAnswers,
+    TimeLimitExceeded,
+)
 from chipwise.units import parse_quantity
 from chipwise.workload import accounting
-from chipwise.workload.config import load_config
+from chipwise.workload.config import check_config_object, load_config, parse_config_bytes
 from chipwise.workload.ir import Inference, Model, Training, TransformerSpec, Workload
 from chipwise.workload.kinds import NON_ML_KINDS, find_kind
 from chipwise.workload.presets import PRESETS, find_preset, load_preset
@@ -70,7 +83,23 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "The request cannot be answered as given."},
     413: {"model": ErrorResponse, "description": "The body or upload is over its size limit."},
-    422: {"model": ErrorResponse, "description": "The body does not match the schema."},
+    421: {
+        "model": ErrorResponse,
+        "description": "The Host header is not this machine's name (DNS-rebinding guard).",
+    },
+    422: {
+        "model": ErrorResponse,
+        "description": "The body does not match the schema (NaN and Infinity included); the "
+        "body is never echoed back.",
+    },
+}
+_ADVISE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    503: {
+        "model": ErrorResponse,
+        "description": "Every advise worker is busy and the queue is full, or the request ran "
+        "past its time limit; retry after the Retry-After seconds.",
+    },
 }
 
 
@@ -111,6 +140,7 @@ def read_uploaded_config(raw: dict[str, Any], name: str) -> TransformerSpec:
     installed, else the built-in reader); error messages name the upload, not the temp path.
     """
     label = safe_name(name)
+    check_config_object(raw, f"{label}.json")
     with tempfile.TemporaryDirectory(prefix="chipwise-upload-") as tmp:
         path = Path(tmp) / "config.json"
         path.write_text(json.dumps(raw), encoding="utf-8")
@@ -122,22 +152,18 @@ def read_uploaded_config(raw: dict[str, Any], name: str) -> TransformerSpec:
 
 
 def parse_upload(data: bytes, filename: str) -> tuple[dict[str, Any], TransformerSpec]:
-    """An uploaded config.json: its JSON object and the model it describes."""
+    """An uploaded config.json: its JSON object and the model it describes, checked as a
+    config file is (UTF-8, valid JSON, finite numbers, shallow nesting, keys in range)."""
     label = safe_name(filename)
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise WorkloadError(f"{label}.json is not UTF-8 text; upload a config.json") from None
-    except json.JSONDecodeError as err:
-        raise WorkloadError(
-            f"{label}.json is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        ) from None
-    if not isinstance(raw, dict):
-        raise WorkloadError(
-            f"{label}.json must hold a JSON object (a Hugging Face config), not "
-            f"{type(raw).__name__}"
-        )
+    raw = parse_config_bytes(data, f"{label}.json")
     return raw, read_uploaded_config(raw, label)
+
+
+def _one_line(message: str) -> str:
+    """An error message on one line, at most 2000 characters (a hostile input never turns
+    an answer into a page)."""
+    text = " ".join(message.split())
+    return text if len(text) <= 2000 else text[:1997] + "..."
 
 
 def _quantity(option: str, value: float | str) -> float:
@@ -285,20 +311,52 @@ def _upload_too_large(n_bytes: int) -> str:
     )
 
 
-def _too_large(path: str, n_bytes: int) -> str:
-    """Why a body of ``n_bytes`` (Content-Length) is refused before it is read; '' if not."""
-    if path == "/api/workloads/upload" and n_bytes > UPLOAD_LIMIT_BYTES + _MULTIPART_SLACK_BYTES:
+def body_limit(path: str) -> int:
+    """The largest body (bytes) a request to ``path`` may send."""
+    if path == "/api/workloads/upload":
+        return UPLOAD_LIMIT_BYTES + _MULTIPART_SLACK_BYTES
+    return BODY_LIMIT_BYTES
+
+
+def too_large(path: str, n_bytes: int) -> str:
+    """The 413 message for a body of ``n_bytes`` (or more) sent to ``path``."""
+    if path == "/api/workloads/upload":
         return _upload_too_large(n_bytes)
-    if n_bytes > BODY_LIMIT_BYTES:
-        return f"the request body is {n_bytes:,} bytes; the limit is {BODY_LIMIT_BYTES // 1024} KiB"
-    return ""
+    return f"the request body is {n_bytes:,}+ bytes; the limit is {BODY_LIMIT_BYTES // 1024} KiB"
+
+
+def _short_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    """pydantic's errors without the input they were given (a body is never echoed back):
+    type, location (each part cut at 64 characters) and message, at most 10."""
+    out = []
+    for e in list(errors)[:10]:
+        loc = [p if isinstance(p, int) else str(p)[:64] for p in e.get("loc", ())]
+        out.append({"type": str(e.get("type", "")), "loc": loc, "msg": str(e.get("msg", ""))})
+    return out
+
+
+def _validation_line(errors: list[dict[str, Any]]) -> str:
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
+    return f"{where}: {first['msg']}"
 
 
 # ---- the app --------------------------------------------------------------------------------
 
 
-def create_app() -> "FastAPI":
+def create_app(
+    *,
+    allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS,
+    workers: int = DEFAULT_WORKERS,
+    queue: int = DEFAULT_QUEUE,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+) -> "FastAPI":
     """Build the FastAPI app (``chipwise serve`` runs it with uvicorn).
+
+    Args:
+        allowed_hosts: names the Host header may carry (default: this machine's loopback
+            names); None accepts any, for a server bound to a public address.
+        workers, queue, time_limit_s: the advise pool (see ``pool.AdvisePool``).
 
     Raises:
         ReportError: FastAPI or plotly is not installed (``pip install 'chipwise[web]'``).
@@ -307,6 +365,7 @@ def create_app() -> "FastAPI":
         from fastapi import FastAPI, File, Request, UploadFile
         from fastapi.exceptions import RequestValidationError
         from fastapi.responses import HTMLResponse, JSONResponse, Response
+        from starlette.exceptions import HTTPException as StarletteHTTPException
     except ImportError as err:
         raise ReportError(
             f"the web UI needs FastAPI, which is not installed; {WEB_EXTRA_HINT}"
@@ -318,36 +377,59 @@ def create_app() -> "FastAPI":
     app = FastAPI(
         title="chipwise",
         version=__version__,
-        description="GPU or TPU, which chip, how many, at what cost: the advisor's JSON API.",
+        description="GPU or TPU, which chip, how many, at what cost: the advisor's JSON API. "
+        'Every refusal is one line {"error": ...}, never the body echoed back: 400 what the '
+        "CLI would refuse; 413 a body over 1 MiB or an upload over 256 KiB (chunked bodies "
+        "included); 421 a Host header that is not this machine's name (DNS-rebinding guard); "
+        "422 a body that does not match the schema (NaN and Infinity included); 503 every "
+        "advise worker busy or a request past its 60 s limit (see Retry-After); 500 only for "
+        "a bug, logged.",
         openapi_url="/api/openapi.json",
         docs_url=None,  # Swagger UI loads from a CDN; /api/docs below works offline
         redoc_url=None,
     )
-    # One advise at a time: the planner is CPU-bound Python, so parallel requests would only
-    # slow each other down; later ones wait their turn.
-    advise_lock = threading.Lock()
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Any) -> Any:
-        length = request.headers.get("content-length", "")
-        too_large = _too_large(request.url.path, int(length)) if length.isdigit() else ""
-        if too_large:
-            return JSONResponse(status_code=413, content={"error": too_large})
-        return await call_next(request)
+    # Advise work runs on its own bounded pool (see pool.py), so /api/chips and the page stay
+    # fast while it plans; a full pool is 503 at once, a request past its time limit 503.
+    pool = AdvisePool(workers=workers, queue=queue, time_limit_s=time_limit_s)
+    app.state.advise_pool = pool
+    answers: SharedAnswers[AdviseResponse] = SharedAnswers()
+    app.add_middleware(
+        Guard,
+        allowed_hosts=allowed_hosts,
+        body_limit=body_limit,
+        too_large=too_large,
+    )
 
     @app.exception_handler(ChipwiseError)
     async def chipwise_error(request: Request, err: ChipwiseError) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"error": str(err)})
+        if isinstance(err, PoolFull | TimeLimitExceeded):
+            return JSONResponse(
+                status_code=503, content={"error": str(err)}, headers={"Retry-After": "5"}
+            )
+        return JSONResponse(status_code=400, content={"error": _one_line(str(err))})
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, err: RequestValidationError) -> JSONResponse:
-        errors = err.errors()
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-        detail = json.loads(json.dumps(errors, default=str))
+        detail = _short_errors(err.errors())
         return JSONResponse(
-            status_code=422,
-            content={"error": f"{where}: {first.get('msg', 'invalid')}", "detail": detail},
+            status_code=422, content={"error": _validation_line(detail), "detail": detail}
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own refusals (a body it cannot parse: 400; an unknown path: 404; a wrong
+        # method: 405) in the same {"error": ...} shape as every other answer.
+        message = err.detail if isinstance(err.detail, str) else "the request was refused"
+        return JSONResponse(
+            status_code=err.status_code,
+            content={"error": _one_line(message)},
+            headers=getattr(err, "headers", None),
+        )
+
+    @app.exception_handler(RecursionError)
+    async def too_deep(request: Request, err: RecursionError) -> JSONResponse:
+        return JSONResponse(
+            status_code=400, content={"error": "the request nests too deeply to be read"}
         )
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -378,10 +460,12 @@ def create_app() -> "FastAPI":
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    chips_body = chips_listing().model_dump_json().encode()  # the catalog does not change
+
     @app.get("/api/chips", response_model=ChipsResponse, tags=["catalog"])
-    def chips() -> ChipsResponse:
+    async def chips() -> Response:
         """The hardware catalog, briefly ('chipwise chips --json' has every figure)."""
-        return chips_listing()
+        return Response(chips_body, media_type="application/json")
 
     @app.get("/api/workloads", response_model=WorkloadsResponse, tags=["workloads"])
     def workloads() -> WorkloadsResponse:
@@ -411,12 +495,21 @@ def create_app() -> "FastAPI":
             moe=spec.is_moe,
         )
 
-    @app.post("/api/advise", response_model=AdviseResponse, responses=_ERRORS, tags=["advise"])
-    def advise(body: AdviseBody) -> AdviseResponse:
-        """The recommendation for one request, as 'chipwise advise --json', with its charts."""
-        request = request_from_body(body)
-        with advise_lock:
-            rec = recommend(request)
-        return advise_response(rec)
+    @app.post(
+        "/api/advise", response_model=AdviseResponse, responses=_ADVISE_ERRORS, tags=["advise"]
+    )
+    async def advise(body: AdviseBody) -> AdviseResponse:
+        """The recommendation for one request, as 'chipwise advise --json', with its charts.
+
+        Runs on a bounded worker pool: 503 when it is full or the request runs past its time
+        limit."""
+
+        def job(check: Callable[[], None]) -> AdviseResponse:
+            request = request_from_body(body)
+            rec = recommend(request, progress=lambda chip, i, total: check())
+            check()
+            return advise_response(rec)
+
+        return await answers.get(body.model_dump_json(), lambda: pool.run(job))
 
     return app

@@ -6,12 +6,20 @@ request gives the same answer in the browser and in the terminal.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from chipwise.advise.defaults import DEFAULT_WORKLOAD
 from chipwise.advise.request import DEFAULT_MAX_CHIPS, Cloud, Framework, Objective, Pricing
+from chipwise.limits import (
+    MAX_CHIPS,
+    MAX_DAYS,
+    MAX_JSON_DEPTH,
+    MAX_USD,
+    json_all_finite,
+    json_too_deep,
+)
 
 # The largest config.json an upload may be: real Hugging Face configs are a few KiB (those
 # with big label maps reach tens of KiB); 256 KiB leaves room and bounds the work.
@@ -23,7 +31,14 @@ MAX_CHIP_FILTER = 64
 
 
 class _Edge(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and Infinity (which Python's JSON reader accepts) are refused in every float field.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+# A chip id or alias is a few characters ("h100-sxm", "TPU v5p").
+_ChipName = Annotated[str, StringConstraints(max_length=64)]
+# A quantity such as "15T" or "2.5e12".
+_Quantity = float | Annotated[str, StringConstraints(max_length=64)]
 
 
 class AdviseBody(_Edge):
@@ -50,12 +65,12 @@ class AdviseBody(_Edge):
     phase: Literal["train", "infer"] = Field(
         "train", description="train (a training run) or infer (serving)."
     )
-    tokens: float | str | None = Field(
+    tokens: _Quantity | None = Field(
         None,
         description="Training tokens, e.g. '15T' or 2e9. Default: 1B for the default "
         "fine-tune (llama3-8b), else 20 tokens per parameter (Chinchilla).",
     )
-    requests_per_day: float | str | None = Field(
+    requests_per_day: _Quantity | None = Field(
         None, description="Serving load, e.g. '1M'. Default 100k."
     )
     cloud: Cloud = Field("any", description="Which cloud's prices (--cloud).")
@@ -67,10 +82,13 @@ class AdviseBody(_Edge):
         False, description="Buy instead of rent: GPUs by TCO, TPUs excluded (--own-hardware)."
     )
     budget_usd: float | None = Field(
-        None, gt=0, description="Spend limit in USD: the run (train) or one day (infer)."
+        None,
+        gt=0,
+        le=MAX_USD,
+        description="Spend limit in USD: the run (train) or one day (infer).",
     )
     deadline_days: float | None = Field(
-        None, gt=0, description="Train: longest acceptable run, in days."
+        None, gt=0, le=MAX_DAYS, description="Train: longest acceptable run, in days."
     )
     objective: Objective = Field("cost", description="Rank by cost, time or energy.")
     framework: Framework | None = Field(
@@ -94,14 +112,24 @@ class AdviseBody(_Edge):
     output_len: int = Field(
         256, ge=0, le=1 << 21, description="Infer: generated tokens per request."
     )
-    chips: list[str] = Field(
+    chips: list[_ChipName] = Field(
         default_factory=list,
         max_length=MAX_CHIP_FILTER,
         description="Only these chips (ids or aliases); empty: the whole catalog.",
     )
     max_chips: int = Field(
-        DEFAULT_MAX_CHIPS, ge=1, le=1 << 20, description="Largest chip count to consider."
+        DEFAULT_MAX_CHIPS, ge=1, le=MAX_CHIPS, description="Largest chip count to consider."
     )
+
+    @field_validator("config")
+    @classmethod
+    def _config_is_plain_json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """An uploaded config nests a few levels and holds finite numbers only."""
+        if value is not None and json_too_deep(value):
+            raise ValueError(f"the config nests more than {MAX_JSON_DEPTH} levels")
+        if value is not None and not json_all_finite(value):
+            raise ValueError("the config holds NaN or Infinity; numbers must be finite")
+        return value
 
 
 class ChartOut(_Edge):
