@@ -13,6 +13,9 @@ from chipwise.compat import render_report, report_to_dict, scan_project
 def scan(
     path: str = typer.Argument(..., metavar="PATH", help="Project folder (or one file) to read."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Every finding, porting note and flag (default: a screen)."
+    ),
 ) -> None:
     """Check a project's dependencies, imports and kernels against NVIDIA, AMD, Intel and TPU.
 
@@ -22,4 +25,4 @@ def scan(
     if as_json:
         print_json(report_to_dict(report))
         return
-    console.print(render_report(report))
+    console.print(render_report(report, verbose=verbose))

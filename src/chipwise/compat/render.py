@@ -84,8 +84,72 @@ def findings_table(report: ScanReport) -> Table:
     return table
 
 
-def render_report(report: ScanReport) -> RenderableType:
-    """Summary, one table per platform with issues, the findings list, flags and notes."""
+_WORDS = {"runs": "runs", "runs-with-changes": "runs with changes", "does-not-run": "does not run"}
+# Places shown per package in the short report (``--verbose`` shows every one).
+SHORT_PLACES = 2
+
+
+def _first_clause(porting: str) -> str:
+    """'hipify (torch's BuildExtension ...); fix ...' -> 'hipify': the step, not its notes."""
+    cut = len(porting)
+    for sep in (" (", "; ", ". "):
+        i = porting.find(sep)
+        if 0 < i < cut:
+            cut = i
+    return porting[:cut].strip()
+
+
+def _places(locations: tuple[str, ...]) -> str:
+    shown = ", ".join(locations[:SHORT_PLACES])
+    more = len(locations) - SHORT_PLACES
+    return shown + (f" +{more} more" if more > 0 else "")
+
+
+def short_report(report: ScanReport) -> RenderableType:
+    """The answer on one screen: a line per platform, then each package or kernel ONCE with
+    what it needs on every platform where it does not run as is."""
+    files = f"{report.files_scanned} file{'s' if report.files_scanned != 1 else ''}"
+    fw = ", ".join(report.frameworks) or "no ML framework found"
+    parts: list[RenderableType] = [
+        Text(f"chipwise scan: {report.root} ({files}; {fw})", style="bold")
+    ]
+    width = max((len(p.name) for p in report.platforms), default=0)
+    for p in report.platforms:
+        line = Text(f"  {p.name:<{width}}  ")
+        line.append(_WORDS[p.verdict], style=VERDICT_STYLE[p.verdict])
+        if p.issues:
+            line.append(f" ({p.effort or 'unknown'} effort): ")
+            line.append(", ".join(i.title for i in p.issues))
+        parts.append(line)
+    # every issue once, with its port on each platform
+    by_key: dict[str, tuple[str, set[str], list[str]]] = {}
+    for p in report.platforms:
+        for i in p.issues:
+            title, places, ports = by_key.setdefault(i.key, (i.title, set(), []))
+            places.update(i.locations)
+            effort = f" ({i.effort})" if i.effort else ""
+            ports.append(f"{p.name}: {_first_clause(i.porting) or 'rewrite'}{effort}")
+    if by_key:
+        parts.append(Text("What to change (each once; --verbose for details):", style="bold"))
+        for title, places, ports in by_key.values():
+            parts.append(Text(f"  {title} at {_places(tuple(sorted(places)))}"))
+            for port in ports:
+                parts.append(Text(f"    {port}"))
+    if report.unclassified_packages:
+        names = report.unclassified_packages
+        shown = ", ".join(names[:5]) + (f" +{len(names) - 5} more" if len(names) > 5 else "")
+        parts.append(
+            Text(f"Not in chipwise's package list, assumed portable: {shown}", style="dim")
+        )
+    parts.append(Text("--verbose for every finding and note, --json for all fields.", style="dim"))
+    return Group(*parts)
+
+
+def render_report(report: ScanReport, *, verbose: bool = False) -> RenderableType:
+    """The short answer, or (``verbose``) the summary, one table per platform with issues,
+    the findings list, flags and notes."""
+    if not verbose:
+        return short_report(report)
     parts: list[RenderableType] = [summary_table(report)]
     parts += [platform_table(p) for p in report.platforms if p.issues]
     for p in report.platforms:
