@@ -223,7 +223,9 @@ OPTION_KEYS = {
 }  # fmt: skip
 TRAIN_KEYS = {"tokens_per_s_per_chip", "step_time_s", "mfu"}
 SERVE_KEYS = {"output_tokens_per_s", "ttft_s", "tpot_s"}
-REASON_KEYS = {"rule", "situation", "favours", "text", "evidence", "agrees_with_article"}
+REASON_KEYS = {
+    "rule", "situation", "favours", "text", "evidence", "agrees_with_article", "break_even",
+}  # fmt: skip
 CONFIDENCE_KEYS = {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"}
 NON_ML_KEYS = {"workload", "capable_chips", "basis"}
 

@@ -119,3 +119,26 @@ def test_advise_with_a_malformed_prices_file_is_one_line_and_exit_2(
     result = runner.invoke(app, ["advise", "llama3-70b", *SMALL, "--prices", str(path)])
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "my.toml" in result.output
+
+
+def test_the_google_scale_reason_states_its_break_even_and_that_price_flips_or_ties(
+    tmp_path: Path,
+) -> None:
+    args = ["advise", "llama3-70b", "--chips", "mi300x,tpu-v6e", "--max-chips", "128"]
+    before = _json(*args)
+    (reason,) = [r for r in before["reasons"] if r["rule"] == "massive-training"]
+    flip = reason["break_even"]
+    assert flip is not None and flip["side"] == "tpu", reason
+    assert before["pick"]["kind"] == "gpu"
+    assert f"wins below ${flip['usd_per_chip_hour']:.2f}/chip-h" in reason["text"]
+    assert flip["today_usd_per_chip_hour"] == before["best_tpu"]["offer"]["usd_per_chip_hour"]
+    assert any("low confidence" in r or "stale" in r for r in flip["rests_on"])
+    path = tmp_path / "flip.toml"
+    path.write_text(
+        f'[[offers]]\nchip = "{flip["chip"]}"\nprovider = "{flip["provider"]}"\n'
+        f'pricing = "{flip["pricing"]}"\nusd_per_chip_hour = {flip["usd_per_chip_hour"]!r}\n'
+    )
+    after = _json(*args, "--prices", str(path))
+    tpu, gpu = after["best_tpu"], after["best_gpu"]
+    assert after["pick"]["kind"] == "tpu" or tpu["usd"] == pytest.approx(gpu["usd"], rel=1e-9)
+    assert tpu["usd"] == pytest.approx(gpu["usd"], rel=1e-9)  # at the break-even: a tie

@@ -21,7 +21,7 @@ from typing import Literal
 from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
-from chipwise.hardware import Catalog, Chip
+from chipwise.hardware import Catalog, Chip, PriceOffer
 from chipwise.perf import TrainPrediction
 from chipwise.units import GB, format_seconds
 from chipwise.workload.accounting import params_total
@@ -41,6 +41,43 @@ WORKSTATION_MAX_TDP_W = 600.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BreakEven:
+    """The price at which the losing side of a GPU-vs-TPU cost comparison would tie.
+
+    ``chip_id`` is the best option of the losing kind (``side``); at ``usd_per_chip_hour`` on
+    the same provider and pricing its run (or serving day) costs what the winner's does, the
+    winner's price and the loser's count held fixed (the best count of a chip does not depend
+    on its price: every count's cost scales with it). ``rests_on`` names each price of the
+    comparison that is low-confidence or stale.
+    """
+
+    side: Favours
+    chip_id: str
+    provider: str
+    pricing: str
+    usd_per_chip_hour: float
+    today_usd_per_chip_hour: float
+    rests_on: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        today = f"today ${self.today_usd_per_chip_hour:.2f}, {self.provider} {self.pricing}"
+        if self.side == "tpu":
+            out = (
+                f"The best TPU ({self.chip_id}) wins below ${self.usd_per_chip_hour:.2f}/chip-h "
+                f"({today})."
+            )
+        else:
+            out = (
+                f"The GPU stays behind unless {self.chip_id} costs below "
+                f"${self.usd_per_chip_hour:.2f}/chip-h ({today})."
+            )
+        if self.rests_on:
+            out += f" This rests on {'; '.join(self.rests_on)}."
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reason:
     """Why the recommendation leans one way, with the evidence for it."""
 
@@ -50,6 +87,7 @@ class Reason:
     text: str
     evidence: tuple[str, ...] = ()
     agrees_with_article: bool | None = None  # None: the rule is about fit, not numbers
+    break_even: BreakEven | None = None  # set when the comparison is on cost
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +145,47 @@ def _compare(ctx: Context) -> tuple[Favours, str] | None:
     return winner, f"{ratio:.2f}× {metric}"
 
 
+def _offer(o: Option) -> PriceOffer | None:
+    offer = getattr(o.cost, "offer", None)
+    return offer if isinstance(offer, PriceOffer) else None
+
+
+def _caveat(o: Option, offer: PriceOffer) -> str | None:
+    """'the tpu-v5p price (gcp on-demand $4.20/chip-h, stale: 701 days old)', or None."""
+    caveats = offer.caveats()
+    if not caveats:
+        return None
+    return (
+        f"the {o.chip.id} price ({offer.provider} {offer.pricing} "
+        f"${offer.usd_per_chip_hour:.2f}/chip-h, {', '.join(caveats)}; {offer.source})"
+    )
+
+
+def break_even(ctx: Context) -> BreakEven | None:
+    """Where the cost comparison of best GPU and best TPU would flip; None when the objective
+    is not cost or either side has no cloud price."""
+    g, t = ctx.best_gpu, ctx.best_tpu
+    if ctx.request.objective != "cost" or g is None or t is None:
+        return None
+    og, ot = _offer(g), _offer(t)
+    if og is None or ot is None or not g.usd or not t.usd:
+        return None
+    # usd = chip-hours x price, so the loser ties at price x winner's usd / loser's usd.
+    loser, offer, win_usd, lose_usd = (
+        (t, ot, g.usd, t.usd) if g.usd <= t.usd else (g, og, t.usd, g.usd)
+    )
+    rests_on = tuple(c for o, off in ((g, og), (t, ot)) if (c := _caveat(o, off)) is not None)
+    return BreakEven(
+        side="tpu" if loser.chip.kind == "tpu" else "gpu",
+        chip_id=loser.chip.id,
+        provider=offer.provider,
+        pricing=offer.pricing,
+        usd_per_chip_hour=offer.usd_per_chip_hour * win_usd / lose_usd,
+        today_usd_per_chip_hour=offer.usd_per_chip_hour,
+        rests_on=rests_on,
+    )
+
+
 def massive_training(ctx: Context) -> Reason | None:
     wl = ctx.request.workload
     if not isinstance(wl.phase, Training) or not isinstance(wl.model, TransformerSpec):
@@ -146,13 +225,15 @@ def massive_training(ctx: Context) -> Reason | None:
             f"Training at scale ({scale}): the numbers contradict the article's rule of "
             f"thumb; the best GPU option is {by} than the best TPU option."
         )
+    flip = break_even(ctx)
     return Reason(
         rule="massive-training",
         situation=situation,
         favours=winner,
-        text=text,
+        text=text if flip is None else f"{text} {flip.text}",
         evidence=evidence,
         agrees_with_article=winner == "tpu",
+        break_even=flip,
     )
 
 
@@ -300,13 +381,15 @@ def google_ecosystem(ctx: Context) -> Reason | None:
             f"{lead}, but here the best GPU option is {cmp[1]}: "
             "the numbers contradict the rule of thumb."
         )
+    flip = break_even(ctx) if cmp is not None else None
     return Reason(
         rule="google-ecosystem",
         situation="Already deep in Google Cloud / TensorFlow / JAX → TPU",
         favours="tpu",
-        text=text,
+        text=text if flip is None else f"{text} {flip.text}",
         evidence=tuple(evidence),
         agrees_with_article=agrees,
+        break_even=flip,
     )
 
 

@@ -13,7 +13,9 @@ JSON schema (``chipwise advise --json``), version 1::
      "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
      "options": [OPTION, ...],            # each chip's best allowed option, best first
      "excluded": [{"chip", "why"}],
-     "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article"}],
+     "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article",
+                  "break_even": {"side", "chip", "provider", "pricing", "usd_per_chip_hour",
+                                 "today_usd_per_chip_hour", "rests_on"} | null}],
      "confidence": {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"} | null,
      "notes": [...],
      "non_ml": {"workload", "capable_chips", "basis"} | null}
@@ -42,7 +44,7 @@ from rich.text import Text
 from chipwise.advise.candidates import Option
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
-from chipwise.advise.situations import describe
+from chipwise.advise.situations import BreakEven, describe
 from chipwise.hardware import PriceOffer
 from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.report.chips import offer_to_dict
@@ -59,6 +61,20 @@ def _mfu(o: Option) -> float | None:
         return None
     peak = o.chip.peak_flops_per_s(p.precision)
     return p.achieved_flops_per_s_per_chip / peak
+
+
+def _break_even(b: BreakEven | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {
+        "side": b.side,
+        "chip": b.chip_id,
+        "provider": b.provider,
+        "pricing": b.pricing,
+        "usd_per_chip_hour": b.usd_per_chip_hour,
+        "today_usd_per_chip_hour": b.today_usd_per_chip_hour,
+        "rests_on": list(b.rests_on),
+    }
 
 
 def _offer(o: Option) -> dict[str, Any] | None:
@@ -131,6 +147,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
                 "text": r.text,
                 "evidence": list(r.evidence),
                 "agrees_with_article": r.agrees_with_article,
+                "break_even": _break_even(r.break_even),
             }
             for r in rec.reasons
         ],
