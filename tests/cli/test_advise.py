@@ -354,14 +354,18 @@ def test_wrapped_lines_keep_their_indent(columns: int) -> None:
         assert line.startswith((" ", *top_level)), line
 
 
-def test_html_without_plotly_fails_before_planning(
-    no_planning: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_html_without_plotly_still_writes_the_report_with_static_charts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "plotly", None)
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
-    result = runner.invoke(app, ["advise", "--html", str(tmp_path / "r.html")])
-    assert result.exit_code == 2
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "pip install 'chipwise[web]'" in lines[0]
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)
+    report = tmp_path / "r.html"
+    result = runner.invoke(app, ["advise", *SMALL, "--quiet", "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "Recommendation:" in result.stdout
+    page = report.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 2
+    assert "Plotly.newPlot" not in page and "pip install &#x27;chipwise[web]&#x27;" in page

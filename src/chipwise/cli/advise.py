@@ -26,7 +26,6 @@ from chipwise.hardware import load_chip_file, with_user_chips
 from chipwise.hardware.prices import run_catalog
 from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH, MAX_WIDTH
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
-from chipwise.report.charts import require_plotly
 from chipwise.units import parse_quantity
 from chipwise.workload.ir import (
     LORA_DEFAULT_RANK,
@@ -234,7 +233,6 @@ def advise(
     """
     if html is not None:
         check_writable(html, "--html")
-        require_plotly()  # fail now, not after the planning, when the [web] extra is missing
     _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
     chip_ids = _chip_list(chips)
     catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices

@@ -25,6 +25,7 @@ from chipwise.advise.recommend import Recommendation
 from chipwise.cost import OwnedRunCost, RunCost, ServingCost
 from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.report.charts import (
+    WEB_EXTRA_HINT,
     Chart,
     ReportError,
     charts_for,
@@ -34,6 +35,7 @@ from chipwise.report.charts import (
     plan_text,
     require_plotly,
 )
+from chipwise.report.svg import svg_charts_section
 from chipwise.units import GB, format_seconds
 
 STYLE = """
@@ -358,13 +360,33 @@ def _constraints(rec: Recommendation) -> str:
     return "; ".join(parts)
 
 
-def render_html(rec: Recommendation) -> str:
-    """The whole report as one self-contained HTML page (plotly.js inlined once).
+def plotly_available() -> bool:
+    """Whether the interactive charts can be drawn (plotly, the ``[web]`` extra)."""
+    try:
+        require_plotly()
+    except ReportError:
+        return False
+    return True
 
-    Raises:
-        ReportError: plotly is not installed (``pip install 'chipwise[web]'``).
+
+def render_html(rec: Recommendation) -> str:
+    """The whole report as one self-contained HTML page: plotly.js inlined once, or, without
+    plotly, static SVG charts (``report.svg``) and a line saying how to get interactive ones.
     """
-    charts = charts_for(rec)
+    if not plotly_available():
+        return _page(
+            rec,
+            svg_charts_section(
+                rec, f"Static charts: for interactive ones, {WEB_EXTRA_HINT} and re-run."
+            ),
+            head_script="",
+        )
+    return _page(
+        rec, charts_section(charts_for(rec)), head_script=f"<script>{plotly_js()}</script>"
+    )
+
+
+def _page(rec: Recommendation, charts_html: str, *, head_script: str) -> str:
     phase = "training" if is_training(rec) else "serving"
     title = f"chipwise: {rec.request.workload.name} {phase}"
     body = "".join(
@@ -372,7 +394,7 @@ def render_html(rec: Recommendation) -> str:
             f"<h1>{esc(title)}</h1>",
             f'<p class="sub">{esc(_constraints(rec))}</p>',
             answer_section(rec),
-            charts_section(charts),
+            charts_html,
             options_section(rec) if rec.options else "",
             reasons_section(rec),
             compatibility_section(rec),
@@ -387,8 +409,9 @@ def render_html(rec: Recommendation) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{STYLE}</style>"
-        f"<script>{plotly_js()}</script></head>"
-        f"<body><main>{body}</main><script>{DRAW_SCRIPT}</script></body></html>\n"
+        f"{head_script}</head>"
+        f"<body><main>{body}</main>"
+        f"{f'<script>{DRAW_SCRIPT}</script>' if head_script else ''}</body></html>\n"
     )
 
 
@@ -396,7 +419,7 @@ def write_html_report(rec: Recommendation, path: str | Path) -> Path:
     """Write ``render_html(rec)`` to ``path`` (UTF-8) and return the path.
 
     Raises:
-        ReportError: plotly is missing, or the file cannot be written.
+        ReportError: the file cannot be written.
     """
     target = Path(path)
     page = render_html(rec)
