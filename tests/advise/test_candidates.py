@@ -36,11 +36,15 @@ CAT = default_catalog()
 
 def test_gpu_counts_are_powers_of_two_up_to_max_chips() -> None:
     assert chip_counts(CAT.chip("h100-sxm"), 100) == (1, 2, 4, 8, 16, 32, 64)
+    # without --max-chips: up to the largest job the catalog records (100k H100 on a fabric)
+    assert chip_counts(CAT.chip("h100-sxm"), None)[-1] == 65536
 
 
 def test_tpu_counts_stop_at_the_largest_job_and_include_it() -> None:
     chip = CAT.chip("tpu-v5p")
-    job = chip.scale_up.max_chips
+    job = chip.largest_job_chips  # multislice over DCN: 3 x 6,144
+    assert job is not None and job > chip.scale_up.max_chips
+    assert chip_counts(chip, None)[-1] == job
     counts = chip_counts(chip, 100_000)
     assert counts[-1] == job
     assert all(n <= job for n in counts)
@@ -146,7 +150,7 @@ def test_a_run_too_long_at_every_count_says_so_with_the_bound() -> None:
     found = search_chip(CAT.chip("tpu-v6e"), req, CAT)
     assert not found.options
     assert found.why_none.startswith("takes at least")
-    assert "peak FLOP/s" in found.why_none and "365 days" in found.why_none
+    assert "peak FLOP/s" in found.why_none and "120 days" in found.why_none
 
 
 def test_a_budget_below_the_peak_flops_cost_excludes_a_chip_before_planning() -> None:
@@ -204,3 +208,15 @@ def test_serving_prices_a_day_and_counts_replicas_for_the_load() -> None:
     assert heavy.replicas >= light.replicas >= 1
     assert heavy.usd is not None and light.usd is not None
     assert heavy.usd / light.usd == pytest.approx(heavy.replicas / light.replicas)
+
+
+def test_cost_ties_go_to_the_faster_run() -> None:
+    """Two counts within TIE_TOLERANCE on cost: the pick is the one that finishes first (the
+    issue's 64 H100s for 222 days vs 512 for 28 days at the same money)."""
+    req = training("llama3-70b", tokens=2e12, chips=("h100-sxm",), max_chips=1024)
+    found = search_chip(CAT.chip("h100-sxm"), req, CAT)
+    pick = best_option(found.options, req)
+    assert pick is not None and pick.days is not None and pick.usd is not None
+    allowed = [o for o in found.options if o.allowed and o.usd is not None]
+    ties = [o for o in allowed if o.usd <= min(a.usd for a in allowed) * (1 + TIE_TOLERANCE)]  # type: ignore[operator]
+    assert pick.days == min(o.days for o in ties if o.days is not None)

@@ -34,12 +34,17 @@ def test_other_models_default_to_a_compute_optimal_run() -> None:
 def test_the_library_and_the_cli_share_the_max_chips_default() -> None:
     import inspect
 
+    from chipwise.advise.request import max_chips_for
     from chipwise.cli.advise import advise
+    from chipwise.hardware import chip
 
     request = AdviseRequest(workload=Workload(model=load_workload_model("gpt2")))
-    assert request.max_chips == DEFAULT_MAX_CHIPS
+    assert request.max_chips is None  # each chip's largest recorded job
     option = inspect.signature(advise).parameters["max_chips"].default
-    assert option.default == DEFAULT_MAX_CHIPS
+    assert option.default is None
+    assert max_chips_for(chip("h100-sxm"), None) == chip("h100-sxm").largest_job_chips
+    assert max_chips_for(chip("mi300x"), None) == DEFAULT_MAX_CHIPS  # none recorded
+    assert max_chips_for(chip("tpu-v6e"), 10**6) == chip("tpu-v6e").largest_job_chips
 
 
 def test_a_stencil_is_ranked_by_memory_bandwidth_its_bottleneck() -> None:
@@ -58,3 +63,19 @@ def test_a_chip_neither_sold_nor_rented_is_not_called_rent_only() -> None:
         result = owned_cost(chip, cat)
         assert isinstance(result, NotPurchasable)
         assert "rent-only" not in result.reason
+
+
+def test_the_default_batch_follows_the_deepseek_law_and_says_so() -> None:
+    from chipwise.advise.defaults import default_global_batch, training_batch
+
+    big = load_workload_model("llama3-405b")
+    small = load_workload_model("llama3-8b")
+    b_big, note = default_global_batch(big, 15e12, 8192)  # type: ignore[arg-type]
+    b_small, _ = default_global_batch(small, 1e9, 4096)  # type: ignore[arg-type]
+    assert b_big > b_small and b_big & (b_big - 1) == 0  # grows with compute; a power of 2
+    # B_opt = 0.292 C^0.3271 tokens: within a factor sqrt(2) of the law (power-of-2 rounding)
+    assert "2401.02954" in note and "--global-batch" in note
+    assert training_batch(big, 15e12, 8192, 64) == (64, "")  # given: kept, no note
+    assert training_batch(big, 15e12, 8192, None, 16e6)[0] == round(16e6 / 8192)
+    # more tokens never give a smaller batch
+    assert default_global_batch(big, 30e12, 8192)[0] >= b_big  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import pytest
 
 from chipwise.advise import Recommendation, recommend
 from chipwise.advise.candidates import objective_key
+from chipwise.advise.defaults import default_global_batch
 from chipwise.advise.project import scan_facts
 from chipwise.advise.situations import describe, is_workstation_card
 from chipwise.cost import OwnedRunCost
@@ -33,6 +34,8 @@ def excluded(rec: Recommendation) -> dict[str, str]:
 # ---- training massive models at scale -> TPU, when the numbers agree ----------------------
 
 MASSIVE_CHIPS = ("h100-sxm", "b200", "tpu-v5p", "tpu-v6e")
+# The batch such a run uses (advise's default: the DeepSeek LLM law at its compute).
+RULE_BATCH_405B = default_global_batch(load_workload_model("llama3-405b"), 15e12, 4096)[0]
 
 
 @pytest.mark.parametrize("objective", ["cost", "time", "energy"])
@@ -40,7 +43,12 @@ def test_massive_training_compares_best_tpu_with_best_gpu_and_says_if_the_articl
     objective: str,
 ) -> None:
     req = training(
-        "llama3-405b", tokens=15e12, chips=MASSIVE_CHIPS, max_chips=16384, objective=objective
+        "llama3-405b",
+        tokens=15e12,
+        chips=MASSIVE_CHIPS,
+        max_chips=16384,
+        objective=objective,
+        global_batch=RULE_BATCH_405B,
     )
     rec = recommend(req)
     r = reason(rec, "massive-training")
@@ -60,7 +68,16 @@ def test_massive_training_compares_best_tpu_with_best_gpu_and_says_if_the_articl
 
 
 def test_massive_training_with_only_tpus_says_the_comparison_cannot_be_made() -> None:
-    rec = recommend(training("llama3-405b", tokens=15e12, chips=("tpu-v5p",), max_chips=8192))
+    rec = recommend(
+        training(
+            "llama3-405b",
+            tokens=15e12,
+            chips=("tpu-v5p",),
+            max_chips=8192,
+            global_batch=RULE_BATCH_405B,
+            deadline_days=365.0,
+        )
+    )
     r = reason(rec, "massive-training")
     assert r.agrees_with_article is None
     assert "only TPU options" in r.text

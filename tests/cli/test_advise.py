@@ -215,7 +215,8 @@ TOP_KEYS = {
 TRAINING_KEYS = {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"}
 CONSTRAINT_KEYS = {
     "cloud", "pricing", "own_hardware", "budget_usd", "deadline_days", "framework", "tokens",
-    "requests_per_day", "precision", "chips", "max_chips",
+    "requests_per_day", "precision", "chips", "max_chips", "deadline_limit_days", "global_batch",
+    "batch_note",
 }  # fmt: skip
 OPTION_KEYS = {
     "chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd", "price", "offer",

@@ -4,6 +4,7 @@ columns without colour, on a fixture catalog and hand-built recommendations (see
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,3 +84,16 @@ def test_no_qualifying_chip_prints_no_empty_table(catalog: Catalog) -> None:
     assert "No chip qualifies." in text
     assert "┏" not in text and "request" not in text  # no empty (serving-headed) table
     assert options_table(rec).columns[3].header == "run"  # training columns even when empty
+
+
+def test_the_pareto_front_is_cheaper_at_every_slower_point() -> None:
+    from chipwise.advise import recommend
+    from chipwise.report.advice import pareto_front
+    from tests.advise.factories import training
+
+    rec = recommend(training("llama3-70b", tokens=2e12, chips=("h100-sxm",), max_chips=1024))
+    front = pareto_front(rec.considered)
+    assert len(front) >= 2
+    for faster, slower in itertools.pairwise(front):
+        assert faster.days is not None and slower.days is not None
+        assert faster.days <= slower.days and (slower.usd or 0) < (faster.usd or 0)

@@ -6,10 +6,11 @@ For each chip in the catalog (or the ones asked for), ``search_chip``
    no rate for; no price in the catalog (for the cloud and pricing asked) when the objective
    is cost or a budget is set; not for sale under ``--own-hardware``; a budget below what the
    run costs even at peak FLOP/s;
-2. walks chip counts 1, 2, 4, ... up to ``request.max_chips`` (a TPU also stops at its
-   largest job, which is tried too), skipping counts that cannot fit by a memory floor or
-   cannot meet the run-length limit even at peak FLOP/s (``Predictor.memory_floor_bytes``,
-   ``Predictor.step_floor_s``: lower bounds, so nothing that could qualify is skipped);
+2. walks chip counts 1, 2, 4, ... up to ``request.max_chips``, by default the largest job
+   the catalog records for the chip (a TPU's, when not a power of two, is tried too),
+   skipping counts that cannot fit by a memory floor or cannot meet the run-length limit
+   even at peak FLOP/s (``Predictor.memory_floor_bytes``, ``Predictor.step_floor_s``: lower
+   bounds, so nothing that could qualify is skipped);
 3. plans each remaining count with one ``perf.Predictor`` per chip, which reuses its step
    or serving model, so per-shape op timings are computed once per chip;
 4. stops once two doublings in a row stop paying (``STOP_GAIN``, ``TIE_TOLERANCE``). The
@@ -27,7 +28,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from chipwise.advise.request import MAX_PRACTICAL_DAYS, AdviseRequest
+from chipwise.advise.request import AdviseRequest, max_chips_for
 from chipwise.cost import (
     NotPurchasable,
     OwnedRunCost,
@@ -95,15 +96,13 @@ class ChipSearch:
     counts_planned: int = 0
 
 
-def chip_counts(chip: Chip, max_chips: int) -> tuple[int, ...]:
-    """Powers of two from 1 to ``max_chips``; a TPU stops at its largest job (pod or
-    multislice limit from the catalog), which is included when it is not a power of two."""
-    limit = max_chips
-    if chip.kind == "tpu":
-        job = chip.scale_up.max_chips if chip.scale_up.max_chips > 1 else chip.scale_up.domain_chips
-        limit = min(max_chips, max(job, 1))
+def chip_counts(chip: Chip, max_chips: int | None) -> tuple[int, ...]:
+    """Powers of two from 1 up to the chip's limit (``request.max_chips_for``: --max-chips,
+    else the largest job the catalog records); a TPU's largest job is included when it is
+    not a power of two."""
+    limit = max_chips_for(chip, max_chips)
     counts = [2**i for i in range(int(math.log2(max(limit, 1))) + 1)]
-    if chip.kind == "tpu" and limit < max_chips and counts[-1] != limit:
+    if chip.kind == "tpu" and limit == chip.largest_job_chips and counts[-1] != limit:
         counts.append(limit)
     return tuple(counts)
 
@@ -178,11 +177,16 @@ def no_price_reason(request: AdviseRequest) -> str:
     return f"no cloud price in the catalog ({pricing}, {where})"
 
 
+def _deadline_words(request: AdviseRequest) -> str:
+    limit = request.deadline_limit_days
+    if request.deadline_days:
+        return f"the deadline ({limit:g} days)"
+    return f"the default deadline ({limit:g} days; --deadline-days)"
+
+
 def _constraints(days: float | None, usd: float | None, request: AdviseRequest) -> str:
-    limit = request.deadline_days or MAX_PRACTICAL_DAYS
-    if days is not None and days > limit:
-        what = "the deadline" if request.deadline_days else "a practical run length"
-        return f"takes {days:,.1f} days, beyond {what} ({limit:g} days)"
+    if days is not None and days > request.deadline_limit_days:
+        return f"takes {days:,.1f} days, beyond {_deadline_words(request)}"
     if request.budget_usd is not None and usd is not None and usd > request.budget_usd:
         return f"costs ${usd:,.0f}, over the budget (${request.budget_usd:,.0f})"
     return ""
@@ -260,6 +264,13 @@ def objective_key(request: AdviseRequest) -> Callable[[Option], tuple[float, flo
     return key
 
 
+def _time_s(o: Option) -> float:
+    """Wall clock of the option: the training run, or one served request."""
+    if o.days is not None:
+        return o.days * SECONDS_PER_DAY
+    return _serving_time(o)
+
+
 def _serving_time(o: Option) -> float:
     pred = o.prediction
     assert isinstance(pred, InferPrediction)
@@ -268,7 +279,8 @@ def _serving_time(o: Option) -> float:
 
 # Counts are tried in doubling order, and the search for a chip stops after two doublings in
 # a row that do not pay. For cost and energy a doubling pays when it beats the best so far by
-# more than ``TIE_TOLERANCE`` (anything less is a tie, and ties go to fewer chips anyway);
+# more than ``TIE_TOLERANCE``, or ties with it and is ``STOP_GAIN`` faster (ties go to the
+# faster run);
 # past the efficient point more chips add communication, not work, so the curve is flat or
 # rising. For time a doubling pays when it gains at least ``STOP_GAIN``: nobody doubles a
 # cluster for a few per cent. Counts excluded for taking too long never stop the search (more
@@ -276,7 +288,7 @@ def _serving_time(o: Option) -> float:
 STOP_STRIKES = 2
 STOP_GAIN = 0.05
 # Options whose objective is within this fraction of the best are ties at the model's
-# resolution (its validation error is larger); among ties the fewest chips win.
+# resolution (its validation error is larger); among ties the faster run wins.
 TIE_TOLERANCE = 0.05
 
 
@@ -337,12 +349,10 @@ def _count_floor(predictor: Predictor, n: int, request: AdviseRequest) -> str:
     if isinstance(phase, Training) and request.tokens and floor_s is not None:
         steps = math.ceil(request.tokens / (phase.seq_len * phase.global_batch))
         days = steps * floor_s / SECONDS_PER_DAY
-        limit = request.deadline_days or MAX_PRACTICAL_DAYS
-        if days > limit:
-            what = "the deadline" if request.deadline_days else "a practical run length"
+        if days > request.deadline_limit_days:
             return (
                 f"takes at least {days:,.0f} days on {n} chips even at peak FLOP/s, beyond "
-                f"{what} ({limit:g} days)"
+                f"{_deadline_words(request)}"
             )
     return ""
 
@@ -362,6 +372,7 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
     out: list[Option] = []
     last_why = ""
     best: float | None = None
+    fastest = math.inf
     strikes = planned = 0
     for n in counts:
         floor_why = _count_floor(predictor, n, request)
@@ -388,33 +399,42 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
         value = key(option)[0]
         if not math.isfinite(value) or _too_slow(option, request):
             continue  # more chips may still bring it within the limit
+        seconds = _time_s(option)
         if best is None:
-            best = value
+            best, fastest = value, seconds
             continue
         if request.objective == "time":
             pays = value < best * (1 - STOP_GAIN)
         else:
-            pays = value < best * (1 - TIE_TOLERANCE)
+            # cheaper, or as cheap (a tie) and clearly faster: ties go to the faster run
+            pays = value < best * (1 - TIE_TOLERANCE) or (
+                value <= best * (1 + TIE_TOLERANCE) and seconds < fastest * (1 - STOP_GAIN)
+            )
         best = min(best, value)
+        if value <= best * (1 + TIE_TOLERANCE):
+            fastest = min(fastest, seconds)
         strikes = 0 if pays else strikes + 1
         if strikes >= STOP_STRIKES:
             break
     if not out:
         return ChipSearch(
-            chip=chip, options=(), why_none=_none_reason(last_why, request), counts_planned=planned
+            chip=chip,
+            options=(),
+            why_none=_none_reason(last_why, chip, request),
+            counts_planned=planned,
         )
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
 
 
 def _too_slow(option: Option, request: AdviseRequest) -> bool:
-    limit = request.deadline_days or MAX_PRACTICAL_DAYS
-    return option.days is not None and option.days > limit
+    return option.days is not None and option.days > request.deadline_limit_days
 
 
-def _none_reason(last_why: str, request: AdviseRequest) -> str:
+def _none_reason(last_why: str, chip: Chip, request: AdviseRequest) -> str:
     """Why a chip has no option: what stopped its largest count (a floor, the planner's
     memory answer, or an error the performance model raised)."""
-    return last_why or f"does not fit in {request.max_chips} chips or fewer on any plan"
+    limit = max_chips_for(chip, request.max_chips)
+    return last_why or f"does not fit in {limit:,} chips or fewer on any plan"
 
 
 def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tuple[Option, ...]:
@@ -423,8 +443,9 @@ def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tu
 
 
 def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | None:
-    """The allowed option that scores best on the objective; within ``TIE_TOLERANCE`` of it,
-    the one with the fewest chips."""
+    """The allowed option that scores best on the objective; within ``TIE_TOLERANCE`` of it
+    (a tie at the model's resolution) the faster run, as a team would choose: the same money
+    for a shorter run (for ``--objective time``, the cheaper of tied runs)."""
     allowed = [o for o in options if o.allowed]
     key = objective_key(request)
     top = min(allowed, key=key, default=None)
@@ -432,4 +453,6 @@ def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | N
         return None
     limit = key(top)[0] * (1 + TIE_TOLERANCE)
     ties = [o for o in allowed if key(o)[0] <= limit]
-    return min(ties, key=lambda o: (o.total_chips, key(o)))
+    if request.objective == "time":
+        return min(ties, key=lambda o: (key(o)[1], o.total_chips))
+    return min(ties, key=lambda o: (_time_s(o), o.total_chips))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from chipwise.workload.accounting import params_total
+import math
+
+from chipwise.workload.accounting import model_flops_per_token, params_total
 from chipwise.workload.ir import TransformerSpec
 
 # The README's main command: Llama-3-8B fine-tuning. A fine-tune of 1B tokens is the size of
@@ -31,3 +33,63 @@ def default_method(model: TransformerSpec, *, tokens_given: bool) -> str:
     if model.name == DEFAULT_WORKLOAD and not tokens_given:
         return "lora"
     return "full"
+
+
+# ---- the global batch of a training run ---------------------------------------------------
+
+# DeepSeek LLM's fitted law for the optimal batch as a function of compute (DeepSeek-AI,
+# "DeepSeek LLM: Scaling Open-Source Language Models with Longtermism", arXiv 2401.02954,
+# 2024-01, section 3.1): B_opt = 0.2920 * C^0.3271 tokens, C = non-embedding FLOPs per token x
+# tokens. Published runs sit near it: Llama 3 405B used 16M tokens per step (arXiv
+# 2407.21783, Table 4; the law gives ~70M at 3.8e25 FLOPs), DeepSeek-V3 15,360 x 4,096 = 63M.
+BATCH_LAW_TOKENS_COEFF = 0.2920
+BATCH_LAW_EXPONENT = 0.3271
+# Sequences per step for a workload that is not a transformer the law can be applied to.
+DEFAULT_GLOBAL_BATCH = 256
+BATCH_LAW_SOURCE = "DeepSeek LLM scaling law B_opt = 0.292 x C^0.3271 tokens (arXiv 2401.02954)"
+
+
+def default_global_batch(model: TransformerSpec, tokens: float, seq_len: int) -> tuple[int, str]:
+    """Sequences per optimizer step for a run of ``tokens`` when the user names none: the
+    DeepSeek LLM law at the run's compute, rounded to the nearest power of two (so it divides
+    over power-of-two data-parallel ranks); and a line saying so."""
+    compute = model_flops_per_token(model, seq_len) * tokens
+    batch_tokens = BATCH_LAW_TOKENS_COEFF * compute**BATCH_LAW_EXPONENT
+    seqs = 2 ** max(0, round(math.log2(max(batch_tokens / seq_len, 1.0))))
+    note = (
+        f"global batch {seqs:,} x {seq_len:,} tokens = {seqs * seq_len / 1e6:,.1f}M tokens per "
+        f"step, from the {BATCH_LAW_SOURCE} at C = {compute:.2g} FLOPs; set --global-batch "
+        f"or --batch-tokens to choose it"
+    )
+    return seqs, note
+
+
+# ---- how long a training run may take -----------------------------------------------------
+
+# Without --deadline-days a training run must finish within this many days. Frontier
+# pre-training runs take about two months: Llama 3 405B's pre-training is reported over a
+# 54-day period on up to 16K H100 (arXiv 2407.21783, section 3.3.4), DeepSeek-V3's 14.8T
+# tokens took 2.664M H800-hours on 2,048 GPUs, ~54 days (arXiv 2412.19437, section 1). 120
+# days (about four months) leaves twice that: a plan beyond it is one nobody would pick.
+DEFAULT_DEADLINE_DAYS = 120.0
+DEADLINE_SOURCE = (
+    "default deadline: about twice the ~54 days of Llama 3 405B and DeepSeek-V3 pre-training "
+    "(arXiv 2407.21783, 2412.19437)"
+)
+
+
+def training_batch(
+    model: object, tokens: float | None, seq_len: int, global_batch: int | None,
+    batch_tokens: float | None = None,
+) -> tuple[int, str]:  # fmt: skip
+    """The global batch of an advise request and a line saying where it came from: given
+    (``--global-batch``), from ``--batch-tokens``, else the DeepSeek LLM law for a transformer
+    with a token count, else ``DEFAULT_GLOBAL_BATCH``."""
+    if global_batch is not None:
+        return global_batch, ""
+    if batch_tokens is not None:
+        seqs = max(1, round(batch_tokens / seq_len))
+        return seqs, f"global batch {seqs:,} x {seq_len:,} tokens (--batch-tokens)"
+    if isinstance(model, TransformerSpec) and tokens:
+        return default_global_batch(model, tokens, seq_len)
+    return DEFAULT_GLOBAL_BATCH, ""

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from chipwise.advise.defaults import DEFAULT_DEADLINE_DAYS
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.chip import Chip
 from chipwise.limits import (
@@ -34,13 +35,26 @@ Porting = Literal["auto", "allow", "as-is"]
 PORTINGS: tuple[Porting, ...] = get_args(Porting)
 Platform = Literal["nvidia-cuda", "amd-rocm", "intel-xpu", "google-tpu"]
 
-# A run that takes longer than this is not a plan anyone would choose; candidates beyond it
-# are dropped unless the user sets --deadline-days. (A year is the horizon at which the
-# chips themselves are a generation old; see the article's "massive training" framing.)
-MAX_PRACTICAL_DAYS = 365.0
-# The largest job the advisor sizes unless told otherwise (--max-chips); the CLI and the
-# web UI use the same default.
+# A training run that takes longer than this is not a plan anyone would choose; candidates
+# beyond it are dropped unless the user sets --deadline-days (sourced in advise.defaults).
+MAX_PRACTICAL_DAYS = DEFAULT_DEADLINE_DAYS
+# Without --max-chips each chip is sized up to the largest job the catalog records for it
+# (``Chip.largest_job_chips``: 100,000 H100 on one fabric, 50,944 TPU v5e in one multislice
+# job, ...); a chip with no recorded job stops here, the largest job the advisor sized before
+# the catalog recorded any.
 DEFAULT_MAX_CHIPS = 1024
+
+
+def max_chips_for(chip: Chip, max_chips: int | None) -> int:
+    """How many chips of ``chip`` the advisor may size: ``--max-chips`` when given (a TPU
+    never beyond its largest job), else the catalog's largest job (``DEFAULT_MAX_CHIPS``
+    when none is recorded)."""
+    job = chip.largest_job_chips
+    if max_chips is None:
+        return job or DEFAULT_MAX_CHIPS
+    if chip.kind == "tpu" and job is not None:
+        return min(max_chips, job)
+    return max_chips
 
 
 class AdviseError(ChipwiseError):
@@ -99,10 +113,16 @@ class AdviseRequest:
     project: ProjectFacts | None = None
     precision: str = "bf16"
     chip_ids: tuple[str, ...] = ()  # empty: the whole catalog
-    max_chips: int = DEFAULT_MAX_CHIPS
+    max_chips: int | None = None  # None: each chip's largest recorded job (max_chips_for)
+    batch_note: str = ""  # where the global batch came from, when the advisor chose it
     # A scanned project's ports: auto = a chip that runs as is wins unless the port pays for
     # itself; allow = rank by the numbers alone; as-is = only chips that run as is.
     porting: Porting = "auto"
+
+    @property
+    def deadline_limit_days(self) -> float:
+        """The longest run allowed: --deadline-days, else ``MAX_PRACTICAL_DAYS``."""
+        return self.deadline_days or MAX_PRACTICAL_DAYS
 
     def __post_init__(self) -> None:
         _one_of("objective", self.objective, OBJECTIVES)
@@ -120,7 +140,7 @@ class AdviseRequest:
                 raise AdviseError(f"{name} must be a positive number, got {value:g}")
             if value is not None:
                 check_number(name, value, high=high, error=AdviseError)
-        if self.max_chips < 1:
+        if self.max_chips is not None and self.max_chips < 1:
             raise AdviseError(f"--max-chips must be >= 1, got {self.max_chips}")
         check_whole("--max-chips", self.max_chips, low=1, high=MAX_CHIPS, error=AdviseError)
         if isinstance(self.workload.model, Primitive):

@@ -9,7 +9,12 @@ from pathlib import Path
 import typer
 
 from chipwise.advise import AdviseError, AdviseRequest, recommend
-from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_method, default_tokens
+from chipwise.advise.defaults import (
+    DEFAULT_WORKLOAD,
+    default_method,
+    default_tokens,
+    training_batch,
+)
 from chipwise.advise.request import DEFAULT_MAX_CHIPS
 from chipwise.cli.app import app
 from chipwise.cli.output import (
@@ -134,14 +139,14 @@ def advise(
     deadline_days: float | None = typer.Option(
         None,
         "--deadline-days",
-        help="Train: longest acceptable run, in days of wall clock. Default: none (runs over "
-        "365 days are dropped).",
+        help="Train: longest acceptable run, in days of wall clock. Default: 120 (about twice "
+        "the ~54 days of Llama 3 405B and DeepSeek-V3 pre-training).",
     ),
     objective: ObjectiveChoice = typer.Option(
         ObjectiveChoice.cost,
         "--objective",
         help="Rank by cost (USD), time (wall clock) or energy (kWh); ties within 5% go to "
-        "fewer chips.",
+        "the faster run (the cheaper one for time).",
     ),
     framework: FrameworkChoice | None = typer.Option(
         None,
@@ -157,12 +162,19 @@ def advise(
     seq_len: int = typer.Option(
         4096, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
     ),
-    global_batch: int = typer.Option(
-        256,
+    global_batch: int | None = typer.Option(
+        None,
         "--global-batch",
         min=1,
         max=MAX_GLOBAL_BATCH,
-        help="Train: sequences per optimizer step.",
+        help="Train: sequences per optimizer step. Default: the DeepSeek LLM law for the "
+        "run's compute, B = 0.292 x C^0.3271 tokens, to a power of two.",
+    ),
+    batch_tokens: str | None = typer.Option(
+        None,
+        "--batch-tokens",
+        help="Train: tokens per optimizer step instead of --global-batch, e.g. 16M "
+        "(divided by --seq-len).",
     ),
     method: MethodChoice | None = typer.Option(
         None,
@@ -204,12 +216,14 @@ def advise(
         help="Also consider a hypothetical chip: a TOML file in the catalog's schema (sources "
         "optional, [price] optional); repeatable.",
     ),
-    max_chips: int = typer.Option(
-        DEFAULT_MAX_CHIPS,
+    max_chips: int | None = typer.Option(
+        None,
         "--max-chips",
         min=1,
         max=MAX_CHIPS,
-        help="Largest chip count to consider (1, 2, 4, ...).",
+        help="Largest chip count to consider (1, 2, 4, ...). Default: the largest job the "
+        f"catalog records for each chip (e.g. 16k-100k GPUs, 50,944 TPU v5e); {DEFAULT_MAX_CHIPS} "
+        "for a chip with none.",
     ),
     prices: Path | None = typer.Option(
         None,
@@ -243,11 +257,19 @@ def advise(
             chip_ids = (*chip_ids, *(u.chip.id for u in user))
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
+    n_tokens = _quantity("--tokens", tokens) if tokens else None
+    if n_tokens is None and isinstance(model, TransformerSpec):
+        n_tokens = default_tokens(model)
+    batch_note = ""
     if phase is PhaseChoice.train:
         how = method.value if method else "full"
         if method is None and isinstance(model, TransformerSpec):
             how = default_method(model, tokens_given=tokens is not None)
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        if global_batch is not None and batch_tokens is not None:
+            raise AdviseError("give --global-batch or --batch-tokens, not both")
+        per_step = _quantity("--batch-tokens", batch_tokens) if batch_tokens else None
+        global_batch, batch_note = training_batch(model, n_tokens, seq_len, global_batch, per_step)
         wl = Workload(
             model=model,
             phase=Training(
@@ -270,9 +292,6 @@ def advise(
         from chipwise.advise.project import scan_facts
 
         facts = scan_facts(project)
-    n_tokens = _quantity("--tokens", tokens) if tokens else None
-    if n_tokens is None and isinstance(model, TransformerSpec):
-        n_tokens = default_tokens(model)
     request = AdviseRequest(
         workload=wl,
         tokens=n_tokens if phase is PhaseChoice.train else None,
@@ -293,6 +312,7 @@ def advise(
         chip_ids=chip_ids,
         max_chips=max_chips,
         porting="allow" if allow_porting else "as-is" if as_is else "auto",
+        batch_note=batch_note,
     )
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:
         task = bar.add_task("planning", total=None)

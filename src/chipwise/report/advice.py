@@ -9,7 +9,7 @@ JSON schema (``chipwise advise --json``), version 1::
                    "break_even_utilization", "amortisation_years"} | null,
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
                      "framework", "tokens", "requests_per_day", "precision", "chips",
-                     "max_chips"},
+                     "max_chips", "deadline_limit_days", "global_batch", "batch_note"},
      "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
      "options": [OPTION, ...],            # each chip's best allowed option, best first
      "excluded": [{"chip", "why"}],
@@ -42,6 +42,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chipwise.advise.candidates import Option
+from chipwise.advise.defaults import DEADLINE_SOURCE
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import BreakEven, describe
@@ -131,6 +132,9 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "precision": req.precision,
             "chips": list(req.chip_ids),
             "max_chips": req.max_chips,
+            "deadline_limit_days": req.deadline_limit_days if hasattr(phase, "seq_len") else None,
+            "global_batch": getattr(phase, "global_batch", None),
+            "batch_note": req.batch_note,
         },
         "training": _training_dict(rec),
         "ownership": _ownership_dict(rec),
@@ -410,6 +414,8 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
                 parts.append(_indented(f"{label}: {describe(best)}", 2))
+    parts.extend(_run_terms(rec))
+    parts.extend(_tradeoff(rec))
     if rec.confidence is not None:
         c = rec.confidence
         on = c.scope or c.kind
@@ -432,6 +438,62 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
     for n in rec.notes:
         parts.append(_indented(n, 0, "Note:", style="yellow"))
     return Group(*parts)
+
+
+def _run_terms(rec: Recommendation) -> list[RenderableType]:
+    """The batch and deadline the advisor assumed for a training run, and where from."""
+    req = rec.request
+    if not isinstance(req.workload.phase, Training):
+        return []
+    lines: list[RenderableType] = []
+    if req.batch_note:
+        lines.append(_indented(f"batch: {req.batch_note}", 2))
+    limit = req.deadline_limit_days
+    why = "--deadline-days" if req.deadline_days else DEADLINE_SOURCE
+    lines.append(_indented(f"deadline: {limit:g} days ({why})", 2))
+    return lines
+
+
+# Points of the cost/time Pareto front shown in the terminal (the HTML plot shows them all).
+MAX_TRADEOFF_POINTS = 5
+
+
+def pareto_front(options: tuple[Option, ...]) -> list[Option]:
+    """Allowed training options no other option beats on both cost and run time, fastest
+    first (each one is cheaper than every faster one)."""
+    runs = [o for o in options if o.allowed and o.days is not None and o.usd is not None]
+    front: list[Option] = []
+    for o in sorted(runs, key=lambda o: (o.days or 0.0, o.usd or 0.0)):
+        if not front or (o.usd or 0.0) < (front[-1].usd or 0.0):
+            front.append(o)
+    return front
+
+
+def _tradeoff(rec: Recommendation) -> list[RenderableType]:
+    """A few points of the cost/time front: what a faster (or cheaper) run would take."""
+    front = pareto_front(rec.considered or rec.options)
+    if len(front) < 2:
+        return []
+    if len(front) > MAX_TRADEOFF_POINTS:
+        step = (len(front) - 1) / (MAX_TRADEOFF_POINTS - 1)
+        front = [front[round(i * step)] for i in range(MAX_TRADEOFF_POINTS)]
+    lines: list[RenderableType] = [Text("Cost/time trade-off (Pareto front):", style="bold")]
+    for o in front:
+        star = (
+            " ★"
+            if rec.pick is not None
+            and o.chip.id == rec.pick.chip.id
+            and (o.total_chips == rec.pick.total_chips)
+            else ""
+        )
+        lines.append(
+            _indented(
+                f"{o.chip.id} ×{o.total_chips:,}: {_time(o)}, {format_usd(o.usd or 0.0)}{star}",
+                2,
+                "–",
+            )
+        )
+    return lines
 
 
 # Excluded chips shown in the terminal; the JSON and HTML reports list every one.

@@ -37,7 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from chipwise._version import __version__
 from chipwise.advise import AdviseError, AdviseRequest, Recommendation, recommend
-from chipwise.advise.defaults import DEFAULT_WORKLOAD, default_method, default_tokens
+from chipwise.advise.defaults import (
+    DEFAULT_WORKLOAD,
+    default_method,
+    default_tokens,
+    training_batch,
+)
 from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import default_catalog
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
@@ -183,21 +188,23 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
         model: Model = read_uploaded_config(body.config, body.config_name)
     else:
         model = model_for_web(body.workload)
+    tokens = _quantity("tokens", body.tokens) if body.tokens not in (None, "") else None
+    if tokens is None and isinstance(model, TransformerSpec):
+        tokens = default_tokens(model)
+    batch_note = ""
     if body.phase == "train":
         method: str = body.method or "full"
         if body.method is None and isinstance(model, TransformerSpec):
             method = default_method(model, tokens_given=body.tokens not in (None, ""))
+        batch, batch_note = training_batch(model, tokens, body.seq_len, body.global_batch)
         phase: Training | Inference = Training(
             seq_len=body.seq_len,
-            global_batch=body.global_batch,
+            global_batch=batch,
             method=method,
             lora_rank=body.lora_rank,
         )
     else:
         phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len)
-    tokens = _quantity("tokens", body.tokens) if body.tokens not in (None, "") else None
-    if tokens is None and isinstance(model, TransformerSpec):
-        tokens = default_tokens(model)
     per_day = (
         _quantity("requests_per_day", body.requests_per_day)
         if body.requests_per_day not in (None, "")
@@ -217,6 +224,7 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
         precision=body.precision,
         chip_ids=tuple(c.strip() for c in body.chips if c.strip()),
         max_chips=body.max_chips,
+        batch_note=batch_note,
     )
 
 

@@ -98,8 +98,12 @@ class AdviseBody(_Edge):
         "bf16", max_length=16, description="Matmul precision: bf16, fp8, int8, fp16, fp32."
     )
     seq_len: int = Field(4096, ge=1, le=1 << 21, description="Train: tokens per sequence.")
-    global_batch: int = Field(
-        256, ge=1, le=1 << 24, description="Train: sequences per optimizer step."
+    global_batch: int | None = Field(
+        None,
+        ge=1,
+        le=1 << 24,
+        description="Train: sequences per optimizer step; default: the DeepSeek LLM law for "
+        "the run's compute (B = 0.292 x C^0.3271 tokens).",
     )
     method: Literal["full", "lora", "qlora"] | None = Field(
         None,
@@ -117,8 +121,12 @@ class AdviseBody(_Edge):
         max_length=MAX_CHIP_FILTER,
         description="Only these chips (ids or aliases); empty: the whole catalog.",
     )
-    max_chips: int = Field(
-        DEFAULT_MAX_CHIPS, ge=1, le=MAX_CHIPS, description="Largest chip count to consider."
+    max_chips: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CHIPS,
+        description="Largest chip count to consider; default: the largest job the catalog "
+        f"records for each chip ({DEFAULT_MAX_CHIPS} for a chip with none).",
     )
 
     @field_validator("config")
