@@ -140,9 +140,10 @@ class AdviseRequest:
                 raise AdviseError(f"{name} must be a positive number, got {value:g}")
             if value is not None:
                 check_number(name, value, high=high, error=AdviseError)
-        if self.max_chips is not None and self.max_chips < 1:
-            raise AdviseError(f"--max-chips must be >= 1, got {self.max_chips}")
-        check_whole("--max-chips", self.max_chips, low=1, high=MAX_CHIPS, error=AdviseError)
+        if self.max_chips is not None:
+            if self.max_chips < 1:
+                raise AdviseError(f"--max-chips must be >= 1, got {self.max_chips}")
+            check_whole("--max-chips", self.max_chips, low=1, high=MAX_CHIPS, error=AdviseError)
         if isinstance(self.workload.model, Primitive):
             raise AdviseError(
                 f"{self.workload.name} is a primitive (one kernel), not a job to buy chips "
