@@ -73,6 +73,23 @@ LOGITS_BYTES_PER_ELEMENT = 4.0
 PREFILL_CHUNK_TOKENS = 8192
 
 
+# Host offload of activation checkpoints. MaxText's remat policies can move the saved layer
+# inputs to host memory ("decoder_layer_input: offload" under remat_policy 'custom', with
+# XLA's host-offload flags), and the TPU recipes for MoE and large dense models use it
+# (github:AI-Hypercomputer/tpu-recipes training/trillium/Mixtral-8x7B-MaxText and
+# Mixtral-8x22B-MaxText READMEs, 2025; maxtext benchmarks/maxtext_v5p_model_configs.py).
+# Under full recompute the HBM then keeps two layers' inputs: the one being recomputed and
+# the next one coming back. The copies (D x 2 bytes per token and layer each way) overlap
+# the layer's compute. GPUs: Megatron's activation offloading is not a default; not assumed.
+OFFLOAD_KINDS = frozenset({"tpu"})
+OFFLOAD_LAYERS_IN_HBM = 2
+
+
+def offloads(chip: Chip) -> bool:
+    """Whether training on ``chip`` offloads full-recompute checkpoints to host memory."""
+    return chip.kind in OFFLOAD_KINDS
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageParams:
     """Parameters one chip holds on its busiest pipeline stage (before fsdp sharding)."""
@@ -262,7 +279,7 @@ def train_memory(
     w, g, o, a, other = train_memory_parts(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
-        method=method, lora_params=lora_params, etp=plan.etp,
+        method=method, lora_params=lora_params, etp=plan.etp, offload=offloads(chip),
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -291,6 +308,7 @@ def train_memory_parts(
     method: str = "full",
     lora_params: float = 0.0,
     etp: int = 0,
+    offload: bool = False,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
     plain arguments so the planner can call it for thousands of layouts cheaply.
@@ -316,7 +334,12 @@ def train_memory_parts(
     per_token_layer = (1 - moe_frac) * _activation_bytes(spec, tp, recompute, precision, False)
     if moe_frac:
         per_token_layer += moe_frac * _activation_bytes(spec, tp, recompute, precision, True)
-    acts = per_token_layer * layers * tokens * _in_flight(pp, vp, microbatches)
+    kept_layers = layers
+    if recompute == "full" and offload:
+        # the layer-input checkpoints wait in host memory; HBM holds the layer being
+        # recomputed and the next one being fetched back
+        kept_layers = min(layers, OFFLOAD_LAYERS_IN_HBM)
+    acts = per_token_layer * kept_layers * tokens * _in_flight(pp, vp, microbatches)
     if recompute == "full":
         acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe) * tokens
     logits = tokens * (-(-spec.vocab_size // tp)) * LOGITS_BYTES_PER_ELEMENT

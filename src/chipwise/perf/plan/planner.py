@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction, plan_values
-from chipwise.perf.plan.memory import reserve_bytes, train_memory_parts
+from chipwise.perf.plan.memory import offloads, reserve_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
@@ -196,6 +196,7 @@ def plan_training(
     candidates = fitting = 0
     spec, precision = model.spec, model.precision
     reserve = reserve_bytes(model.chip)
+    offload = offloads(model.chip)
     for layout in _layouts(model, chips, seq_len, global_batch, fixed):
         try:
             check_plan(layout, chips, model.chip, spec)
@@ -210,7 +211,7 @@ def plan_training(
                     spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
                     layout.vp, layout.microbatch, rc, seq_len, m, precision,
                     method=model.training.method, lora_params=model.lora_params,
-                    etp=layout.etp,
+                    etp=layout.etp, offload=offload,
                 )
             )  # fmt: skip
             if least is None or need < least[0]:
