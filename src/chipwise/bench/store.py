@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -193,6 +194,59 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
             f"measurement store {path} has schema version {version}, newer than this chipwise "
             f"reads ({SCHEMA_VERSION}); upgrade chipwise or pass another --db"
         )
+
+
+def check_store(db: str | Path | None = None) -> Path:
+    """Open the store and take its write lock for a moment, so a benchmark run learns before
+    measuring (not after) that its results could not be kept: a corrupt file, a newer
+    schema, a read-only or locked store. Creates the store if it is new.
+
+    Raises:
+        MeasurementError: naming the store and the fix.
+    """
+    path = resolve_db(db)
+    with connect(path) as conn:
+        conn.commit()
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # the lock a write needs, released at once
+            conn.rollback()
+        except sqlite3.Error as err:
+            raise MeasurementError(
+                f"measurement store {path} cannot be written ({err}); pass another --db, or "
+                "--no-store to print the results only"
+            ) from err
+    return path
+
+
+# Names tried per folder (chipwise-bench-<run>.json, -1, -2, ...) before giving up on it.
+_FALLBACK_NAMES = 100
+
+
+def save_fallback(
+    measurements: Iterable[Measurement], *, run_id: str, reason: str, folder: Path | None = None
+) -> Path:
+    """Write measurements the store refused to a JSON file (as ``export_json``, plus why)
+    and return its path: ``chipwise-bench-<run>.json`` in ``folder`` (default: the current
+    directory), else in the temporary directory. Nothing measured is lost."""
+    doc = {**export_json(measurements), "run_id": run_id, "not_stored_because": reason}
+    text = json.dumps(doc, indent=2)
+    stem = f"chipwise-bench-{''.join(c for c in run_id if c.isalnum() or c in '-_')[:64]}"
+    tried: list[str] = []
+    for where in (folder or Path.cwd(), Path(tempfile.gettempdir())):
+        for n in range(_FALLBACK_NAMES):
+            target = where / (f"{stem}.json" if n == 0 else f"{stem}-{n}.json")
+            try:
+                with open(target, "x", encoding="utf-8") as file:  # never overwrite
+                    file.write(text)
+                return target
+            except FileExistsError:
+                continue
+            except OSError as err:
+                tried.append(f"{target}: {err.strerror or err}")
+                break
+    raise MeasurementError(
+        f"the results of run {run_id} could not be stored ({reason}) nor saved ({'; '.join(tried)})"
+    )
 
 
 def schema_version(db: str | Path | None = None) -> int:

@@ -6,9 +6,12 @@ prediction.
 
 JSON (``--json``), ``schema_version`` 1; fields are only ever added within a version::
 
-    bench          {"schema_version", "run_id", "db", "device", "measurements", "notes"}
+    bench          {"schema_version", "run_id", "db", "saved_to", "device", "measurements",
+                    "notes"}
                    device = {"name", "kind", "vendor", "library", "library_version",
                              "driver_version", "host", "count", "memory_bytes", "chip_id"}
+                   db = the store written, null with --no-store or when the store failed
+                   after measuring; saved_to = then the JSON file holding the run (exit 2)
     bench list     {"schema_version", "measurements"}
     MEASUREMENT =  {"id", ...every column of bench.store.Measurement}
     bench compare  {"schema_version", "calibrated", "n", "median_abs_error",
@@ -24,6 +27,11 @@ JSON (``--json``), ``schema_version`` 1; fields are only ever added within a ver
 
 ``--db`` and ``--json`` may also come before a ``bench`` subcommand (``chipwise bench --db
 X list``); the options of the run itself (``--quick``, ``--device``, ...) may not.
+
+Nothing measured is lost: ``bench`` opens the store and takes its write lock before it
+measures (a corrupt, newer or locked store is a one-line error at once), and if the store
+fails after measuring, the run is written to ``chipwise-bench-<run>.json`` (the current
+directory, else the temporary one) and the error line names that file.
 """
 
 from __future__ import annotations
@@ -206,6 +214,9 @@ def bench(
         dtypes=_split(dtypes, ("fp64", "fp32", "tf32", "bf16", "fp16"), "dtype"),
         benchmarks=_split(only, BENCHMARKS, "benchmark") or BENCHMARKS,
     )
+    path = store.resolve_db(db)
+    if not no_store:
+        store.check_store(path)  # before measuring: a bad store must not cost a run
     dev = detect_device(device)
     if not (as_json or quiet):
         err_console.print(f"benchmarking {dev.label}", soft_wrap=True, highlight=False)
@@ -216,29 +227,49 @@ def bench(
             progress.update(task, description=case.label, completed=index, total=total)
 
         result = run_benchmarks(dev, config, on_case=on_case)
-    path = store.resolve_db(db)
+    failed: MeasurementError | None = None
+    saved: Path | None = None
     if not no_store:
-        store.add_measurements(path, result.measurements)
+        try:
+            store.add_measurements(path, result.measurements)
+        except MeasurementError as err:  # the store broke while we measured: keep the run
+            failed = err
+            saved = store.save_fallback(result.measurements, run_id=result.run_id, reason=str(err))
     if as_json:
         print_json(
             {
                 "schema_version": store.SCHEMA_VERSION,
                 "run_id": result.run_id,
-                "db": None if no_store else str(path),
+                "db": None if no_store or failed else str(path),
+                "saved_to": str(saved) if saved else None,
                 "device": _device_dict(result),
                 "measurements": [store.measurement_to_dict(m) for m in result.measurements],
                 "notes": list(result.notes),
             }
         )
+        _raise_if_not_stored(failed, saved, result.run_id)
         return
     console.print(result.device.label, soft_wrap=True, highlight=False)
     console.print(measurements_table(result.measurements, stored=False))
     for note in result.notes:
         console.print(f"note: {note}", soft_wrap=True)
     where = "not stored (--no-store)" if no_store else f"stored in {path}"
+    if failed:
+        where = f"saved in {saved}"
     console.print(
         f"{len(result.measurements)} measurements, run {result.run_id}, {where}", soft_wrap=True
     )
+    _raise_if_not_stored(failed, saved, result.run_id)
+
+
+def _raise_if_not_stored(failed: MeasurementError | None, saved: Path | None, run_id: str) -> None:
+    """After printing the results: a store that failed is still an error (exit 2), and the
+    line names the file that holds the run."""
+    if failed is not None:
+        raise MeasurementError(
+            f"{failed}; the results of run {run_id} are saved in {saved} (the same JSON as "
+            "'chipwise bench --json')"
+        )
 
 
 def _group_db(ctx: typer.Context, db: Path | None) -> Path | None:
