@@ -99,6 +99,7 @@ class TrainChoice:
     fitting: int  # layouts that fit
     runner_up: TrainPrediction | None
     fixed: Mapping[str, int | str]
+    pruned: int = 0  # layouts ruled out by a time bound before their memory was checked
 
     @property
     def reason(self) -> str:
@@ -106,7 +107,9 @@ class TrainChoice:
         fixed = ", ".join(f"{k}={v}" for k, v in self.fixed.items())
         parts = [
             f"planner chose {p.plan} as the fastest of {self.fitting} fitting plans "
-            f"({self.candidates} considered{'; fixed: ' + fixed if fixed else ''})"
+            f"({self.candidates} considered"
+            + (f", {self.pruned} provably slower without a memory check" if self.pruned else "")
+            + f"{'; fixed: ' + fixed if fixed else ''})"
         ]
         if self.runner_up is not None:
             slower = self.runner_up.step_time_s / p.step_time_s - 1
@@ -193,7 +196,7 @@ def plan_training(
     best: TrainPrediction | None = None
     second: TrainPrediction | None = None
     least: tuple[float, Plan] | None = None
-    candidates = fitting = 0
+    candidates = fitting = pruned = 0
     spec, precision = model.spec, model.precision
     reserve = reserve_bytes(model.chip)
     offload = offloads(model.chip)
@@ -203,6 +206,15 @@ def plan_training(
         except PlanError:
             continue
         candidates += 1
+        if (
+            second is not None
+            and model.lower_bound_s(layout, seq_len=seq_len, global_batch=global_batch)
+            >= second.step_time_s
+        ):
+            # no recompute makes it faster than its recompute-free work: not among the two
+            # fastest whatever memory it needs, so its memory is never computed
+            pruned += 1
+            continue
         m = global_batch // layout.data_parallel // layout.microbatch
         chosen: Recompute | None = None
         for rc in recomputes:
@@ -256,7 +268,12 @@ def plan_training(
             capacity_bytes=capacity,
         )
     return TrainChoice(
-        prediction=best, candidates=candidates, fitting=fitting, runner_up=second, fixed=fixed
+        prediction=best,
+        candidates=candidates,
+        fitting=fitting,
+        runner_up=second,
+        fixed=fixed,
+        pruned=pruned,
     )
 
 
