@@ -60,7 +60,8 @@ def test_massive_training_compares_best_tpu_with_best_gpu_and_says_if_the_articl
     tpu_wins = key(tpu)[0] < key(gpu)[0]
     assert r.agrees_with_article is tpu_wins
     assert r.favours == ("tpu" if tpu_wins else "gpu")
-    assert ("agree with the article" in r.text) is tpu_wins
+    assert ("and here they do" in r.text) is tpu_wins
+    assert "article" not in r.text and "rule of thumb" not in r.text
     # both options' numbers are cited
     assert f"best TPU: {describe(tpu)}" in r.evidence
     assert f"best GPU: {describe(gpu)}" in r.evidence

@@ -8,8 +8,8 @@
 | You want hardware you can actually own                           | GPU           |
 
 Each rule fires only when its situation applies, and cites the number or scan finding behind
-it. Where the numbers contradict the article's rule of thumb, the reason says so
-(``agrees_with_article=False``) instead of repeating the article.
+it. Where the numbers contradict the usual rule, the reason says so in plain words, with the
+two numbers it rests on (``agrees_with_article=False``), instead of repeating the rule.
 """
 
 from __future__ import annotations
@@ -186,6 +186,28 @@ def break_even(ctx: Context) -> BreakEven | None:
     )
 
 
+def _rate(o: Option) -> tuple[float, float] | None:
+    """(tokens/s per chip, USD per chip-hour) of a priced training option."""
+    p = o.prediction
+    if not isinstance(p, TrainPrediction) or o.usd is None or not o.days:
+        return None
+    return p.tokens_per_s_per_chip, o.usd / (o.days * 24 * o.total_chips)
+
+
+def _because(gpu: Option | None, tpu: Option | None) -> str:
+    """', because X does A tok/s per chip at $B/chip-hour and Y ...': the two numbers a
+    cost comparison rests on ('' when either is not a priced training option)."""
+    if gpu is None or tpu is None:
+        return ""
+    g, t = _rate(gpu), _rate(tpu)
+    if g is None or t is None:
+        return ""
+    return (
+        f" ({gpu.chip.id}: {g[0]:,.0f} tok/s per chip at ${g[1]:.2f}/chip-hour; "
+        f"{tpu.chip.id}: {t[0]:,.0f} at ${t[1]:.2f})"
+    )
+
+
 def massive_training(ctx: Context) -> Reason | None:
     wl = ctx.request.workload
     if not isinstance(wl.phase, Training) or not isinstance(wl.model, TransformerSpec):
@@ -207,23 +229,24 @@ def massive_training(ctx: Context) -> Reason | None:
             situation=situation,
             favours="tpu" if only.chip.kind == "tpu" else "gpu",
             text=(
-                f"Training at scale ({scale}); only {kind} options are allowed here, so the "
-                "article's comparison cannot be made."
+                f"Training at scale ({scale}); only {kind} options are allowed here, so GPUs "
+                "and TPUs cannot be compared."
             ),
             evidence=(f"best {kind}: {describe(only)}",),
         )
     winner, by = cmp
     assert ctx.best_gpu is not None and ctx.best_tpu is not None
     evidence = (f"best TPU: {describe(ctx.best_tpu)}", f"best GPU: {describe(ctx.best_gpu)}")
+    because = _because(ctx.best_gpu, ctx.best_tpu)
     if winner == "tpu":
         text = (
-            f"Training at scale ({scale}): the numbers agree with the article; "
-            f"the best TPU option is {by} than the best GPU option."
+            f"TPUs usually win at this scale ({scale}), and here they do: the best TPU "
+            f"option is {by} than the best GPU option{because}."
         )
     else:
         text = (
-            f"Training at scale ({scale}): the numbers contradict the article's rule of "
-            f"thumb; the best GPU option is {by} than the best TPU option."
+            f"TPUs are usually the better choice at this scale ({scale}); here they are "
+            f"not: the best GPU option is {by} than the best TPU option{because}."
         )
     flip = break_even(ctx)
     return Reason(
@@ -269,8 +292,8 @@ def local_development(ctx: Context) -> Reason | None:
         )
     if pytorch:
         evidence.append(
-            "PyTorch runs natively on CUDA and ROCm; on TPU it needs torch_xla/torchax "
-            "(the article: 'PyTorch support exists but is less mature')"
+            "PyTorch runs natively on CUDA and ROCm; on a TPU it needs torch_xla or torchax, "
+            "which work but are less mature"
         )
     text = (
         "One GPU runs the whole job: develop and run it on the same kind of chip."
@@ -378,8 +401,8 @@ def google_ecosystem(ctx: Context) -> Reason | None:
         text = f"{lead}, and the best TPU option is {cmp[1]}."
     else:
         text = (
-            f"{lead}, but here the best GPU option is {cmp[1]}: "
-            "the numbers contradict the rule of thumb."
+            f"{lead}, which usually points to TPUs; here it does not: the best GPU option "
+            f"is {cmp[1]}{_because(ctx.best_gpu, ctx.best_tpu)}."
         )
     flip = break_even(ctx) if cmp is not None else None
     return Reason(

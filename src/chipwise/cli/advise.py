@@ -238,6 +238,9 @@ def advise(
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON (schema_version 1, documented in report/advice.py)."
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Everything: plan, price sources, all evidence and reasons."
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Compare every chip for WORKLOAD and recommend the best GPU, best TPU and overall pick.
@@ -332,7 +335,7 @@ def advise(
     if as_json:
         print_json(recommendation_to_dict(rec))
         return
-    console.print(render_recommendation(rec))
+    console.print(render_recommendation(rec, verbose=verbose))
 
 
 def _check_phase_options(

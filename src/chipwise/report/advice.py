@@ -374,8 +374,15 @@ def _indented(text: str | Text, indent: int, marker: str = "", style: str = "") 
     return Padding(grid, (0, 0, 0, indent), expand=False)
 
 
-def render_recommendation(rec: Recommendation) -> RenderableType:
-    """The whole advise answer for the terminal."""
+# What the default (one-screen) answer shows; --verbose shows everything.
+SHORT_OPTION_ROWS = 8
+SHORT_EVIDENCE_LINES = 2
+SHORT_EXCLUDED_CHIPS = 6
+
+
+def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> RenderableType:
+    """The whole advise answer for the terminal: one screen by default, everything with
+    ``verbose`` (plan, price source, every evidence line and exclusion reason)."""
     parts: list[RenderableType] = []
     if rec.non_ml is not None:
         parts.append(Text(f"{rec.non_ml.workload.title}: not an ML workload.", style="bold"))
@@ -384,13 +391,13 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
         capable = ", ".join(rec.non_ml.capable[:8]) or "none of the chips considered"
         more = f" (+{len(rec.non_ml.capable) - 8} more)" if len(rec.non_ml.capable) > 8 else ""
         parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
-        parts.extend(_excluded(rec))
+        parts.extend(_excluded(rec, verbose=verbose))
         return Group(*parts)
     job = job_line(rec)
     if job:
         parts.append(Text(job))
     if rec.options:
-        parts.append(options_table(rec))
+        parts.append(options_table(rec, limit=50 if verbose else SHORT_OPTION_ROWS))
     if rec.pick is None:
         parts.append(Text("No chip qualifies.", style="bold red"))
     else:
@@ -404,13 +411,14 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
                 f"  ({describe(o)})",
             )
         )
-        parts.append(_indented(f"plan {p.plan}; {mem}", 2))
+        parts.append(_indented(f"plan {p.plan}; {mem}" if verbose else mem, 2))
         small = _smallest_gpu_line(rec)
         if small:
             parts.append(_indented(small, 2))
         for line in ownership_lines(rec):
             parts.append(_indented(line, 2))
-        parts.append(_indented(f"price: {o.price_label}", 2))
+        if verbose:
+            parts.append(_indented(f"price: {o.price_label}", 2))
         for label, best in (("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
                 parts.append(_indented(f"{label}: {describe(best)}", 2))
@@ -429,12 +437,13 @@ def render_recommendation(rec: Recommendation) -> RenderableType:
     if rec.reasons:
         parts.append(Text("Why:", style="bold"))
         for r in rec.reasons:
-            mark = {True: "agrees with the article", False: "contradicts the article", None: ""}
-            tail = f" [{mark[r.agrees_with_article]}]" if mark[r.agrees_with_article] else ""
-            parts.append(_indented(f"{r.situation}: {r.text}{tail}", 0, "•"))
-            for e in r.evidence:
+            parts.append(_indented(f"{r.situation}: {r.text}", 0, "•"))
+            shown = r.evidence if verbose else r.evidence[:SHORT_EVIDENCE_LINES]
+            for e in shown:
                 parts.append(_indented(e, 4, "–"))
-    parts.extend(_excluded(rec))
+            if len(shown) < len(r.evidence):
+                parts.append(_indented(f"(+{len(r.evidence) - len(shown)} more with --verbose)", 4))
+    parts.extend(_excluded(rec, verbose=verbose))
     for n in rec.notes:
         parts.append(_indented(n, 0, "Note:", style="yellow"))
     return Group(*parts)
@@ -496,22 +505,37 @@ def _tradeoff(rec: Recommendation) -> list[RenderableType]:
     return lines
 
 
-# Excluded chips shown in the terminal; the JSON and HTML reports list every one.
-MAX_EXCLUDED_LINES = 8
+def exclusion_cause(why: str) -> str:
+    """The cause of an exclusion without its particulars: 'does not fit: needs 300 GB ...'
+    -> 'does not fit'; 'no bf16 rate in the catalog (it has: ...)' -> 'no bf16 rate in the
+    catalog'."""
+    cut = len(why)
+    for sep in (": ", " ("):
+        i = why.find(sep)
+        if 0 < i < cut:
+            cut = i
+    return why[:cut]
 
 
-def _excluded(rec: Recommendation) -> list[RenderableType]:
-    """Excluded chips grouped by reason: 'reason: chip, chip' (most common reasons first)."""
+def _excluded(rec: Recommendation, *, verbose: bool = False) -> list[RenderableType]:
+    """Excluded chips grouped by cause, with counts, most common first; ``verbose`` gives
+    each full reason."""
     if not rec.excluded:
         return []
     by_why: dict[str, list[str]] = {}
     for e in rec.excluded:
-        by_why.setdefault(e.why, []).append(e.chip_id)
+        by_why.setdefault(e.why if verbose else exclusion_cause(e.why), []).append(e.chip_id)
     groups = sorted(by_why.items(), key=lambda kv: -len(kv[1]))
-    lines: list[RenderableType] = [Text("Excluded:", style="dim")]
-    for why, chips in groups[:MAX_EXCLUDED_LINES]:
-        lines.append(_indented(f"{', '.join(chips)}: {why}", 2, style="dim"))
-    if len(groups) > MAX_EXCLUDED_LINES:
-        rest = sum(len(c) for _, c in groups[MAX_EXCLUDED_LINES:])
-        lines.append(_indented(f"(+{rest} more; see --json)", 2, style="dim"))
+    n = len(rec.excluded)
+    lines: list[RenderableType] = [
+        Text(f"Excluded ({n} chip{'s' if n != 1 else ''}):", style="dim")
+    ]
+    for why, chips in groups:
+        if verbose:
+            lines.append(_indented(f"{', '.join(chips)}: {why}", 2, style="dim"))
+            continue
+        names = ", ".join(chips[:SHORT_EXCLUDED_CHIPS])
+        if len(chips) > SHORT_EXCLUDED_CHIPS:
+            names += f" +{len(chips) - SHORT_EXCLUDED_CHIPS}"
+        lines.append(_indented(f"{why} ({len(chips)}): {names}", 2, style="dim"))
     return lines
