@@ -98,3 +98,50 @@ def test_tpu_full_recompute_offloads_layer_inputs_to_host() -> None:
     # the v6e-256 recipe (per-device batch 12, layer inputs offloaded) runs in 32 GB
     assert tpu.activations_bytes < gpu.activations_bytes * 0.7
     assert tpu.total_bytes <= chip("tpu-v6e").hbm_capacity_bytes
+
+
+def test_training_times_experts_one_gemm_each_serving_as_one_grouped_kernel() -> None:
+    from chipwise.perf.ops.gpu import GpuModel
+    from chipwise.perf.ops.layers import Dtypes
+    from chipwise.perf.step.train import per_expert_gemms
+
+    spec = preset_spec("deepseek-v3")
+    ops = mlp_ops(spec, b=1, s=2048, shard=Shard(ep=1), dt=Dtypes.for_precision("bf16"),
+                  moe=True)  # fmt: skip
+    served = next(o for o in ops if o.name == "expert_up")
+    trained = next(o for o in per_expert_gemms(tuple(ops)) if o.name == "expert_up")
+    assert not served.grouped and trained.grouped
+    model = GpuModel(H100)
+    assert model.op_time(trained).seconds >= model.op_time(served).seconds
+
+
+def test_grouped_gemm_of_small_experts_is_much_less_efficient_than_one_big_gemm() -> None:
+    from chipwise.perf.ops.gpu import GpuModel
+    from chipwise.workload.ir import Op, OpKind
+
+    def gemm(m: int, batch: int) -> Op:
+        n, k = 4096, 7168
+        return Op(name="expert_up", kind=OpKind.MATMUL, flops=2.0 * batch * m * n * k,
+                  bytes_read=batch * (m * k + k * n) * 2.0, bytes_written=batch * m * n * 2.0,
+                  mnk=(m, n, k), batch=batch, grouped=batch > 1)  # fmt: skip
+
+    model = GpuModel(H100)
+    small = gemm(8, 256)  # 256 experts x 8 tokens each
+    big = gemm(2048, 1)  # the same FLOPs as one GEMM
+    assert small.flops == big.flops
+    assert model.op_time(small).seconds > 5 * model.op_time(big).seconds
+
+
+def test_fp8_gemm_inputs_are_saved_in_fp8_on_gpus_only() -> None:
+    from chipwise.perf.plan.memory import train_memory
+
+    spec = preset_spec("deepseek-v3")
+    plan = Plan(dp=8, pp=8, ep=8, recompute="selective")
+    args = {"seq_len": 4096, "microbatches": 8}
+    fp8 = train_memory(spec, plan, chip=H100, precision="fp8", **args)
+    bf16 = train_memory(spec, plan, chip=H100, precision="bf16", **args)
+    assert fp8.activations_bytes < 0.95 * bf16.activations_bytes
+    tpu = chip("tpu-v7")
+    assert train_memory(spec, plan, chip=tpu, precision="fp8", **args).activations_bytes == (
+        train_memory(spec, plan, chip=tpu, precision="bf16", **args).activations_bytes
+    )

@@ -261,11 +261,10 @@ def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
         dt.act,
         flops_per_element=8,
     )
-    grouped = prefix == "expert"
     return [
-        _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch, grouped=grouped),
+        _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch),
         act,
-        _matmul(f"{prefix}_down", t, d, width, dt, batch=batch, grouped=grouped),
+        _matmul(f"{prefix}_down", t, d, width, dt, batch=batch),
     ]
 
 

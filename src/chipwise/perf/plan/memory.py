@@ -51,7 +51,7 @@ from chipwise.perf.ops.layers import (
     weight_bytes,
 )
 from chipwise.perf.plan.parallel import layers_per_stage
-from chipwise.units import GB
+from chipwise.units import GB, dtype_bytes
 from chipwise.workload.ir import TransformerSpec
 
 # ZeRO §3.1: mixed-precision Adam.
@@ -88,6 +88,12 @@ OFFLOAD_LAYERS_IN_HBM = 2
 def offloads(chip: Chip) -> bool:
     """Whether training on ``chip`` offloads full-recompute checkpoints to host memory."""
     return chip.kind in OFFLOAD_KINDS
+
+
+# Precisions whose GEMM inputs are saved for the backward in that (1-byte) format, on GPUs
+# (Transformer Engine). MaxText's fp8 (qwix/AQT) quantises inside the dot and saves bf16
+# residuals: not assumed on TPUs.
+FP8_SAVED_INPUTS = frozenset({"fp8"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,8 +209,9 @@ def activation_bytes_per_token_layer(
 
 @cache
 def _activation_bytes(
-    spec: TransformerSpec, tp: int, recompute: str, precision: str, moe: bool
-) -> float:
+    spec: TransformerSpec, tp: int, recompute: str, precision: str, moe: bool,
+    fp8_inputs: bool = False,
+) -> float:  # fmt: skip
     a = 2.0 if precision not in ("fp32",) else 4.0
     d = spec.d_model
     h, hkv = heads_per_rank(spec, 1)
@@ -229,17 +236,21 @@ def _activation_bytes(
         up = (mats - 1) * spec.d_ff
         act_out = spec.d_ff
         permuted = 0
-    # layer input and post-attention residual (the norms' inputs), Q/K/V, MLP up outputs
-    keep_always = 2 * d + qkv + up + permuted + extra
-    # norm outputs, attention output, activation-function output: cheap to recompute
-    cheap = 2 * d + attn_out + act_out
+    # Inputs of fp8 GEMMs are saved for the weight gradient in fp8: Transformer Engine
+    # keeps the quantised copy (with its transpose), not the bf16 one (TE "FP8 primer";
+    # DeepSeek-V3 report §3.3 caches the MoE up-projection inputs in fp8 the same way).
+    g = dtype_bytes(precision) if fp8_inputs and precision in FP8_SAVED_INPUTS else a
+    # layer input and post-attention residual (the norms' inputs), Q/K/V, MLP up outputs;
+    # the routed copies and MLA latents are GEMM inputs
+    keep_bytes = (2 * d + qkv + up) * a + (permuted + extra) * g
+    # norm outputs, attention output, activation-function output: cheap to recompute, and
+    # each the input of the next GEMM
+    cheap_bytes = (2 * d + attn_out + act_out) * g
     if recompute == "full":
-        elems = d / tp  # only the layer input (sequence-parallel shard)
-    elif recompute == "selective":
-        elems = keep_always / tp
-    else:
-        elems = (keep_always + cheap) / tp
-    return elems * a
+        return d / tp * a  # only the layer input (sequence-parallel shard)
+    if recompute == "selective":
+        return keep_bytes / tp
+    return (keep_bytes + cheap_bytes) / tp
 
 
 def in_flight_microbatches(plan: Plan, microbatches: int) -> float:
@@ -279,7 +290,7 @@ def train_memory(
     w, g, o, a, other = train_memory_parts(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
-        method=method, lora_params=lora_params, etp=plan.etp, offload=offloads(chip),
+        method=method, lora_params=lora_params, etp=plan.etp, maxtext=offloads(chip),
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -308,11 +319,12 @@ def train_memory_parts(
     method: str = "full",
     lora_params: float = 0.0,
     etp: int = 0,
-    offload: bool = False,
+    maxtext: bool = False,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
     plain arguments so the planner can call it for thousands of layouts cheaply.
-    ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters."""
+    ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters;
+    ``maxtext``: a TPU run (MaxText's host offload, bf16 residuals under fp8)."""
     key = "fp32" if precision == "fp32" else "default"
     etp = expert_tp(tp, dp * fsdp, ep, etp)
     p = _stage_params(spec, pp, vp, tp, ep, etp).total
@@ -331,9 +343,13 @@ def train_memory_parts(
     tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
     layers = layers_per_stage(spec.n_layers, pp, vp)
     moe_frac = moe_layer_count(spec) / spec.n_layers
-    per_token_layer = (1 - moe_frac) * _activation_bytes(spec, tp, recompute, precision, False)
+    # GPU frameworks save fp8 GEMM inputs in fp8 (FP8_SAVED_INPUTS); MaxText offloads the
+    # full-recompute checkpoints to host memory (OFFLOAD_KINDS)
+    f8, offload = not maxtext, maxtext
+    per_token_layer = (1 - moe_frac) * _activation_bytes(spec, tp, recompute, precision, False,
+                                                         f8)  # fmt: skip
     if moe_frac:
-        per_token_layer += moe_frac * _activation_bytes(spec, tp, recompute, precision, True)
+        per_token_layer += moe_frac * _activation_bytes(spec, tp, recompute, precision, True, f8)
     kept_layers = layers
     if recompute == "full" and offload:
         # the layer-input checkpoints wait in host memory; HBM holds the layer being
@@ -341,7 +357,7 @@ def train_memory_parts(
         kept_layers = min(layers, OFFLOAD_LAYERS_IN_HBM)
     acts = per_token_layer * kept_layers * tokens * _in_flight(pp, vp, microbatches)
     if recompute == "full":
-        acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe) * tokens
+        acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe, f8) * tokens
     logits = tokens * (-(-spec.vocab_size // tp)) * LOGITS_BYTES_PER_ELEMENT
     # ZeRO-3 gathers a layer (and prefetches the next) at full size.
     gather = 2 * p / layers * WEIGHT_BYTES[key] if fsdp > 1 and layers else 0.0

@@ -223,7 +223,7 @@ def plan_training(
                     spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
                     layout.vp, layout.microbatch, rc, seq_len, m, precision,
                     method=model.training.method, lora_params=model.lora_params,
-                    etp=layout.etp, offload=offload,
+                    etp=layout.etp, maxtext=offload,
                 )
             )  # fmt: skip
             if least is None or need < least[0]:

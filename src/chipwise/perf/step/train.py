@@ -114,6 +114,19 @@ ADAM_READ_BYTES = 4 + 4 + 4 + 2
 ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
 
 
+def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """Training frameworks run the experts' GEMMs one per expert (Megatron's TEGroupedMLP:
+    Transformer Engine's GroupedLinear issues a cuBLAS GEMM per expert), so each expert
+    GEMM is tiled and launched on its own (``op.grouped``). Serving engines (vLLM's fused
+    MoE, TensorRT-LLM) use one grouped kernel: their ops stay batched."""
+    return tuple(
+        replace(op, grouped=True)
+        if op.kind is OpKind.MATMUL and op.name.startswith("expert_") and op.batch > 1
+        else op
+        for op in ops
+    )
+
+
 def ep_comm_overlaps(plan: Plan, microbatches: int, chip: Chip | None = None) -> bool:
     """Whether the schedule can hide one micro-batch's expert all-to-alls behind another's
     compute: Megatron-Core's combined 1F1B schedule (``--overlap-moe-expert-parallel-comm``,
@@ -232,10 +245,10 @@ class StepModel(StepTimer):
         if cached is not None:
             return cached
         shard = Shard(tp=tp, cp=cp, ep=ep, etp=etp)
-        fwd_ops = layer_ops(
+        fwd_ops = per_expert_gemms(layer_ops(
             self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
             sliding=sliding,
-        )  # fmt: skip
+        ))  # fmt: skip
         tr = self.training
         adapters = adapter_forward_ops(fwd_ops, self.spec, tr)
         fwd = self.time_ops(with_dequant(fwd_ops, tr, backward=False) + adapters)
