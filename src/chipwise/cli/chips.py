@@ -68,6 +68,9 @@ def show_chip(
         ..., metavar="ID", help="Chip id or alias, e.g. 'h100' or 'v5p'."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Each figure's full source and note (default: one line)."
+    ),
 ) -> None:
     """Show every figure of one chip with its source and date."""
     as_json = as_json or bool((ctx.obj or {}).get("chips_json"))
@@ -95,7 +98,7 @@ def show_chip(
         )
     console.print(
         Group(
-            chip_detail_table(chip),
+            chip_detail_table(chip, verbose=verbose),
             Text(f"clouds: {', '.join(chip.clouds)}; purchasable: {chip.purchasable}"),
             Text(f"software: {', '.join(chip.software)}"),
             Text("\n".join(lines)),

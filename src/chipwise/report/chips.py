@@ -138,6 +138,8 @@ def _figure_value(path: str, value: float) -> str:
     """A figure with its unit, read from its dotted path (``memory.capacity_bytes``)."""
     if path == "release_year":
         return f"{value:.0f}"
+    if path.endswith("_chips") or path.endswith(".units") or path.endswith("_per_unit"):
+        return f"{value:,.0f}"
     if path.endswith("bytes_per_s") or "bytes_per_s_" in path:
         return format_rate(value, "B/s")
     if path.endswith("_bytes"):
@@ -153,11 +155,69 @@ def _figure_value(path: str, value: float) -> str:
     return f"{value:.4g}"
 
 
-def chip_detail_table(chip: Chip) -> Table:
-    """Every figure of one chip with its unit, date, source and note.
+# Readable names of catalog figures, in the order a reader wants them (peak rates first).
+FIGURE_LABELS: dict[str, str] = {
+    "dense_flops_per_s.fp4": "FP4 dense",
+    "dense_flops_per_s.fp8": "FP8 dense",
+    "dense_flops_per_s.int8": "INT8 dense",
+    "dense_flops_per_s.bf16": "BF16 dense",
+    "dense_flops_per_s.fp16": "FP16 dense",
+    "dense_flops_per_s.tf32": "TF32 dense",
+    "dense_flops_per_s.fp32": "FP32",
+    "dense_flops_per_s.fp64": "FP64",
+    "compute.vector_flops_per_s": "FP32 vector units",
+    "memory.capacity_bytes": "memory",
+    "memory.bandwidth_bytes_per_s": "memory bandwidth",
+    "power.tdp_w": "power (TDP)",
+    "power.typical_w": "power (typical)",
+    "scale_up.bytes_per_s_per_chip_unidirectional": "scale-up link (one way)",
+    "scale_up.domain_chips": "chips per scale-up domain",
+    "scale_up.max_chips": "largest scale-up domain",
+    "scale_out.bytes_per_s_per_chip_unidirectional": "scale-out network (one way)",
+    "scale_out.max_chips": "largest job on record",
+    "compute.units": "compute units (SM/CU)",
+    "compute.matrix_units_per_unit": "matrix units per compute unit",
+    "compute.matrix_unit_dim": "matrix unit size",
+    "compute.clock_hz": "clock",
+    "compute.l2_bytes": "L2 / last-level cache",
+    "compute.sram_per_unit_bytes": "SRAM per compute unit",
+    "release_year": "released",
+}
 
-    Each figure takes two rows (value and date, then its source and note underneath), so
-    long references wrap in the wide first column and the table stays readable at 80 columns.
+
+def short_source(source: str) -> str:
+    """'stas00/ml-engineering:compute/... @744d01e' -> 'stas00/ml-engineering';
+    'https://glennklockwood.com/garden/...' -> 'glennklockwood.com'."""
+    text = source.strip()
+    for prefix in ("https://", "http://", "url:", "github:"):
+        text = text.removeprefix(prefix)
+    cut = len(text)
+    for sep in (":", " ", "/garden", "@"):
+        i = text.find(sep)
+        if 0 < i < cut:
+            cut = i
+    head = text[:cut]
+    if head.count("/") > 1:  # a URL path: keep the host
+        head = head.split("/")[0]
+    return head[:32]
+
+
+def figure_label(path: str) -> str:
+    """'dense_flops_per_s.bf16' -> 'BF16 dense'; unknown paths become words."""
+    return FIGURE_LABELS.get(path, path.replace(".", " ").replace("_", " "))
+
+
+def _order(path: str) -> tuple[int, str]:
+    keys = list(FIGURE_LABELS)
+    return (keys.index(path) if path in keys else len(keys), path)
+
+
+def chip_detail_table(chip: Chip, *, verbose: bool = True) -> Table:
+    """Every figure of one chip with a readable label, its unit, date and source.
+
+    ``verbose`` (``chips show --verbose``, the golden's form): each figure takes two rows,
+    value and date, then its full source and note underneath. Otherwise one row per figure
+    with the source cut to the column, so the table fits a screen.
     """
     table = Table(
         title=f"{chip.name} ({chip.id})",
@@ -165,11 +225,21 @@ def chip_detail_table(chip: Chip) -> Table:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    table.add_column("figure / source", ratio=1)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("date", no_wrap=True)
-    for path, f in sorted(chip.figures.items()):
-        table.add_row(Text(path, style="bold"), _figure_value(path, f.value), f.date)
+    if verbose:
+        table.add_column("figure / source", ratio=1)
+        table.add_column("value", justify="right", no_wrap=True)
+        table.add_column("date", no_wrap=True)
+    else:
+        table.add_column("figure")
+        table.add_column("value", justify="right", no_wrap=True, min_width=12)
+        table.add_column("date", no_wrap=True, min_width=10)
+        table.add_column("source", style="dim", no_wrap=True, overflow="ellipsis")
+    for path, f in sorted(chip.figures.items(), key=lambda kv: _order(kv[0])):
+        label = Text(figure_label(path), style="bold")
+        if not verbose:
+            table.add_row(label, _figure_value(path, f.value), f.date, short_source(f.source))
+            continue
+        table.add_row(label, _figure_value(path, f.value), f.date)
         source = f.source + (f" — {f.note}" if f.note else "")
         table.add_row(Padding(Text(source, style="dim", overflow="fold"), (0, 0, 0, 2)), "", "")
     return table
