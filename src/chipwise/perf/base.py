@@ -275,6 +275,23 @@ class TrainPrediction:
     def achieved_flops_per_s_per_chip(self) -> float:
         return self.model_flops_per_token * self.tokens_per_s_per_chip
 
+    @property
+    def limited_by(self) -> str:
+        """What limits the step: 'compute' when the tensor and vector work is at least half
+        of it, else the largest of 'memory', 'communication' (collective time not hidden
+        behind compute), 'pipeline bubble' and 'overhead'. A step not limited by compute is
+        one that more chips need not shorten."""
+        b = self.breakdown
+        if b.compute_s >= 0.5 * self.step_time_s:
+            return "compute"
+        parts = {
+            "memory": b.memory_s,
+            "communication": b.communication_s,
+            "pipeline bubble": b.bubble_s,
+            "overhead": b.overhead_s,
+        }
+        return max(parts, key=lambda k: parts[k])
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingLoadResult:

@@ -117,6 +117,15 @@ class TrainChoice:
         parts.append(
             f"memory {format_bytes(p.memory.total_bytes)} of {format_bytes(p.capacity_bytes)}"
         )
+        if p.limited_by != "compute":
+            b = p.breakdown
+            share = {
+                "memory": b.memory_s,
+                "communication": b.communication_s,
+                "pipeline bubble": b.bubble_s,
+                "overhead": b.overhead_s,
+            }[p.limited_by] / p.step_time_s
+            parts.append(f"limited by {p.limited_by} ({share:.0%} of the step)")
         if not p.fits:
             parts.append("NO PLAN FITS: this is the least-memory plan under the constraints")
         return "; ".join(parts)
