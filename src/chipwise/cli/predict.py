@@ -186,9 +186,9 @@ def predict_command(
         None,
         "--plan",
         help="A parallel plan, e.g. 'tp=8, pp=2, microbatch=1, recompute=selective' (keys: dp "
-        "fsdp tp pp cp ep vp microbatch recompute). Unnamed axes are 1 and dp takes the chips "
-        "left; without microbatch/recompute the planner picks them. Default: the planner "
-        "chooses everything.",
+        "fsdp tp pp cp ep etp vp microbatch recompute; etp = the experts' tensor parallelism, "
+        "1 under ep). Unnamed axes are 1 and dp takes the chips left; without "
+        "microbatch/recompute the planner picks them. Default: the planner chooses everything.",
     ),
     calibrated: bool = typer.Option(
         False, "--calibrated", help="Use the chip's calibration from the measurement store."
