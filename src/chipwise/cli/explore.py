@@ -22,7 +22,6 @@ from chipwise.explore import (
     ExploreError,
     ExploreRun,
     Grid,
-    default_workers,
     grid_from,
     load_grid,
     run_grid,
@@ -108,7 +107,10 @@ def explore_command(
         Path("explore-out"), "--out", "-o", help="Folder for the table, summary and cache."
     ),
     workers: int = typer.Option(
-        0, "--workers", min=0, help="Processes on this machine. Default (0): every core."
+        0,
+        "--workers",
+        min=0,
+        help="Processes on this machine. Default (0): every core (one for a small grid).",
     ),
     ray: str | None = typer.Option(
         None,
@@ -139,7 +141,7 @@ def explore_command(
         try:
             run = run_grid(
                 grid,
-                workers=workers or default_workers(),
+                workers=workers or None,
                 ray=ray,
                 cache_dir=cache,
                 max_points=max_points,

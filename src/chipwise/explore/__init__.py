@@ -32,7 +32,7 @@ from chipwise.explore.table import ExploreTable
 def explore(
     grid: Grid | Mapping[str, Any] | str | Path,
     *,
-    workers: int = 1,
+    workers: int | None = None,
     ray: str | None = None,
     cache_dir: str | Path | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
@@ -44,7 +44,8 @@ def explore(
     Args:
         grid: a ``Grid``, a mapping with the grid file's keys (``{"workloads": [...],
             "chips": [...], "counts": [...]}``), or the path of a grid TOML file.
-        workers: processes on this machine (1: this process).
+        workers: processes on this machine (1: this process; None: every core, unless the
+            grid is small enough that starting processes would cost more than it saves).
         ray: "auto", a cluster address, or "local" to run on Ray instead (``[ray]`` extra).
         cache_dir: keep finished points here and read them back on the next call.
         max_points: refuse a larger grid.

@@ -26,8 +26,7 @@ from chipwise.explore.grid import Point, Settings
 from chipwise.hardware import Catalog, UserChip
 from chipwise.perf import InferPrediction, TrainPrediction, predict
 from chipwise.units import SECONDS_PER_DAY
-from chipwise.workload.ir import Inference, Model, Training, Workload
-from chipwise.workload.load import load_workload_model
+from chipwise.workload import Inference, Model, Training, Workload, load_workload_model
 
 Value = str | int | float | bool | None
 Row = dict[str, Value]

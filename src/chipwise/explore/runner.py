@@ -21,8 +21,11 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +41,13 @@ from chipwise.hardware import (
     load_chip_file,
     with_user_chips,
 )
-from chipwise.workload.load import load_workload_model
+from chipwise.workload import load_workload_model
 
 Progress = Callable[[int, int], None]  # (points done, points in the grid)
+# With workers=None (every core) a grid with fewer points than this to compute runs in this
+# process: a spawned worker first imports chipwise and reads the catalog (about 2 s on one
+# core), which a serving point (about 0.02-0.05 s, benchmarks/explore.py) never pays back.
+MIN_POINTS_FOR_POOL = 200
 RAY_EXTRA_HINT = "pip install 'chipwise[ray]'"
 
 
@@ -125,7 +132,7 @@ def _keys(tasks: Sequence[Task]) -> dict[int, str]:
 def run_grid(
     grid: Grid,
     *,
-    workers: int = 1,
+    workers: int | None = None,
     ray: str | None = None,
     cache_dir: Path | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
@@ -137,7 +144,7 @@ def run_grid(
         ExploreError: more points than ``max_points``; ray missing; a bad cache folder.
         ChipwiseError: an unknown workload or chip, a bad chip file (before any work).
     """
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ExploreError(f"--workers must be >= 1, got {workers}")
     chips = resolve_chips(grid)
     total = grid.size(len(chips))
@@ -177,18 +184,28 @@ def run_grid(
             _run_ray(todo, ray, finished)
         elif not todo:
             label = "cache"
-        elif workers == 1 or len(todo) <= 1:
-            label = "serial"
-            for t in todo:
-                finished(evaluate(t))
         else:
-            label = f"pool of {workers}"
-            _run_pool(todo, workers, finished)
+            n = _pool_size(workers, todo)
+            if n == 1:
+                label = "serial"
+                for t in todo:
+                    finished(evaluate(t))
+            else:
+                label = f"pool of {n}"
+                _run_pool(todo, n, finished)
     finally:
         if cache is not None:
             cache.close()
     table = ExploreTable(tuple(rows[i] for i in sorted(rows)))
     return ExploreRun(table=table, computed=total - cached, cached=cached, runner=label)
+
+
+def _pool_size(workers: int | None, todo: Sequence[Task]) -> int:
+    """Processes to use: as asked, or (None) every core unless the work is small."""
+    if workers is None:
+        points = sum(len(t.points) for t in todo)
+        workers = 1 if points < MIN_POINTS_FOR_POOL else default_workers()
+    return max(1, min(workers, len(todo)))
 
 
 def _without(task: Task, rows: dict[int, Row]) -> Task:
@@ -203,9 +220,10 @@ def _run_pool(
     tasks: Sequence[Task], workers: int, finished: Callable[[list[tuple[int, Row]]], None]
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     try:
-        pending: set[Future[list[tuple[int, Row]]]] = {pool.submit(evaluate, t) for t in tasks}
+        with _sigint_ignored():  # workers start (and stay) deaf to Ctrl-C: the parent stops them
+            pending: set[Future[list[tuple[int, Row]]]] = {pool.submit(evaluate, t) for t in tasks}
         while pending:
             ready, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in ready:
@@ -214,6 +232,21 @@ def _run_pool(
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C while worker processes are started: they inherit it, so a Ctrl-C (which
+    reaches the whole process group) stops only the parent, which cancels the pool, instead
+    of printing a traceback from every worker. The main thread only (signals live there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def default_workers() -> int:
