@@ -182,8 +182,12 @@ def _quantity(option: str, value: float | str) -> float:
         ) from None
 
 
-def request_from_body(body: AdviseBody) -> AdviseRequest:
-    """The ``AdviseRequest`` that ``chipwise advise`` builds from the same options."""
+def request_from_body(body: AdviseBody, *, scan_paths: bool = True) -> AdviseRequest:
+    """The ``AdviseRequest`` that ``chipwise advise`` builds from the same options.
+
+    ``scan_paths``: whether ``body.project`` (a path on this machine) may be scanned; only a
+    loopback-only server allows it, since the path names the server's files, not the
+    browser's."""
     if body.config is not None:
         model: Model = read_uploaded_config(body.config, body.config_name)
     else:
@@ -210,6 +214,16 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
         if body.requests_per_day not in (None, "")
         else 1e5
     )
+    facts = None
+    if body.project:
+        if not scan_paths:
+            raise AdviseError(
+                "project scans by path are only available on a loopback server "
+                "('chipwise serve' without --host); run 'chipwise advise --project PATH'"
+            )
+        from chipwise.advise.project import scan_facts
+
+        facts = scan_facts(Path(body.project))
     return AdviseRequest(
         workload=Workload(model=model, phase=phase),
         tokens=tokens if body.phase == "train" else None,
@@ -224,6 +238,8 @@ def request_from_body(body: AdviseBody) -> AdviseRequest:
         precision=body.precision,
         chip_ids=tuple(c.strip() for c in body.chips if c.strip()),
         max_chips=body.max_chips,
+        project=facts,
+        porting=body.porting,
         batch_note=batch_note,
     )
 
@@ -513,7 +529,7 @@ def create_app(
         limit."""
 
         def job(check: Callable[[], None]) -> AdviseResponse:
-            request = request_from_body(body)
+            request = request_from_body(body, scan_paths=allowed_hosts is not None)
             rec = recommend(request, progress=lambda chip, i, total: check())
             check()
             return advise_response(rec)

@@ -111,6 +111,17 @@ class AdviseBody(_Edge):
         "else full (as 'chipwise advise --method').",
     )
     lora_rank: int = Field(16, ge=1, le=4096, description="Train, lora/qlora: adapter rank.")
+    project: str | None = Field(
+        None,
+        max_length=4096,
+        description="A project folder on the server's machine to scan (read, never run), as "
+        "'chipwise advise --project'; only on a loopback-only server.",
+    )
+    porting: Literal["auto", "allow", "as-is"] = Field(
+        "auto",
+        description="With a project: auto (as-is wins unless the port pays), allow "
+        "(--allow-porting) or as-is (--as-is).",
+    )
     batch: int = Field(64, ge=1, le=1 << 20, description="Infer: concurrent requests.")
     input_len: int = Field(1024, ge=1, le=1 << 21, description="Infer: prompt tokens.")
     output_len: int = Field(

@@ -148,6 +148,10 @@ function body() {
     tokens: textOrNull("tokens"),
     requests_per_day: textOrNull("requests"),
     max_chips: Number($("max-chips").value),
+    method: $("method").value || null,
+    lora_rank: Number($("lora-rank").value),
+    project: textOrNull("project"),
+    porting: $("porting").value,
     chips: Array.from(document.querySelectorAll('input[name="chip"]:checked')).map((c) => c.value),
   };
   if (workload === UPLOADED && state.upload) {
