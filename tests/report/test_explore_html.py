@@ -40,8 +40,11 @@ def test_sensitivity_of_tpot_to_bandwidth_compares_each_derived_chip_with_its_ba
 ) -> None:
     by = {(s.figure, s.parameter): s for s in sensitivities(rows)}
     tpot = by[("TPOT", "memory bandwidth (B/s)")]
-    assert tpot.relative and {round(p.x, 6) for p in tpot.points} == {1.5, 2.0}
-    assert all(p.y < 1 for p in tpot.points)  # more bandwidth, faster decode
+    assert tpot.relative and {round(p.x, 6) for p in tpot.points} == {1.0, 1.5, 2.0}
+    base = [p for p in tpot.points if p.x == 1.0]
+    assert base and all(p.y == 1.0 and p.label == "h100-sxm" for p in base)  # each line's start
+    assert len(base) == len({p.series for p in tpot.points})
+    assert all(p.y < 1 for p in tpot.points if p.x > 1)  # more bandwidth, faster decode
     two = [p.y for p in tpot.points if round(p.x, 6) == 2.0]
     half = [p.y for p in tpot.points if round(p.x, 6) == 1.5]
     assert max(two) <= max(half)

@@ -38,6 +38,7 @@ _FIGURES = {"train": (("step_time_s", "step time"),),
 _SETTINGS = ("workload", "phase", "precision", "chips", "seq_len", "global_batch", "batch",
              "input_len", "output_len", "load")  # fmt: skip
 MAX_FRONT_CHARTS = 12
+MAX_LEGEND_SERIES = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +62,7 @@ class SensitivityPoint:
     label: str  # "llama3-8b x8 h100-sxm:hbm_bandwidth*1.5"
     x: float
     y: float
+    series: str = ""  # points of one workload, count and setting on one base chip: one line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +133,16 @@ def _relative(ok: list[Row], derived: list[Row]) -> list[Sensitivity]:
                 y, y0 = r[fig], ref[fig]
                 if isinstance(y, float | int) and isinstance(y0, float | int) and y0 > 0:
                     tag = f"{r['workload']} x{r['chips']} {r['chip']}"
-                    found[(name, label)].append(SensitivityPoint(label=tag, x=x / x0, y=y / y0))
+                    series = f"{r['workload']} x{r['chips']} on {r['chip_base']}"
+                    if r["load"] and r["load"] != "batch":
+                        series += f" ({r['load']})"
+                    elif r["batch"] is not None:
+                        series += f" (batch {r['batch']})"
+                    pts = found[(name, label)]
+                    if not any(p.series == series for p in pts):  # the base chip itself: (1, 1)
+                        pts.append(SensitivityPoint(label=str(ref["chip"]), x=1.0, y=1.0,
+                                                    series=series))  # fmt: skip
+                    pts.append(SensitivityPoint(label=tag, x=x / x0, y=y / y0, series=series))
     return [
         Sensitivity(figure=f, parameter=p, relative=True, points=tuple(pts))
         for (f, p), pts in found.items()
@@ -189,8 +200,17 @@ def _front_figure(front: Front) -> dict[str, Any]:
 
 def _sensitivity_figure(s: Sensitivity) -> dict[str, Any]:
     go = require_plotly()
-    fig = go.Figure(go.Scatter(x=[p.x for p in s.points], y=[p.y for p in s.points],
-                               mode="markers", text=[esc(p.label) for p in s.points]))  # fmt: skip
+    fig = go.Figure()
+    series: dict[str, list[SensitivityPoint]] = defaultdict(list)
+    for p in s.points:
+        series[p.series].append(p)
+    legend = len(series) <= MAX_LEGEND_SERIES
+    for name, pts in series.items():
+        pts = sorted(pts, key=lambda p: p.x)
+        fig.add_trace(go.Scatter(
+            x=[p.x for p in pts], y=[p.y for p in pts], mode="lines+markers" if name else "markers",
+            text=[esc(p.label) for p in pts], name=esc(name or "chips"), showlegend=legend,
+        ))  # fmt: skip
     rel = " (relative to the base chip)" if s.relative else ""
     fig.update_layout(
         template=TEMPLATE,
