@@ -142,3 +142,13 @@ def test_the_google_scale_reason_states_its_break_even_and_that_price_flips_or_t
     tpu, gpu = after["best_tpu"], after["best_gpu"]
     assert after["pick"]["kind"] == "tpu" or tpu["usd"] == pytest.approx(gpu["usd"], rel=1e-9)
     assert tpu["usd"] == pytest.approx(gpu["usd"], rel=1e-9)  # at the break-even: a tie
+
+
+def test_predict_prices_a_step_with_the_files_price_and_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text("chip,provider,pricing,usd_per_chip_hour\nv5p,gcp,on-demand,2.0\n")
+    args = ["predict", "llama3-8b", "--chip", "v5p", "--chips", "8", "--prices", str(path)]
+    data = _json(*args)
+    price = data["price"]
+    assert price["offer"]["source"] == "--prices mine.csv"
+    assert price["usd_per_step"] == pytest.approx(data["step_time_s"] * 8 * 2.0 / 3600)

@@ -31,8 +31,10 @@ from chipwise.bench.calibrate import calibrated_efficiency
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
+from chipwise.cost import cheapest_offer, price_of_prediction
 from chipwise.errors import MeasurementError, WorkloadError
-from chipwise.hardware import Chip, chip_option, default_catalog
+from chipwise.hardware import Chip, PriceOffer, chip_option, default_catalog
+from chipwise.hardware.prices import run_catalog
 from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH
 from chipwise.perf import (
     Breakdown,
@@ -45,6 +47,7 @@ from chipwise.perf import (
     plan_constraints,
     predict,
 )
+from chipwise.report.chips import offer_to_dict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
 from chipwise.workload.ir import Inference, Primitive, Training, Workload
 from chipwise.workload.load import load_workload_model
@@ -198,6 +201,12 @@ def predict_command(
         "--db",
         help="Measurement store for --calibrated. Default: $CHIPWISE_DB, else the user data dir.",
     ),
+    prices: Path | None = typer.Option(
+        None,
+        "--prices",
+        help="Your own prices, TOML or CSV in the offers schema (see 'chipwise prices'); the "
+        "price row then names the file.",
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON object (schema_version 1, see the module doc)."
     ),
@@ -228,7 +237,10 @@ def predict_command(
             prefix_hit_rate=prefix_hit_rate,
         ),
     )
-    target = chip_option(chip, chip_file).chip
+    chosen = chip_option(chip, chip_file)
+    target = chosen.chip
+    catalog, _ = run_catalog(prices)
+    offers = (*catalog.offers_for(target.id), *chosen.offers)
     efficiency = None
     if calibrated:
         efficiency = calibrated_efficiency(target.id, db)
@@ -250,10 +262,20 @@ def predict_command(
     source = "given" if exact is not None else ("planner" if keys is None else "planner+given")
     data = prediction_to_dict(pred, plan_source=source, chip=target)
     data["efficiency"] = "calibrated" if calibrated else "packaged"
+    data["price"] = price_of(pred, offers)
     if as_json:
         print_json(data)
     else:
         console.print(_table(pred, data))
+
+
+def price_of(pred: Prediction, offers: tuple[PriceOffer, ...]) -> dict[str, Any] | None:
+    """The cheapest on-demand offer (else the cheapest of any pricing) applied to ``pred``:
+    ``{"offer", "usd_per_step" | "usd_per_million_output_tokens"}``; None without a price."""
+    offer = cheapest_offer(offers)
+    if offer is None or isinstance(pred, PrimitivePrediction):
+        return None
+    return {"offer": offer_to_dict(offer), **price_of_prediction(pred, offer)}
 
 
 def serving_phase(
@@ -512,6 +534,23 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
         ]
         if data.get("plan_reason"):
             rows.append(("why this plan", _spaced(str(data["plan_reason"]))))
+    price = data.get("price")
+    if price:
+        o = price["offer"]
+        cost = (
+            f"${price['usd_per_step']:,.4g} per step"
+            if "usd_per_step" in price
+            else f"${price['usd_per_million_output_tokens']:,.4g} per M output tokens (full batch)"
+        )
+        flags = ", ".join(f for f in ("stale" if o["stale"] else "", o["confidence"] + " confidence"
+                                      if o["confidence"] == "low" else "") if f)  # fmt: skip
+        rows.append(
+            (
+                "price",
+                f"{cost} at ${o['usd_per_chip_hour']:.2f}/chip-h ({o['provider']} {o['pricing']}"
+                f"{', ' + flags if flags else ''}; {o['source']}, {o['date']})",
+            )
+        )
     for what, value in rows:
         table.add_row(what, value)
     return table

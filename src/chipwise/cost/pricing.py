@@ -269,3 +269,23 @@ def _sort_key(cost: RunCost | ServingCost) -> tuple[float, str, str]:
 def cheapest(costs: Iterable[_C]) -> _C | None:
     """The lowest-cost entry (``usd_total`` of a run, ``usd_per_day`` of serving), or None."""
     return min(costs, key=_sort_key, default=None)
+
+
+def cheapest_offer(offers: Iterable[PriceOffer]) -> PriceOffer | None:
+    """The cheapest on-demand offer, else the cheapest of any pricing; None if there is none."""
+    chosen = tuple(offers)
+    on_demand = [o for o in chosen if o.pricing == "on-demand"]
+    return min(on_demand or chosen, key=lambda o: o.usd_per_chip_hour, default=None)
+
+
+def price_of_prediction(
+    pred: TrainPrediction | InferPrediction, offer: PriceOffer
+) -> dict[str, float]:
+    """USD of one training step (``usd_per_step``) or per million output tokens with the
+    replica full (``usd_per_million_output_tokens``) on ``offer``."""
+    if isinstance(pred, TrainPrediction):
+        return {"usd_per_step": price_step(pred, offer)}
+    _check_offer(pred.chip_id, offer)
+    usd_per_s = pred.chips * offer.usd_per_chip_hour / SECONDS_PER_HOUR
+    tps = pred.output_tokens_per_s
+    return {"usd_per_million_output_tokens": usd_per_s / tps * MEGA} if tps > 0 else {}

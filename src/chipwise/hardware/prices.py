@@ -162,12 +162,8 @@ def _file_date(path: Path) -> str:
     return dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
 
 
-def _raw_rows(path: Path) -> tuple[_Header, list[tuple[str, dict[str, Any]]]]:
+def _raw_rows(path: Path, text: str) -> tuple[_Header, list[tuple[str, dict[str, Any]]]]:
     """(the file's header, [(where, raw row)]) for a TOML or CSV price file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise PricesFileError(f"--prices {path}: cannot read it: {err}") from err
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames:
@@ -199,10 +195,22 @@ def load_prices_file(path: Path, catalog: Catalog | None = None) -> UserPrices:
         PricesFileError: the file cannot be read, or some rows are bad (one line naming the
             file, each bad row and field).
     """
-    cat = default_catalog() if catalog is None else catalog
     if not path.is_file():
         raise PricesFileError(f"--prices {path}: no such file")
-    header, rows = _raw_rows(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PricesFileError(f"--prices {path}: cannot read it: {err}") from err
+    return load_prices_text(text, path, catalog, date=_file_date(path))
+
+
+def load_prices_text(
+    text: str, path: Path, catalog: Catalog | None = None, *, date: str | None = None
+) -> UserPrices:
+    """``load_prices_file`` on text already read (the web UI's upload); ``path`` names it
+    (its suffix picks TOML or CSV) and ``date`` is the default date (default: today)."""
+    cat = default_catalog() if catalog is None else catalog
+    header, rows = _raw_rows(path, text)
     label = f"--prices {path.name}"
     errors: list[str] = []
     offers: list[PriceOffer] = []
@@ -232,7 +240,7 @@ def load_prices_file(path: Path, catalog: Catalog | None = None) -> UserPrices:
                 region=row.region or "not recorded",
                 instance=row.instance,
                 source=f"{label}: {source}" if source else label,
-                date=row.date or header.date or _file_date(path),
+                date=row.date or header.date or date or dt.date.today().isoformat(),
                 note=row.note,
                 confidence=row.confidence,
             )

@@ -30,6 +30,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -44,7 +45,8 @@ from chipwise.advise.defaults import (
     training_batch,
 )
 from chipwise.errors import ChipwiseError, WorkloadError
-from chipwise.hardware import default_catalog
+from chipwise.hardware import Catalog, default_catalog
+from chipwise.hardware.prices import UserPrices, load_prices_text, run_catalog
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
 from chipwise.report.web.docs import docs_page
@@ -242,6 +244,15 @@ def request_from_body(body: AdviseBody, *, scan_paths: bool = True) -> AdviseReq
         porting=body.porting,
         batch_note=batch_note,
     )
+
+
+def catalog_for_body(body: AdviseBody) -> tuple[Catalog, UserPrices | None]:
+    """The packaged and cached prices, and the request's own ``prices`` on top."""
+    catalog, _ = run_catalog(None)
+    if body.prices is None:
+        return catalog, None
+    user = load_prices_text(body.prices, Path(body.prices_name), catalog)
+    return catalog.with_offers(user.offers), user
 
 
 def terminal_text(rec: Recommendation) -> str:
@@ -530,7 +541,10 @@ def create_app(
 
         def job(check: Callable[[], None]) -> AdviseResponse:
             request = request_from_body(body, scan_paths=allowed_hosts is not None)
-            rec = recommend(request, progress=lambda chip, i, total: check())
+            catalog, user = catalog_for_body(body)
+            rec = recommend(request, catalog, progress=lambda chip, i, total: check())
+            if user is not None:
+                rec = replace(rec, notes=(*rec.notes, user.note))
             check()
             return advise_response(rec)
 

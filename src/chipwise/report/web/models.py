@@ -122,6 +122,18 @@ class AdviseBody(_Edge):
         description="With a project: auto (as-is wins unless the port pays), allow "
         "(--allow-porting) or as-is (--as-is).",
     )
+    prices: str | None = Field(
+        None,
+        max_length=200_000,
+        description="Your own prices: the text of a TOML or CSV file in the offers schema (as "
+        "'chipwise advise --prices'); they replace the catalog's for this request and the "
+        "answer names them.",
+    )
+    prices_name: str = Field(
+        "prices.toml",
+        pattern=r"^[A-Za-z0-9_.-]{1,80}\.(toml|csv)$",
+        description="The price file's name; .toml or .csv picks the format.",
+    )
     batch: int = Field(64, ge=1, le=1 << 20, description="Infer: concurrent requests.")
     input_len: int = Field(1024, ge=1, le=1 << 21, description="Infer: prompt tokens.")
     output_len: int = Field(
