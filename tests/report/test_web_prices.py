@@ -10,9 +10,9 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 pytest.importorskip("plotly")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from chipwise.report.web import create_app  # noqa: E402
+from chipwise.report.web import create_app
 
 BODY = {"workload": "llama3-8b", "chips": ["h100-sxm", "tpu-v5p"], "max_chips": 8}
 
