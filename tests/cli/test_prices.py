@@ -16,7 +16,8 @@ from chipwise.hardware import default_catalog
 runner = CliRunner()
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "prices" / "skypilot-gcp-vms.csv"
 _ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
-SMALL = ["--chips", "h100-sxm,tpu-v5p", "--max-chips", "64"]
+# 70B on <= 64 chips takes ~200-330 days: past the default deadline, so one is given.
+SMALL = ["--chips", "h100-sxm,tpu-v5p", "--max-chips", "64", "--deadline-days", "400"]
 
 
 def _json(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -125,6 +126,7 @@ def test_the_google_scale_reason_states_its_break_even_and_that_price_flips_or_t
     tmp_path: Path,
 ) -> None:
     args = ["advise", "llama3-70b", "--chips", "mi300x,tpu-v6e", "--max-chips", "128"]
+    args += ["--deadline-days", "400"]
     before = _json(*args)
     (reason,) = [r for r in before["reasons"] if r["rule"] == "massive-training"]
     flip = reason["break_even"]
