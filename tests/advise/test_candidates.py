@@ -17,7 +17,7 @@ from chipwise.advise.candidates import (
     objective_key,
     search_chip,
 )
-from chipwise.errors import ChipwiseError, DoesNotFitError
+from chipwise.errors import ChipwiseError, DoesNotFitError, PlanError
 from chipwise.hardware import default_catalog
 from chipwise.perf import (
     InferPrediction,
@@ -78,7 +78,7 @@ def test_training_floors_never_exceed_the_prediction(
         need = memory_floor_bytes(spec, chip, n, precision, training=True)
         try:
             pred = predict(wl, chip, n, precision)
-        except DoesNotFitError:
+        except PlanError:  # does not fit, or no layout runs (no scale-out network)
             continue
         assert isinstance(pred, TrainPrediction)
         assert need <= pred.memory.total_bytes
@@ -220,3 +220,22 @@ def test_cost_ties_go_to_the_faster_run() -> None:
     allowed = [o for o in found.options if o.allowed and o.usd is not None]
     ties = [o for o in allowed if o.usd <= min(a.usd for a in allowed) * (1 + TIE_TOLERANCE)]  # type: ignore[operator]
     assert pick.days == min(o.days for o in ties if o.days is not None)
+
+
+def test_a_plan_stopped_by_the_network_says_so_not_that_it_does_not_fit() -> None:
+    """llama3-70b on 1024 PCIe A100s fits in memory (a few GB of 80 per chip) but every
+    layout's groups span PCIe cards with no scale-out network in the catalog: the error
+    names that instead of 'does not fit: needs 20 GB per chip (has 80 GB)'."""
+    req = training("llama3-70b", tokens=2e12, chips=("a100-pcie-80gb",))
+    with pytest.raises(PlanError, match="scale-out network") as err:
+        predict(req.workload, CAT.chip("a100-pcie-80gb"), 1024, "bf16")
+    assert not isinstance(err.value, DoesNotFitError)
+
+
+def test_serving_that_needs_more_than_one_domain_says_the_domain_rule() -> None:
+    req = serving("llama3-70b", chips=("h100-pcie",), max_chips=8)
+    found = search_chip(CAT.chip("h100-pcie"), req, CAT)
+    assert not found.options
+    assert "on 1 chip (" in found.why_none and "scale-up domain (1 chip of h100-pcie" in (
+        found.why_none
+    )

@@ -342,7 +342,8 @@ def _count_floor(predictor: Predictor, n: int, request: AdviseRequest) -> str:
         return ""
     if need > chip.hbm_capacity_bytes:
         return (
-            f"does not fit: needs at least {need / GB:,.0f} GB per chip on {n} chips "
+            f"does not fit: needs at least {need / GB:,.0f} GB per chip on {n} "
+            f"chip{'s' if n > 1 else ''} "
             f"(has {chip.hbm_capacity_bytes / GB:,.0f} GB)"
         )
     floor_s = predictor.step_floor_s(n)
@@ -365,9 +366,16 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
         return ChipSearch(chip=chip, options=(), why_none=why)
     phase = request.workload.phase
     counts = chip_counts(chip, request.max_chips)
+    domain_cut = ""
     if isinstance(phase, Inference):
         # serve within one scale-up domain; more load takes more replicas, not bigger ones
-        counts = tuple(n for n in counts if n <= max(chip.scale_up.domain_chips, 1))
+        domain = max(chip.scale_up.domain_chips, 1)
+        if counts[-1] > domain:
+            domain_cut = (
+                f"; a replica is sized within one scale-up domain ({domain} chip"
+                f"{'s' if domain > 1 else ''} of {chip.id} on {chip.scale_up.name})"
+            )
+        counts = tuple(n for n in counts if n <= domain)
     key = objective_key(request)
     out: list[Option] = []
     last_why = ""
@@ -420,7 +428,7 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
         return ChipSearch(
             chip=chip,
             options=(),
-            why_none=_none_reason(last_why, chip, request),
+            why_none=_none_reason(last_why, chip, request) + domain_cut,
             counts_planned=planned,
         )
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)

@@ -193,7 +193,8 @@ class Network:
                 f"{self.chip.id}: a {group.axis} group of {group.size} spans scale-up domains "
                 f"of {self.chip.scale_up.domain_chips}, but the catalog lists no scale-out "
                 f"network for it; keep parallel groups within "
-                f"{self.chip.scale_up.domain_chips} chips"
+                f"{self.chip.scale_up.domain_chips} chip"
+                f"{'s' if self.chip.scale_up.domain_chips > 1 else ''}"
             )
         layout = GroupLayout(chips_per_domain=group.in_domain)
         return collective_time(

@@ -206,6 +206,7 @@ def plan_training(
     second: TrainPrediction | None = None
     least: tuple[float, Plan] | None = None
     candidates = fitting = pruned = 0
+    blocked = ""  # why the last layout that fits in memory could not run
     spec, precision = model.spec, model.precision
     reserve = reserve_bytes(model.chip)
     offload = offloads(model.chip)
@@ -250,13 +251,19 @@ def plan_training(
                 continue
         try:
             pred = model.train(plan, seq_len=seq_len, global_batch=global_batch)
-        except PlanError:
+        except PlanError as err:
+            blocked = f"{plan}: {err}"  # fits in memory, but cannot run (network, sizes)
             continue
         fitting += 1
         if best is None or pred.step_time_s < best.step_time_s:
             best, second = pred, best
         elif second is None or pred.step_time_s < second.step_time_s:
             second = pred
+    if best is None and blocked:
+        raise PlanError(
+            f"no plan of {chips} x {model.chip.id} can run {model.spec.name}: the layouts that "
+            f"fit in memory cannot run, e.g. {blocked}"
+        )
     if best is None:
         if least is None:
             raise PlanError(
