@@ -77,3 +77,20 @@ def test_a_port_is_named_by_its_first_clause(text: str, short: str) -> None:
 
 def test_a_medium_port_costs_a_week_of_an_engineer() -> None:
     assert EFFORT_DAYS["medium"] * ENGINEER_USD_PER_DAY == pytest.approx(5 * 132_270 / 260)
+
+
+def test_non_ml_work_gets_time_and_cost_and_cloud_rendering_gpus_qualify() -> None:
+    result = runner.invoke(app, ["advise", "fp64-hpc", "--json"])
+    assert result.exit_code == 0, result.output
+    nonml = json.loads(result.stdout)["non_ml"]
+    first = nonml["options"][0]
+    assert first["hours"] > 0 and first["usd"] is not None and not first["lower_bound"]
+    # 1e18 fp64 FLOPs at 65 % of the chip's fp64 peak (Top500 Rmax/Rpeak)
+    from chipwise.hardware.catalog import chip as find_chip
+
+    peak = find_chip(first["chip"]).peak_flops_per_s("fp64")
+    assert first["hours"] == pytest.approx(1e18 / (0.65 * peak) / 3600)
+    graphics = runner.invoke(app, ["advise", "graphics", "--json", "--work", "2e18"])
+    g = json.loads(graphics.stdout)["non_ml"]
+    assert {"l4", "t4"} <= set(g["capable_chips"])  # render and stream without a display
+    assert all(o["lower_bound"] for o in g["options"]) and "--work" in g["work"]

@@ -228,7 +228,7 @@ REASON_KEYS = {
     "rule", "situation", "favours", "text", "evidence", "agrees_with_article", "break_even",
 }  # fmt: skip
 CONFIDENCE_KEYS = {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"}
-NON_ML_KEYS = {"workload", "capable_chips", "basis"}
+NON_ML_KEYS = {"workload", "capable_chips", "basis", "work", "options"}
 
 
 def test_every_key_in_these_sets_is_documented() -> None:

@@ -27,7 +27,7 @@ def test_aliases(alias: str, kind_id: str) -> None:
     [
         ("graphics", "raster"),
         ("graphics", "rt-cores"),
-        ("graphics", "display"),
+        ("graphics", "media-encode"),
         ("fp64-hpc", "fp64"),
         ("fp64-hpc", "memory-bandwidth"),
         ("stencil", "memory-bandwidth"),

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 
 from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip
+from chipwise.advise.nonml import NonMLOption, non_ml_options, work_of
+from chipwise.advise.nonml import bottleneck as bottleneck_of
 from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
 from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
@@ -40,6 +42,8 @@ class NonMLAnswer:
     workload: NonMLKind
     capable: tuple[str, ...]  # chip ids that can run it, best first
     basis: str  # what the ranking used
+    options: tuple[NonMLOption, ...] = ()  # time and cost per capable chip, best first
+    work: str = ""  # the job that was timed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,7 +123,9 @@ _FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 _RANKABLE = ("fp64", "memory-bandwidth")
 
 
-def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -> Recommendation:
+def _non_ml(
+    request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind, catalog: Catalog
+) -> Recommendation:
     """Which chips can run a non-ML workload at all, and why a TPU cannot."""
     needs = {r.capability for r in model.requirements}
     # Capabilities the catalog records per chip (sourced); memory bandwidth is a figure.
@@ -157,6 +163,10 @@ def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -
     else:
         capable.sort(key=lambda c: -c.vector_flops_per_s if c.vector_flops_per_s else 0.0)
         basis += "; ranked by fp32 vector FLOP/s"
+    timed = non_ml_options(model, tuple(capable), request, catalog)
+    work = work_of(model, request)
+    if timed:
+        basis += f"; timed on {bottleneck_of(model)}"
     return Recommendation(
         request=request,
         options=(),
@@ -166,7 +176,13 @@ def _non_ml(request: AdviseRequest, chips: tuple[Chip, ...], model: NonMLKind) -
         pick=None,
         reasons=(non_ml_reason(model),),
         confidence=None,
-        non_ml=NonMLAnswer(workload=model, capable=tuple(c.id for c in capable), basis=basis),
+        non_ml=NonMLAnswer(
+            workload=model,
+            capable=tuple(c.id for c in capable),
+            basis=basis,
+            options=timed,
+            work=work[2] if work else "",
+        ),
     )
 
 
@@ -188,7 +204,7 @@ def recommend(
     chips = _chips(request, cat)
     model = request.workload.model
     if isinstance(model, NonMLKind):
-        return _non_ml(request, chips, model)
+        return _non_ml(request, chips, model, cat)
     best: list[Option] = []
     excluded: list[Excluded] = []
     single_gpu: list[Option] = []

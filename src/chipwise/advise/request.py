@@ -57,6 +57,10 @@ def max_chips_for(chip: Chip, max_chips: int | None) -> int:
     return max_chips
 
 
+# The largest --work (non-ML FLOPs or bytes): far past any real job.
+MAX_WORK = 1e24
+
+
 class AdviseError(ChipwiseError):
     """An advise request that cannot be answered as given."""
 
@@ -118,6 +122,7 @@ class AdviseRequest:
     # A scanned project's ports: auto = a chip that runs as is wins unless the port pays for
     # itself; allow = rank by the numbers alone; as-is = only chips that run as is.
     porting: Porting = "auto"
+    work: float | None = None  # non-ML: amount of work in the kind's unit (advise.nonml)
 
     @property
     def deadline_limit_days(self) -> float:
@@ -135,6 +140,7 @@ class AdviseRequest:
             ("--deadline-days", self.deadline_days, MAX_DAYS),
             ("--tokens", self.tokens, MAX_TOKENS),
             ("--requests-per-day", self.requests_per_day, MAX_REQUESTS_PER_DAY),
+            ("--work", self.work, MAX_WORK),
         ):
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise AdviseError(f"{name} must be a positive number, got {value:g}")

@@ -99,6 +99,12 @@ def advise(
         help="Train: tokens to train on, e.g. 15T, 300B or 2e9. Default: 1B for the default "
         "fine-tune, else 20 per parameter (Chinchilla).",
     ),
+    work: str | None = typer.Option(
+        None,
+        "--work",
+        help="Non-ML: how much work, in the kind's unit (fp64 FLOPs for fp64-hpc, bytes for "
+        "stencil, fp32 FLOPs for graphics), e.g. 5e18. Default: a reference job.",
+    ),
     requests_per_day: str | None = typer.Option(
         None,
         "--requests-per-day",
@@ -315,6 +321,7 @@ def advise(
         chip_ids=chip_ids,
         max_chips=max_chips,
         porting="allow" if allow_porting else "as-is" if as_is else "auto",
+        work=_quantity("--work", work) if work else None,
         batch_note=batch_note,
     )
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:

@@ -18,7 +18,9 @@ JSON schema (``chipwise advise --json``), version 1::
                                  "today_usd_per_chip_hour", "rests_on"} | null}],
      "confidence": {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"} | null,
      "notes": [...],
-     "non_ml": {"workload", "capable_chips", "basis"} | null}
+     "non_ml": {"workload", "capable_chips", "basis", "work",
+                "options": [{"chip", "rate_per_s", "hours", "usd", "usd_per_chip_hour", "price",
+                             "lower_bound"}]} | null}
     OPTION = {"chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd",
               "price", "offer", "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
               training: "tokens_per_s_per_chip", "step_time_s", "mfu";
@@ -171,6 +173,19 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "workload": rec.non_ml.workload.name,
             "capable_chips": list(rec.non_ml.capable),
             "basis": rec.non_ml.basis,
+            "work": rec.non_ml.work,
+            "options": [
+                {
+                    "chip": o.chip.id,
+                    "rate_per_s": o.rate_per_s,
+                    "hours": o.hours,
+                    "usd": o.usd,
+                    "usd_per_chip_hour": o.usd_per_chip_hour,
+                    "price": o.price_label,
+                    "lower_bound": o.lower_bound,
+                }
+                for o in rec.non_ml.options
+            ],
         },
     }
 
@@ -388,9 +403,15 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
         parts.append(Text(f"{rec.non_ml.workload.title}: not an ML workload.", style="bold"))
         for r in rec.reasons:
             parts.append(_indented(r.text, 0, "•"))
-        capable = ", ".join(rec.non_ml.capable[:8]) or "none of the chips considered"
-        more = f" (+{len(rec.non_ml.capable) - 8} more)" if len(rec.non_ml.capable) > 8 else ""
-        parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
+        if rec.non_ml.options:
+            parts.extend(_non_ml_options(rec, verbose=verbose))
+            count = len(rec.non_ml.capable)
+            parts.append(Text(f"{count} chips can run it ({rec.non_ml.basis})."))
+        else:
+            capable = ", ".join(rec.non_ml.capable[:8]) or "none of the chips considered"
+            extra = len(rec.non_ml.capable) - 8
+            more = f" (+{extra} more)" if extra > 0 else ""
+            parts.append(Text(f"Chips that can run it ({rec.non_ml.basis}): {capable}{more}"))
         parts.extend(_excluded(rec, verbose=verbose))
         return Group(*parts)
     job = job_line(rec)
@@ -447,6 +468,51 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
     for n in rec.notes:
         parts.append(_indented(n, 0, "Note:", style="yellow"))
     return Group(*parts)
+
+
+def _rate_text(rate: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{rate / 1e12:,.2f} TB/s"
+    return f"{rate / 1e12:,.1f} TFLOP/s"
+
+
+def _non_ml_options(rec: Recommendation, *, verbose: bool) -> list[RenderableType]:
+    """The non-ML job's time and cost on each capable chip, best first, and the pick."""
+    answer = rec.non_ml
+    assert answer is not None
+    unit = "bytes" if "PB" in answer.work or "bytes" in answer.work else "flops"
+    table = Table(title=f"Job: {answer.work}", title_justify="left")
+    for col, just in (("#", "right"), ("chip", "left"), ("sustained", "right"),
+                      ("time", "right"), ("cost", "right"), ("price", "left")):  # fmt: skip
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    rows = answer.options if verbose else answer.options[:SHORT_OPTION_ROWS]
+    for i, o in enumerate(rows, 1):
+        time = format_run_time(o.hours / 24) + (" ≥" if o.lower_bound else "")
+        table.add_row(
+            str(i),
+            o.chip.id + (" ★" if i == 1 else ""),
+            _rate_text(o.rate_per_s, unit),
+            time,
+            format_usd(o.usd) if o.usd is not None else "—",
+            o.price_label,
+        )
+    best = answer.options[0]
+    cost = f", {format_usd(best.usd)} ({best.price_label})" if best.usd is not None else ""
+    lines: list[RenderableType] = [
+        table,
+        Text.assemble(
+            ("Recommendation: ", "bold"),
+            (best.chip.name, "bold green"),
+            f"  ({format_run_time(best.hours / 24)}{cost})",
+        ),
+    ]
+    if any(o.lower_bound for o in answer.options):
+        lines.append(
+            _indented(
+                "≥: timed at the peak fp32 rate (no sourced sustained share): a lower bound", 2
+            )
+        )
+    return lines
 
 
 def _run_terms(rec: Recommendation) -> list[RenderableType]:

@@ -50,7 +50,7 @@ _GENERAL = Requirement(
 NON_ML_KINDS: tuple[NonMLKind, ...] = (
     NonMLKind(
         name="graphics",
-        title="Graphics rendering (raster, ray tracing, display)",
+        title="Graphics rendering (raster, ray tracing, streamed or displayed)",
         requirements=(
             Requirement(
                 capability="raster",
@@ -60,7 +60,12 @@ NON_ML_KINDS: tuple[NonMLKind, ...] = (
                 capability="rt-cores",
                 why="real-time ray tracing needs BVH-traversal and ray-triangle hardware",
             ),
-            Requirement(capability="display", why="frames go to a screen or a video stream"),
+            Requirement(
+                capability="media-encode",
+                why="frames leave as an encoded video stream: cloud rendering, game and 3-D "
+                "application streaming run on GPUs without display outputs (AWS G4dn's T4, "
+                "GCP G2's L4; a local screen needs display outputs instead)",
+            ),
             Requirement(
                 capability="general-compute",
                 why="vertex, pixel and compute shaders run on programmable SIMT cores",
@@ -71,7 +76,13 @@ NON_ML_KINDS: tuple[NonMLKind, ...] = (
             "units or display outputs, and no OpenGL, Vulkan or DirectX driver. Only rendering "
             "rewritten as tensor math in JAX can run there."
         ),
-        sources=(_TPU_ARCH, "github:facebookresearch/pytorch3d#1845"),
+        sources=(
+            _TPU_ARCH,
+            "github:facebookresearch/pytorch3d#1845",
+            "docs.aws.amazon.com/AWSEC2/latest/WindowsGuide/accelerated-computing-instances"
+            ".html (GPU instances for 'game streaming, 3-D application streaming, and other "
+            "graphics workloads'; G4dn instances use NVIDIA T4)",
+        ),
     ),
     NonMLKind(
         name="fp64-hpc",
