@@ -145,3 +145,30 @@ def test_fp8_gemm_inputs_are_saved_in_fp8_on_gpus_only() -> None:
     assert train_memory(spec, plan, chip=tpu, precision="fp8", **args).activations_bytes == (
         train_memory(spec, plan, chip=tpu, precision="bf16", **args).activations_bytes
     )
+
+
+def test_uneven_interleaved_pipeline_is_a_plan() -> None:
+    from chipwise.perf.plan.parallel import layers_per_stage
+
+    spec = preset_spec("qwen3-235b-a22b")  # 94 layers
+    plan = parse_plan("tp=2,pp=8,vp=4,ep=32")
+    check_plan(Plan(dp=16, tp=2, pp=8, vp=4, ep=32), 256, H100, spec)
+    # 94 layers on 32 virtual stages: 3 per chunk on the busiest rank, 4 chunks
+    assert layers_per_stage(spec.n_layers, plan.pp, plan.vp) == 12
+
+
+def test_deepseek_attention_is_mla_and_fp8_runs_only_the_linear_layers() -> None:
+    from chipwise.perf.ops.layers import layer_ops
+
+    spec = preset_spec("deepseek-v3")
+    ops = layer_ops(spec, b=1, seq_len=4096, shard=Shard(), precision="fp8", moe=True)
+    names = {o.name for o in ops}
+    assert {"kv_down", "kv_up", "q_down", "q_up"} <= names  # latent projections
+    for o in ops:
+        if o.name in ("router",):
+            continue
+        assert (o.dtype == "fp8") == (
+            o.name.startswith(("q_", "kv_", "o_proj", "expert_", "shared_expert_"))
+            and o.mnk is not None
+            and o.kind.value == "matmul"
+        ), o.name
