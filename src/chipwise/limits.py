@@ -57,6 +57,9 @@ MAX_SEQ_LEN = 1 << 24
 MAX_SERVE_BATCH = 1 << 20
 # Training tokens: 36T (Qwen 3, 2025) is the largest published; 1e16 is ~300x that.
 MAX_TOKENS = 1e16
+# Tokens per optimizer step (--batch-tokens): 16M (Llama 3 405B) is the largest published;
+# 1e12 is 60000x that.
+MAX_BATCH_TOKENS = 1e12
 # Serving load: the largest public services answer ~1e9-1e10 requests a day; 1e12 is 100x.
 MAX_REQUESTS_PER_DAY = 1e12
 # Money and time a request may state: USD 1e13 (~ world GDP / 10), 100 years.
@@ -116,6 +119,23 @@ def check_number(
             f"{high:g}{_fix(fix)}"
         )
     return value
+
+
+# The bound of each quantity option (a count such as 15T), by the name the user typed.
+QUANTITY_BOUNDS: dict[str, float] = {
+    "tokens": MAX_TOKENS,
+    "batch-tokens": MAX_BATCH_TOKENS,
+    "batch_tokens": MAX_BATCH_TOKENS,
+    "requests-per-day": MAX_REQUESTS_PER_DAY,
+    "requests_per_day": MAX_REQUESTS_PER_DAY,
+}
+
+
+def check_quantity(option: str, value: float, *, error: type[ChipwiseError] = LimitError) -> float:
+    """A parsed quantity option (``--tokens``, ``requests_per_day``...) checked as positive,
+    finite and within its bound, where it is parsed."""
+    high = QUANTITY_BOUNDS.get(option.lstrip("-"), MAX_TOKENS)
+    return check_number(option, value, high=high, error=error)
 
 
 def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:

@@ -29,7 +29,14 @@ from chipwise.cli.output import (
 )
 from chipwise.hardware import load_chip_file, with_user_chips
 from chipwise.hardware.prices import run_catalog
-from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH, MAX_WIDTH
+from chipwise.limits import (
+    MAX_CHIPS,
+    MAX_GLOBAL_BATCH,
+    MAX_SEQ_LEN,
+    MAX_SERVE_BATCH,
+    MAX_WIDTH,
+    check_quantity,
+)
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.units import parse_quantity
 from chipwise.workload.ir import (
@@ -377,8 +384,9 @@ def _chip_list(text: str | None) -> tuple[str, ...]:
 def _quantity(option: str, text: str) -> float:
     """A count such as 15T, 2e9 or 300B; a clear error instead of a traceback."""
     try:
-        return parse_quantity(text)
+        value = parse_quantity(text)
     except ValueError:
         raise AdviseError(
             f"{option} {text!r} is not a number; write e.g. 15T, 2.5e12, 300B or 1M"
         ) from None
+    return check_quantity(option, value, error=AdviseError)

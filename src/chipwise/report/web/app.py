@@ -47,6 +47,7 @@ from chipwise.advise.defaults import (
 from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import Catalog, default_catalog
 from chipwise.hardware.prices import UserPrices, load_prices_text, run_catalog
+from chipwise.limits import check_quantity
 from chipwise.report.advice import recommendation_to_dict, render_recommendation
 from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
 from chipwise.report.web.docs import docs_page
@@ -175,13 +176,14 @@ def _one_line(message: str) -> str:
 
 def _quantity(option: str, value: float | str) -> float:
     if isinstance(value, int | float):
-        return float(value)
+        return check_quantity(option, float(value), error=AdviseError)
     try:
-        return parse_quantity(value)
+        number = parse_quantity(value)
     except ValueError:
         raise AdviseError(
             f"{option} {value!r} is not a number; write e.g. 15T, 2.5e12, 300B or 1M"
         ) from None
+    return check_quantity(option, number, error=AdviseError)
 
 
 def request_from_body(body: AdviseBody, *, scan_paths: bool = True) -> AdviseRequest:
@@ -373,7 +375,7 @@ def _short_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
 def _validation_line(errors: list[dict[str, Any]]) -> str:
     first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
     where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
-    return f"{where}: {first['msg']}"
+    return _one_line(f"{where}: {first['msg']}")
 
 
 # ---- the app --------------------------------------------------------------------------------
