@@ -113,6 +113,8 @@ def check_number(
     error: type[ChipwiseError] = LimitError,
 ) -> float:
     """``value`` if finite and in ``(low, high]``, else ``error`` naming it and the range."""
+    if low == 0 and math.isfinite(value) and value <= 0:
+        raise error(f"{what} must be a positive number, got {value:g}{_fix(fix)}")
     if not math.isfinite(value) or not low < value <= high:
         raise error(
             f"{what} is {_shown(value)}; it must be a finite number above {low:g} and at most "
