@@ -163,3 +163,20 @@ def test_exposed_communication(comm: float, compute: float, overlap: float, left
 def test_exposed_rejects_a_fraction_outside_0_1() -> None:
     with pytest.raises(ValueError, match="overlap_fraction"):
         exposed(1.0, 1.0, 1.5)
+
+
+def test_small_collectives_across_thousands_of_nodes_take_logarithmic_steps() -> None:
+    """Past a few hundred nodes a ring's latency steps dominate a small collective; NCCL's
+    tree (all-reduce) and PAT (all-gather, reduce-scatter) take log2 m steps instead."""
+    from chipwise.hardware import chip as find_chip
+    from chipwise.perf.comm.collectives import GroupLayout, collective_time
+
+    h100 = find_chip("h100-sxm")
+    one_per_node = GroupLayout(chips_per_domain=1)
+    small = collective_time("all-gather", 1e6, 4096, h100, spans_domains=one_per_node)
+    assert ", PAT over" in small.algorithm
+    assert small.latency_s < 4095 * 3e-6  # far below a ring's m - 1 steps
+    big = collective_time("reduce-scatter", 1e11, 16, h100, spans_domains=one_per_node)
+    assert "ring" in big.algorithm  # a few large steps: the ring's bytes win
+    ar = collective_time("all-reduce", 1e6, 4096, h100, spans_domains=one_per_node)
+    assert "tree" in ar.algorithm

@@ -18,7 +18,8 @@ Algorithms:
   since the switch does the reduction (busBw ~480 GB/s on 8 H100s over 450 GB/s links).
 - **Hierarchical**, when the group spans scale-up domains (d chips per domain, m domains):
   reduce-scatter inside each domain, all-reduce of S/d across domains on the scale-out
-  network (each chip has its own NIC), all-gather inside the domain.
+  network (each chip has its own NIC), all-gather inside the domain. Across domains the ring's
+  m - 1 latency steps give way to log2 m (tree, PAT) when that is faster: at 10k+ chips.
 - **TPU ICI torus**: the group is a box over torus axes; each axis is a bidirectional ring
   over 2 links per chip (one each way) when it has wraparound, a line (half of that) when it
   has none. All axes work at once on different parts of the data (scaling-book,
@@ -163,6 +164,25 @@ def _switch(kind: str, s: float, n: int, alpha: float, bw: float, nvls_bw: float
     return best
 
 
+def _across_domains(kind: str, s: float, m: int, alpha: float, bw: float) -> _Cost:
+    """One chip per domain over the scale-out network: the ring, or, when its m - 1 latency
+    steps cost more, the logarithmic algorithms NCCL uses at scale with one GPU per node -
+    the double binary tree for all-reduce (2 log2 m steps, 2 S / B) and PAT for all-gather
+    and reduce-scatter (log2 m steps, the ring's bytes; Jeaugey, "PAT: a new algorithm for
+    all-gather and reduce-scatter operations at scale", arXiv 2506.20252, 2025), which are
+    meant for small sizes: they are considered only when the ring is latency-bound. A DCN
+    collective between TPU slices is costed the same way."""
+    ring = _ring(kind, s, m, alpha, bw)
+    if m <= 2 or kind == "all-to-all" or ring.latency_s <= ring.bandwidth_s:
+        return ring  # bandwidth-bound: the ring (PAT and trees are for small sizes)
+    steps = math.ceil(math.log2(m))
+    if kind == "all-reduce":
+        log = _Cost(2 * steps * alpha, 2.0 * s / bw, "tree")
+    else:
+        log = _Cost(steps * alpha, bus_bytes(kind, s, m) / bw, "PAT")
+    return min(ring, log, key=lambda c: c.seconds)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -304,7 +324,7 @@ def collective_time(
         else:
             # Inside the domain on S; across domains each chip handles its 1/d share.
             inner = intra("reduce-scatter" if kind != "all-gather" else "all-gather", n_bytes)
-            outer = _ring(kind, n_bytes / d, m, alpha_out, bw_out)
+            outer = _across_domains(kind, n_bytes / d, m, alpha_out, bw_out)
             parts = [inner, outer]
             if kind == "all-reduce":
                 parts.append(intra("all-gather", n_bytes))
