@@ -172,3 +172,12 @@ def test_deepseek_attention_is_mla_and_fp8_runs_only_the_linear_layers() -> None
             and o.mnk is not None
             and o.kind.value == "matmul"
         ), o.name
+
+
+def test_a_named_etp_is_kept_and_checked() -> None:
+    from chipwise.perf.plan.planner import plan_constraints
+
+    assert plan_constraints("tp=2,pp=8,vp=4,ep=32,etp=1", 256)["etp"] == 1
+    assert "etp" not in plan_constraints("tp=2,pp=8,ep=32", 256)
+    with pytest.raises(PlanError, match="etp=3 must divide tp=2"):
+        plan_constraints("tp=2,ep=8,etp=3", 64)

@@ -87,6 +87,15 @@ def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
     for k in SCHEDULE_KEYS:
         if k in keys:
             fixed[k] = keys[k]
+    if "etp" in keys:  # the experts' tensor parallelism, only when named (else automatic)
+        etp = int(keys["etp"])
+        if int(fixed["tp"]) % etp:
+            raise PlanError(
+                f"plan {text!r}: etp={etp} must divide tp={fixed['tp']} (the experts split "
+                f"over a subset of the tensor-parallel ranks); choose etp among the divisors "
+                f"of {fixed['tp']}"
+            )
+        fixed["etp"] = etp
     return fixed
 
 
