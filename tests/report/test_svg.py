@@ -25,3 +25,10 @@ def test_labels_are_escaped(tmp_path: Path) -> None:
     rec = training_recommendation(fixture_catalog(tmp_path), name="<b>evil</b>")
     page = svg_charts_section(rec, "<script>")
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_the_html_answer_names_the_job_it_sized(tmp_path: Path) -> None:
+    from chipwise.report.html import answer_section
+
+    rec = training_recommendation(fixture_catalog(tmp_path))
+    assert 'id="job"' in answer_section(rec) and "full training" in answer_section(rec)

@@ -299,7 +299,7 @@ def _ownership_dict(rec: Recommendation) -> dict[str, Any] | None:
     }
 
 
-def _smallest_gpu_line(rec: Recommendation) -> str:
+def smallest_gpu_line(rec: Recommendation) -> str:
     """For LoRA/QLoRA: the smallest single GPU the job fits on, with its memory (the reason
     to fine-tune with adapters is to fit on one small GPU)."""
     phase = rec.request.workload.phase
@@ -433,7 +433,7 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
             )
         )
         parts.append(_indented(f"plan {p.plan}; {mem}" if verbose else mem, 2))
-        small = _smallest_gpu_line(rec)
+        small = smallest_gpu_line(rec)
         if small:
             parts.append(_indented(small, 2))
         for line in ownership_lines(rec):

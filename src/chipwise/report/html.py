@@ -24,6 +24,7 @@ from chipwise.advise.candidates import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.cost import OwnedRunCost, RunCost, ServingCost
 from chipwise.perf import InferPrediction, TrainPrediction
+from chipwise.report.advice import job_line, ownership_lines, smallest_gpu_line
 from chipwise.report.charts import (
     WEB_EXTRA_HINT,
     Chart,
@@ -175,6 +176,9 @@ def _option_line(label: str, o: Option) -> str:
 def answer_section(rec: Recommendation) -> str:
     """The pick, the best GPU and the best TPU, and the confidence band."""
     out = ['<section class="answer" id="answer">']
+    job = job_line(rec)
+    if job:
+        out.append(f'<div class="muted" id="job">{esc(job)}</div>')
     if rec.non_ml is not None:
         n = rec.non_ml
         out.append(f'<div class="pick">{esc(n.workload.title)}: not an ML workload.</div>')
@@ -192,6 +196,8 @@ def answer_section(rec: Recommendation) -> str:
         for label, best in (("pick", o), ("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
                 out.append(_option_line(label, best))
+        extra = [*ownership_lines(rec), smallest_gpu_line(rec)]
+        out.extend(f'<div class="extra">{esc(line)}</div>' for line in extra if line)
     out.append(confidence_html(rec))
     out.append("</section>")
     return "".join(out)
