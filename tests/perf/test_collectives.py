@@ -180,3 +180,26 @@ def test_small_collectives_across_thousands_of_nodes_take_logarithmic_steps() ->
     assert "ring" in big.algorithm  # a few large steps: the ring's bytes win
     ar = collective_time("all-reduce", 1e6, 4096, h100, spans_domains=one_per_node)
     assert "tree" in ar.algorithm
+
+
+def test_an_oversubscribed_tier_slows_only_groups_that_span_pods() -> None:
+    """Meta's Llama 3 cluster (arXiv 2407.21783, section 3.3.1): 3,072-GPU pods at full
+    bisection, 7:1 oversubscribed above. A data-parallel group spread over more than one pod
+    crosses that tier; one inside a pod does not."""
+    from dataclasses import replace
+
+    from chipwise.hardware import chip as find_chip
+    from chipwise.perf.comm.collectives import GroupLayout, collective_time
+
+    h100 = find_chip("h100-sxm")
+    assert h100.scale_out is not None
+    meta = replace(h100, scale_out=replace(h100.scale_out, pod_chips=3072, oversubscription=7.0))
+    inside = GroupLayout(chips_per_domain=1, span_chips=2048)
+    across = GroupLayout(chips_per_domain=1, span_chips=16384)
+    s = 4e9
+    base = collective_time("reduce-scatter", s, 128, h100, spans_domains=across)
+    near = collective_time("reduce-scatter", s, 128, meta, spans_domains=inside)
+    far = collective_time("reduce-scatter", s, 128, meta, spans_domains=across)
+    assert near.seconds == base.seconds  # inside a pod: the non-blocking fabric
+    assert far.bandwidth_s > 6.5 * near.bandwidth_s  # ~7x: the uplinks are shared
+    assert any("oversubscribed" in n for n in far.notes)

@@ -160,6 +160,8 @@ def chip_from_file(file: ChipFile) -> Chip:
             bytes_per_s_per_chip=out.bytes_per_s_per_chip_unidirectional.value,
             topology="switch",
             max_chips=round(out.max_chips.value) if out.max_chips else 0,
+            pod_chips=round(out.pod_chips.value) if out.pod_chips else 0,
+            oversubscription=out.oversubscription.value if out.oversubscription else 1.0,
         ),
         clouds=tuple(file.availability.clouds),
         purchasable=file.availability.purchasable,

@@ -30,6 +30,10 @@ class Interconnect:
     # scale-up: the largest slice (TPU) or domain; scale-out: the largest job or cluster a
     # source records on this network (0 = none recorded)
     max_chips: int = 1
+    # scale-out only: chips under full bisection bandwidth (0 = the whole fabric), and the
+    # oversubscription of the tier above them (1 = non-blocking)
+    pod_chips: int = 0
+    oversubscription: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

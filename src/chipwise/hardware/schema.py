@@ -166,6 +166,19 @@ class ScaleOutSpec(_Frozen):
     name: str
     bytes_per_s_per_chip_unidirectional: Figure
     max_chips: Figure | None = None
+    # Fabric above the NICs: ``pod_chips`` chips share full bisection bandwidth; traffic
+    # between pods crosses a tier ``oversubscription``:1 oversubscribed (1 = non-blocking,
+    # e.g. NVIDIA's rail-optimized fat tree; Meta's Llama 3 RoCE cluster: 3,072-GPU pods,
+    # 1:7 above). Left out: non-blocking.
+    pod_chips: Figure | None = None
+    oversubscription: Figure | None = None
+
+    @field_validator("oversubscription")
+    @classmethod
+    def _at_least_one(cls, v: Figure | None) -> Figure | None:
+        if v is not None and v.value < 1:
+            raise ValueError(f"oversubscription is a ratio >= 1 (1 = non-blocking), got {v.value}")
+        return v
 
 
 class AvailabilitySpec(_Frozen):

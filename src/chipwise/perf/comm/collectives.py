@@ -64,11 +64,15 @@ class GroupLayout:
         torus_axes: for a TPU, the group's extent along each ICI torus axis inside a slice,
             e.g. (16, 16) for a whole v6e-256 or (4, 4, 8) on v5p.
         wraparound: per axis, whether it has wraparound links; default: the full-axis rule.
+        span_chips: how many chips the group's ranks are spread over (a data-parallel group
+            strides over the model-parallel ranks); a group spread over more than the
+            scale-out network's ``pod_chips`` crosses its oversubscribed tier.
     """
 
     chips_per_domain: int
     torus_axes: tuple[int, ...] = ()
     wraparound: tuple[bool, ...] = ()
+    span_chips: int = 0  # chips the group's ranks are spread over (0: just the group)
 
     def __post_init__(self) -> None:
         if self.chips_per_domain < 1:
@@ -312,6 +316,15 @@ def collective_time(
             )
         bw_out = out.bytes_per_s_per_chip * eff.scale_out_fraction
         link_bytes_per_s = out.bytes_per_s_per_chip
+        span = max(layout.span_chips, n)
+        if out.oversubscription > 1 and 0 < out.pod_chips < span:
+            # every group crosses the pods' uplinks at once: 1/oversubscription of the NIC
+            bw_out /= out.oversubscription
+            link_bytes_per_s /= out.oversubscription
+            notes.append(
+                f"spans {span:,} chips, beyond pods of {out.pod_chips:,}: "
+                f"{out.oversubscription:g}:1 oversubscribed above them"
+            )
         alpha_out = alpha + SCALE_OUT_EXTRA_LATENCY_S
         if kind == "all-to-all":
             local = intra(kind, n_bytes * d / n)

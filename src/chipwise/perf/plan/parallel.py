@@ -52,6 +52,7 @@ class Group:
     axis: str
     size: int
     in_domain: int
+    span_chips: int = 0  # chips from the group's first rank to its last (size x stride)
 
     @property
     def domains(self) -> int:
@@ -103,12 +104,13 @@ def zero_shards(plan: Plan) -> tuple[int, int]:
 
 
 def _group(axis: str, size: int, stride: int, domain: int) -> Group:
+    span = size * stride
     if stride >= domain:
-        return Group(axis=axis, size=size, in_domain=1)
+        return Group(axis=axis, size=size, in_domain=1, span_chips=span)
     room = max(1, domain // stride)
     # the largest whole share of the group that fits in one domain (NVL72 holds 64 of 64)
     in_domain = max(d for d in range(1, min(size, room) + 1) if size % d == 0)
-    return Group(axis=axis, size=size, in_domain=in_domain)
+    return Group(axis=axis, size=size, in_domain=in_domain, span_chips=span)
 
 
 def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None) -> None:
@@ -196,7 +198,7 @@ class Network:
                 f"{self.chip.scale_up.domain_chips} chip"
                 f"{'s' if self.chip.scale_up.domain_chips > 1 else ''}"
             )
-        layout = GroupLayout(chips_per_domain=group.in_domain)
+        layout = GroupLayout(chips_per_domain=group.in_domain, span_chips=group.span_chips)
         return collective_time(
             _KIND_NAMES[kind], n_bytes, group.size, self.chip, efficiency=self.efficiency,
             spans_domains=layout,
