@@ -38,8 +38,8 @@ def test_qlora_excludes_tpus_and_names_the_smallest_gpu_it_fits_on_with_memory()
     data = _json("--method", "qlora", *CHIPS)
     assert "bitsandbytes" in {e["chip"]: e["why"] for e in data["excluded"]}["tpu-v6e"]
     text = _run("--method", "qlora", *CHIPS, "--objective", "time")
-    line = next(x for x in text.splitlines() if "smallest GPU it fits on" in x)
-    assert "L4 24GB ×1" in line and " of 24 GB" in line
+    line = next(x for x in text.splitlines() if "on one workstation card" in x)
+    assert "L4 24GB" in line and " of 24 GB" in line
 
 
 def test_an_unknown_lora_target_is_one_line_and_exit_2() -> None:

@@ -19,7 +19,13 @@ from chipwise.advise.nonml import bottleneck as bottleneck_of
 from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
 from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
-from chipwise.advise.situations import Context, Reason, non_ml_reason, reasons_for
+from chipwise.advise.situations import (
+    Context,
+    Reason,
+    is_workstation_card,
+    non_ml_reason,
+    reasons_for,
+)
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.hardware.schema import FEATURES
 from chipwise.workload.ir import NonMLKind, Training
@@ -186,6 +192,13 @@ def _non_ml(
     )
 
 
+def _smallest(single: list[Option], key: Callable[[Option], tuple[float, float]]) -> Option | None:
+    """The single GPU with the least memory the job fits on, a workstation card (PCIe,
+    <= 600 W, sold) when one fits: where a LoRA/QLoRA fine-tune can run on one desk."""
+    cards = [o for o in single if is_workstation_card(o.chip)]
+    return min(cards or single, key=lambda o: (o.chip.hbm_capacity_bytes, key(o)), default=None)
+
+
 def _chips(request: AdviseRequest, catalog: Catalog) -> tuple[Chip, ...]:
     if not request.chip_ids:
         return catalog.chips
@@ -276,9 +289,7 @@ def recommend(
         notes=tuple(notes),
         considered=tuple(considered),
         ownership=owning,
-        smallest_gpu=min(
-            single_gpu, key=lambda o: (o.chip.hbm_capacity_bytes, key(o)), default=None
-        ),
+        smallest_gpu=_smallest(single_gpu, key),
     )
 
 

@@ -47,7 +47,7 @@ from chipwise.advise.candidates import Option
 from chipwise.advise.defaults import DEADLINE_SOURCE
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
-from chipwise.advise.situations import BreakEven, describe
+from chipwise.advise.situations import BreakEven, describe, is_workstation_card
 from chipwise.hardware import PriceOffer
 from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.report.chips import offer_to_dict
@@ -310,7 +310,8 @@ def smallest_gpu_line(rec: Recommendation) -> str:
         return ""
     p = s.prediction
     mem = f"{p.memory.total_bytes / GB:,.1f} of {p.capacity_bytes / GB:,.0f} GB"
-    return f"smallest GPU it fits on: {s.chip.name} ×1 ({mem}): {describe(s)}"
+    where = "on one workstation card" if is_workstation_card(s.chip) else "smallest GPU it fits on"
+    return f"{where}: {s.chip.name} ({mem}): {describe(s)}"
 
 
 def _training_dict(rec: Recommendation) -> dict[str, Any] | None:
