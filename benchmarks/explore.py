@@ -15,7 +15,10 @@ run this script
    wrote (``points.parquet`` needs the ``[explore]`` extra, ``summary.html`` the ``[web]``).
 
 The grid is serving by default (``--phase train`` plans training instead, about 5x slower per
-point). Points/s depends on the machine and its load: compare ratios, not absolutes.
+point). Points/s depends on the machine and its load: compare ratios, not absolutes, and read
+them with the load average printed first (on a shared machine with no idle core a second
+worker cannot help; the CPU seconds then show what the pool costs: each spawned worker imports
+chipwise and warms its own per-chip caches).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,12 +53,25 @@ def make_grid(phase: str) -> Grid:
     return grid_from(spec)
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished child processes (pool workers)."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def timed(label: str, grid: Grid, **kwargs: object) -> tuple[float, tuple[object, ...]]:
-    start = time.perf_counter()
+    """Run the grid; print wall seconds, points/s and CPU seconds (Ray's workers are not
+    children of this process, so their CPU is not counted: 'n/a')."""
+    cpu, start = _cpu_s(), time.perf_counter()
     run = run_grid(grid, max_points=10_000, **kwargs)  # type: ignore[arg-type]
     seconds = time.perf_counter() - start
     rate = len(run.table) / seconds
-    print(f"{label:<22} {len(run.table):>6} points  {seconds:7.1f} s  {rate:7.1f} points/s")
+    used = "n/a" if "ray" in kwargs else f"{_cpu_s() - cpu:.1f}"
+    print(f"{label:<22} {len(run.table):>6} points  {seconds:7.1f} s  {rate:7.1f} points/s  "
+          f"CPU {used} s")  # fmt: skip
     return rate, run.table.rows
 
 
@@ -63,6 +81,7 @@ def main() -> int:
     parser.add_argument("--phase", choices=["infer", "train"], default="infer")
     args = parser.parse_args()
     grid = make_grid(args.phase)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     print(f"grid: {len(WORKLOADS)} workloads x {len(CHIPS)} chips x {len(COUNTS)} counts "
           f"({args.phase}) = {grid.size(len(CHIPS)):,} points")  # fmt: skip
     one, rows = timed("1 worker", grid, workers=1)

@@ -7,6 +7,10 @@ x precisions x phases x batch settings, on this machine's cores or a Ray cluster
   points were computed or read back from the cache).
 * ``load_grid(path)`` / ``grid_from(mapping)`` -> ``Grid`` (the TOML format is in
   ``grid.py``).
+
+``chipwise.explore`` (the attribute of the top-level package) is the function, so import this
+package's modules with ``from chipwise.explore import runner`` or ``from
+chipwise.explore.runner import run_grid``, not ``import chipwise.explore.runner as r``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@
 per workload x chip x precision x phase x settings, its points one per chip count) to
 
 * ``workers=1``: this process;
-* ``workers=N``: a pool of N processes (spawned, so a progress thread is never forked);
+* ``workers=N``: a pool of N processes, forked from a fork server that has imported chipwise
+  once (so starting a worker costs no import, and the parent's progress thread is never
+  forked), or spawned where there is no fork server (Windows);
 * ``ray="auto" | ADDRESS | "local"``: a Ray cluster (the ``[ray]`` extra): "auto" joins the
   cluster this machine belongs to, an address (``ray://head:10001`` or ``head:6379``) joins
   that one, "local" starts one on this machine bound to 127.0.0.1; a Ray session the caller
@@ -219,7 +221,10 @@ def _without(task: Task, rows: dict[int, Row]) -> Task:
 def _run_pool(
     tasks: Sequence[Task], workers: int, finished: Callable[[list[tuple[int, Row]]], None]
 ) -> None:
-    ctx = multiprocessing.get_context("spawn")
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["chipwise.explore.evaluate"])
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     try:
         with _sigint_ignored():  # workers start (and stay) deaf to Ctrl-C: the parent stops them
