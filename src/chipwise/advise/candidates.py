@@ -7,7 +7,7 @@ For each chip in the catalog (or the ones asked for), ``search_chip``
    is cost or a budget is set; not for sale under ``--own-hardware``; a budget below what the
    run costs even at peak FLOP/s;
 2. walks chip counts 1, 2, 4, ... up to ``request.max_chips``, by default the largest job
-   the catalog records for the chip (a TPU's, when not a power of two, is tried too),
+   the catalog records for the chip (tried too when not a power of two),
    skipping counts that cannot fit by a memory floor or cannot meet the run-length limit
    even at peak FLOP/s (``Predictor.memory_floor_bytes``, ``Predictor.step_floor_s``: lower
    bounds, so nothing that could qualify is skipped);
@@ -98,12 +98,12 @@ class ChipSearch:
 
 def chip_counts(chip: Chip, max_chips: int | None) -> tuple[int, ...]:
     """Powers of two from 1 up to the chip's limit (``request.max_chips_for``: --max-chips,
-    else the largest job the catalog records); a TPU's largest job is included when it is
-    not a power of two."""
+    else the largest job the catalog records); that job is included when it is not a power
+    of two."""
     limit = max_chips_for(chip, max_chips)
     counts = [2**i for i in range(int(math.log2(max(limit, 1))) + 1)]
-    if chip.kind == "tpu" and limit == chip.largest_job_chips and counts[-1] != limit:
-        counts.append(limit)
+    if limit == chip.largest_job_chips and counts[-1] != limit:
+        counts.append(limit)  # the recorded job itself (6,144 v5p, 3,072 A100, ...)
     return tuple(counts)
 
 
