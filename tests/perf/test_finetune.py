@@ -82,3 +82,21 @@ def test_lora_is_faster_than_full_and_qlora_pays_for_dequantization() -> None:
 def test_qlora_fits_an_8b_fine_tune_on_one_24_gb_gpu_where_full_training_does_not() -> None:
     assert _train("qlora", "l4").fits
     assert not _train("full", "l4").fits
+
+
+def test_qlora_fits_a_65b_fine_tune_on_one_48_gb_gpu_as_the_qlora_paper_reports() -> None:
+    # Dettmers et al. 2023, abstract: "finetune a 65B parameter model on a single 48GB GPU"
+    # (LLaMA 65B: 80 layers, d=8192, 64 heads, d_ff=22016, vocab 32000; r=64 on all linear
+    # layers, micro-batch 1 with gradient checkpointing, as in the paper's setup).
+    from chipwise.workload.ir import TransformerSpec
+
+    llama65 = TransformerSpec(
+        name="llama-65b", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=64, head_dim=128,
+        d_ff=22016, vocab_size=32000,
+    )  # fmt: skip
+    gpu_48gb = 48 * 2**30  # the paper's 48 GB GPUs (RTX A6000, A40): 48 GiB
+    for method, fits in (("qlora", True), ("lora", False)):
+        phase = Training(seq_len=512, global_batch=16, method=method, lora_rank=64)
+        pred = predict(Workload(model=llama65, phase=phase), "a100-sxm-80gb", 1, plan=PLAN)
+        assert isinstance(pred, TrainPrediction)
+        assert (pred.memory.total_bytes <= gpu_48gb) is fits, pred.memory.total_bytes / 2**30

@@ -30,10 +30,13 @@ from chipwise.workload.ir import Op, OpKind, Training, TransformerSpec
 QLORA_WEIGHT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 # Dequantisation: a table look-up and a scale multiply per weight.
 DEQUANT_FLOPS_PER_WEIGHT = 2.0
-# Adapter weights are kept in fp32 (PEFT upcasts adapters by default,
+# LoRA adapter weights are kept in fp32 (PEFT upcasts adapters by default,
 # ``autocast_adapter_dtype=True``, since PEFT 0.12): 4 B weight + 4 B grad + 8 B Adam m, v.
-ADAPTER_WEIGHT_BYTES = 4.0
-ADAPTER_GRAD_BYTES = 4.0
+# QLoRA keeps them in bf16 (Dettmers et al. 2023 §3, "BFloat16 ... LoRA adapters";
+# artidoro/qlora qlora.py casts the LoRA layers to bf16 under --bf16) with fp32 Adam
+# states: 2 + 2 + 8.
+ADAPTER_WEIGHT_BYTES = {"lora": 4.0, "qlora": 2.0}
+ADAPTER_GRAD_BYTES = {"lora": 4.0, "qlora": 2.0}
 ADAPTER_OPTIMIZER_BYTES = 8.0
 
 # Which LoRA target modules sit on which base matmul of ``layers.py``, and the share of
@@ -171,10 +174,10 @@ def with_dequant(ops: tuple[Op, ...], training: Training, *, backward: bool) -> 
     return dequant_ops(fwd, training) + ops
 
 
-def adapter_params_bytes(params: float) -> tuple[float, float, float]:
+def adapter_params_bytes(params: float, method: str = "lora") -> tuple[float, float, float]:
     """(weights, grads, optimizer) bytes of ``params`` adapter parameters."""
     return (
-        params * ADAPTER_WEIGHT_BYTES,
-        params * ADAPTER_GRAD_BYTES,
+        params * ADAPTER_WEIGHT_BYTES.get(method, 4.0),
+        params * ADAPTER_GRAD_BYTES.get(method, 4.0),
         params * ADAPTER_OPTIMIZER_BYTES,
     )

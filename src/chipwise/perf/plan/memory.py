@@ -26,9 +26,9 @@ function's output, the attention output); ``full`` keeps only each layer's input
 
 LoRA / QLoRA (``method``): the base weights are frozen, so they have no gradients and no
 optimizer states; the adapters (``lora_params``) keep fp32 weights, grads and Adam m, v
-(16 bytes each, ``ops.adapters``). Activations are still stored: the backward runs through
-every frozen layer to reach the adapters below it (Hu et al. 2021 §4.2 count the saving in
-weights and optimizer states only). QLoRA stores the base matmul weights in NF4 at
+(16 bytes each; QLoRA's bf16 adapters 12, ``ops.adapters``). Activations are still stored:
+the backward runs through every frozen layer to reach the adapters below it (Hu et al. 2021
+§4.2 count the saving in weights and optimizer states only). QLoRA stores the base matmul weights in NF4 at
 ``QLORA_WEIGHT_BYTES`` (0.516 B) each; embedding and LM head stay bf16 (bitsandbytes does
 not quantise them), as in the QLoRA paper's memory accounting (Dettmers et al. 2023 §3).
 """
@@ -396,7 +396,7 @@ def _adapter_state(
     else:
         base = held * base_bytes
     stage_share = layers_per_stage(spec.n_layers, pp) / spec.n_layers / tp
-    aw, ag, ao = adapter_params_bytes(lora_params * stage_share)
+    aw, ag, ao = adapter_params_bytes(lora_params * stage_share, method)
     return base + aw / weight_shards, ag / weight_shards, ao / optimizer_shards
 
 

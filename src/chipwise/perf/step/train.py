@@ -487,7 +487,8 @@ class StepModel(StepTimer):
         if self.training.adapters:  # frozen base gathered as stored; adapter grads only
             base = QLORA_WEIGHT_BYTES if self.training.method == "qlora" else WEIGHT_BYTES[key]
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers / plan.tp
-            return p * base, self.lora_params * share * ADAPTER_GRAD_BYTES
+            grad = ADAPTER_GRAD_BYTES.get(self.training.method, 4.0)
+            return p * base, self.lora_params * share * grad
         return p * WEIGHT_BYTES[key], p * GRAD_BYTES[key]
 
     def _fsdp(
