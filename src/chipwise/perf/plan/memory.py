@@ -29,8 +29,9 @@ optimizer states; the adapters (``lora_params``) keep fp32 weights, grads and Ad
 (16 bytes each; QLoRA's bf16 adapters 12, ``ops.adapters``). Activations are still stored:
 the backward runs through every frozen layer to reach the adapters below it (Hu et al. 2021
 §4.2 count the saving in weights and optimizer states only). QLoRA stores the base matmul
-weights in NF4 at ``QLORA_WEIGHT_BYTES`` (0.516 B) each; embedding and LM head stay bf16 (bitsandbytes does
-not quantise them), as in the QLoRA paper's memory accounting (Dettmers et al. 2023 §3).
+weights in NF4 at ``QLORA_WEIGHT_BYTES`` (0.516 B) each; embedding and LM head stay bf16
+(bitsandbytes does not quantise them), as in the QLoRA paper's accounting (Dettmers et al.
+2023 §3).
 """
 
 from __future__ import annotations
