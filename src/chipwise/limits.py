@@ -55,6 +55,12 @@ MAX_GLOBAL_BATCH = 100_000_000
 MAX_SEQ_LEN = 1 << 24
 # Concurrent serving requests on one deployment: 2^20.
 MAX_SERVE_BATCH = 1 << 20
+# Serving arrival rate: the largest public services peak near 1e6 requests/s; 1e7 is 10x.
+MAX_RPS = 1e7
+# Timed steps of one 'chipwise profile' run: a median needs a handful; 10000 is plenty.
+MAX_PROFILE_STEPS = 10_000
+# Worker processes one machine runs: 1024 is above any host's core count.
+MAX_WORKERS = 1024
 # Training tokens: 36T (Qwen 3, 2025) is the largest published; 1e16 is ~300x that.
 MAX_TOKENS = 1e16
 # Tokens per optimizer step (--batch-tokens): 16M (Llama 3 405B) is the largest published;

@@ -34,6 +34,33 @@ runner = CliRunner()
         (["advise", "--budget-usd", "1e300"], "--budget-usd is 1e\\+300"),
         (["advise", "--project", "/nonexistent/chipwise-project"], "cannot scan"),
         (["scan", "/nonexistent/chipwise-project"], "cannot scan"),
+        (
+            ["predict", "llama3-8b", "--chip", "h100", "--phase", "infer", "--seq-len", "8"],
+            "--seq-len is an option of --phase train",
+        ),
+        (
+            ["predict", "llama3-8b", "--chip", "h100", "--batch", "8"],
+            "--batch is an option of --phase infer",
+        ),
+        (
+            ["advise", "--phase", "infer", "--lora-rank", "8"],
+            "--lora-rank is an option of --phase train",
+        ),
+        (["predict", "llama3-8b", "--chip", "h100", "--phase", "infer", "--rps", "1e300"], "--rps"),
+        (
+            [
+                "predict",
+                "llama3-8b",
+                "--chip",
+                "h100",
+                "--phase",
+                "infer",
+                "--concurrency",
+                "99999999999",
+            ],
+            "--concurrency",
+        ),
+        (["advise", "--batch-tokens", "1e300"], "--batch-tokens is 1e\\+300"),
     ],
 )
 def test_hostile_options_are_one_line_and_exit_2(args: list[str], match: str) -> None:

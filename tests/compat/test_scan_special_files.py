@@ -60,3 +60,23 @@ def test_an_unreadable_folder_is_skipped_with_a_note(
     report = scan_project(tmp_path)
     assert report.frameworks == ("jax",)
     assert "secret: not readable (Permission denied); skipped" in report.notes
+
+
+def test_the_walk_stops_after_max_entries(tmp_path: Path) -> None:
+    from chipwise.compat.scan import ScanLimits
+
+    for i in range(30):
+        (tmp_path / f"data-{i}.bin").write_text("x")  # not read, but walked
+    (tmp_path / "z.py").write_text("import torch\n")
+    report = scan_project(tmp_path, limits=ScanLimits(max_entries=10))
+    assert any(n.startswith("stopped after visiting 10 entries") for n in report.notes)
+
+
+def test_reading_stops_at_max_total_bytes(tmp_path: Path) -> None:
+    from chipwise.compat.scan import ScanLimits
+
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text("import torch\n" + "#" * 100)
+    report = scan_project(tmp_path, limits=ScanLimits(max_total_bytes=250))
+    assert report.files_scanned == 3
+    assert any("more file(s) not read" in n for n in report.notes)

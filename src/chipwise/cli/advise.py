@@ -24,6 +24,7 @@ from chipwise.cli.output import (
     print_json,
     progress_bar,
     quiet_option,
+    refuse_other_phase_options,
     show_progress,
     spinner,
 )
@@ -90,6 +91,7 @@ class FrameworkChoice(StrEnum):
 
 @app.command("advise")
 def advise(
+    ctx: typer.Context,
     workload: str = typer.Argument(
         DEFAULT_WORKLOAD,
         metavar="[WORKLOAD]",
@@ -264,6 +266,7 @@ def advise(
     if html is not None:
         check_writable(html, "--html")
     _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
+    refuse_other_phase_options(ctx, phase.value)
     chip_ids = _chip_list(chips)
     catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices
     if chip_files:

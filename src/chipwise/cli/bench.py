@@ -63,6 +63,7 @@ from chipwise.cli.output import (
 )
 from chipwise.errors import MeasurementError
 from chipwise.hardware import default_catalog
+from chipwise.limits import MAX_PROFILE_STEPS
 from chipwise.perf import EFFICIENCY_PARAMETERS, efficiency_for
 from chipwise.units import format_rate, format_seconds
 
@@ -470,9 +471,15 @@ def profile_command(
     ),
     device: str = typer.Option("auto", "--device", help="auto | cuda | cpu (PyTorch)."),
     steps: int = typer.Option(
-        3, "--steps", min=1, help="Timed training steps (the median is reported)."
+        3,
+        "--steps",
+        min=1,
+        max=MAX_PROFILE_STEPS,
+        help="Timed training steps (the median is reported).",
     ),
-    warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed steps before the timed ones."),
+    warmup: int = typer.Option(
+        1, "--warmup", min=0, max=MAX_PROFILE_STEPS, help="Untimed steps before the timed ones."
+    ),
     dtype: str | None = typer.Option(
         None, "--dtype", help="Cast the model to fp32 | bf16 | fp16. Default: as built."
     ),

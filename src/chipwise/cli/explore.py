@@ -27,6 +27,7 @@ from chipwise.explore import (
     run_grid,
 )
 from chipwise.explore.table import EXPLORE_EXTRA_HINT
+from chipwise.limits import MAX_WORKERS
 from chipwise.units import parse_quantity
 
 JSON_SCHEMA_VERSION = 1
@@ -110,6 +111,7 @@ def explore_command(
         0,
         "--workers",
         min=0,
+        max=MAX_WORKERS,
         help="Processes on this machine. Default (0): every core (one for a small grid).",
     ),
     ray: str | None = typer.Option(

@@ -86,3 +86,24 @@ def spinner(enabled: bool, text: str) -> Iterator[None]:
         return
     with err_console.status(text):
         yield
+
+
+def refuse_other_phase_options(ctx: typer.Context, phase: str) -> None:
+    """An option of the other phase that the user gave (on the command line or from the
+    environment) is an error naming it, never silently ignored. An option belongs to a phase
+    when its help starts with "Train" or "Infer" (the convention of every command's help).
+    """
+    from typer._click.core import ParameterSource
+
+    other = "Infer" if phase == "train" else "Train"
+    given = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    for param in ctx.command.params:
+        help_text = str(getattr(param, "help", "") or "")
+        if not help_text.startswith(other) or param.name is None:
+            continue
+        if ctx.get_parameter_source(param.name) in given:
+            flag = param.opts[0] if param.opts else param.name
+            raise ChipwiseError(
+                f"{flag} is an option of --phase {other.lower()}, not used with --phase "
+                f"{phase}; drop it, or use --phase {other.lower()}"
+            )

@@ -30,12 +30,19 @@ from rich.table import Table
 from chipwise.bench.calibrate import calibrated_efficiency
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
-from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
+from chipwise.cli.output import (
+    console,
+    print_json,
+    quiet_option,
+    refuse_other_phase_options,
+    show_progress,
+    spinner,
+)
 from chipwise.cost import cheapest_offer, price_of_prediction
 from chipwise.errors import MeasurementError, WorkloadError
 from chipwise.hardware import Chip, PriceOffer, chip_option, default_catalog
 from chipwise.hardware.prices import run_catalog
-from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_SEQ_LEN, MAX_SERVE_BATCH
+from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_RPS, MAX_SEQ_LEN, MAX_SERVE_BATCH
 from chipwise.perf import (
     Breakdown,
     InferPrediction,
@@ -86,6 +93,7 @@ PRECISION_HELP = (
 
 @app.command("predict")
 def predict_command(
+    ctx: typer.Context,
     workload: str = typer.Argument(
         ...,
         metavar="WORKLOAD",
@@ -132,10 +140,11 @@ def predict_command(
         None,
         "--concurrency",
         min=1,
+        max=MAX_SERVE_BATCH,
         help="Infer: closed loop of N clients on a continuously batching engine.",
     ),
     rps: float | None = typer.Option(
-        None, "--rps", min=0.0, help="Infer: open loop, Poisson arrivals (requests/s)."
+        None, "--rps", min=0.0, max=MAX_RPS, help="Infer: open loop, Poisson arrivals (requests/s)."
     ),
     max_throughput: bool = typer.Option(
         False,
@@ -144,10 +153,18 @@ def predict_command(
         "at its batch, token and KV-cache limits.",
     ),
     input_len_std: float = typer.Option(
-        0.0, "--input-len-std", min=0.0, help="Infer: prompt length std (log-normal)."
+        0.0,
+        "--input-len-std",
+        min=0.0,
+        max=MAX_SEQ_LEN,
+        help="Infer: prompt length std (log-normal).",
     ),
     output_len_std: float = typer.Option(
-        0.0, "--output-len-std", min=0.0, help="Infer: output length std (log-normal)."
+        0.0,
+        "--output-len-std",
+        min=0.0,
+        max=MAX_SEQ_LEN,
+        help="Infer: output length std (log-normal).",
     ),
     lengths_file: Path | None = typer.Option(
         None,
@@ -156,10 +173,18 @@ def predict_command(
         "dataset's length profile); replaces --input-len/--output-len.",
     ),
     max_num_seqs: int = typer.Option(
-        0, "--max-num-seqs", min=0, help="Infer: engine's max running sequences (0 = default)."
+        0,
+        "--max-num-seqs",
+        min=0,
+        max=MAX_SERVE_BATCH,
+        help="Infer: engine's max running sequences (0 = default).",
     ),
     max_num_tokens: int = typer.Option(
-        0, "--max-num-tokens", min=0, help="Infer: engine's tokens per step (0 = default)."
+        0,
+        "--max-num-tokens",
+        min=0,
+        max=MAX_SEQ_LEN,
+        help="Infer: engine's tokens per step (0 = default).",
     ),
     kv_dtype: KvDtypeChoice = typer.Option(
         KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
@@ -213,6 +238,7 @@ def predict_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict step time, throughput and memory of WORKLOAD on --chips x --chip."""
+    refuse_other_phase_options(ctx, phase.value)
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
     if isinstance(model, Primitive) and model.kind == "matmul" and workload.count(":") < 2:

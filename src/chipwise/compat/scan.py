@@ -31,6 +31,12 @@ from chipwise.errors import ScanError
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # A monorepo bound: beyond this many files the scan stops and says so.
 MAX_FILES = 20_000
+# Directory entries the walk visits (files of every kind, folders): a path such as / or a
+# home folder would otherwise walk for minutes; a large monorepo has ~1e5.
+MAX_ENTRIES = 500_000
+# Bytes read in all: 20,000 files of 2 MiB would be 40 GB; real projects' source and
+# dependency files total well under 100 MiB.
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
 
 SKIP_DIRS = frozenset(
     {
@@ -68,12 +74,15 @@ class ScanLimits:
 
     max_file_bytes: int = MAX_FILE_BYTES
     max_files: int = MAX_FILES
+    max_entries: int = MAX_ENTRIES
+    max_total_bytes: int = MAX_TOTAL_BYTES
 
     def __post_init__(self) -> None:
-        if self.max_file_bytes <= 0 or self.max_files <= 0:
+        if min(self.max_file_bytes, self.max_files, self.max_entries, self.max_total_bytes) <= 0:
             raise ScanError(
                 f"scan limits must be positive (max_file_bytes={self.max_file_bytes}, "
-                f"max_files={self.max_files})"
+                f"max_files={self.max_files}, max_entries={self.max_entries}, "
+                f"max_total_bytes={self.max_total_bytes})"
             )
 
 
@@ -117,9 +126,13 @@ class _State:
     dependency_files: list[str] = field(default_factory=list)
     too_big: list[str] = field(default_factory=list)
     special: list[str] = field(default_factory=list)  # FIFOs, devices, sockets: never read
+    over_budget: list[str] = field(default_factory=list)  # past max_total_bytes
     links: int = 0
     files: int = 0
+    entries: int = 0  # directory entries the walk visited
+    bytes_read: int = 0
     stopped: bool = False
+    stopped_why: str = ""
 
     def read(self, rel: str) -> str | None:
         """The text of a project file, or None (too big, unreadable, not a regular file) with
@@ -139,6 +152,9 @@ class _State:
             if info.st_size > self.limits.max_file_bytes:
                 self.too_big.append(rel)
                 return None
+            if self.bytes_read + info.st_size > self.limits.max_total_bytes:
+                self.over_budget.append(rel)
+                return None
             with os.fdopen(os.dup(fd), "rb") as file:
                 data = file.read(self.limits.max_file_bytes + 1)
         except OSError as err:
@@ -149,6 +165,7 @@ class _State:
         if len(data) > self.limits.max_file_bytes:
             self.too_big.append(rel)
             return None
+        self.bytes_read += len(data)
         return data.decode("utf-8", errors="replace")
 
 
@@ -266,6 +283,11 @@ def _walk(root: Path, st: _State) -> list[tuple[str, str]]:
             and not os.path.islink(os.path.join(dirpath, d))
         )
         rel_dir = Path(dirpath).relative_to(root)
+        st.entries += len(dirnames) + len(filenames)
+        if st.entries > st.limits.max_entries:
+            st.stopped = True
+            st.stopped_why = f"stopped after visiting {st.limits.max_entries:,} entries"
+            return out
         for name in sorted(filenames):
             role = file_role(name, Path(dirpath).name, st.knowledge)
             if role is None:
@@ -284,6 +306,7 @@ def _walk(root: Path, st: _State) -> list[tuple[str, str]]:
                 continue
             if len(out) >= st.limits.max_files:
                 st.stopped = True
+                st.stopped_why = f"stopped after {st.limits.max_files} files"
                 return out
             out.append((rel, role))
     return out
@@ -364,7 +387,12 @@ def scan_project(
         shown = ", ".join(st.special[:5]) + (" ..." if len(st.special) > 5 else "")
         notes.append(f"skipped {len(st.special)} FIFO(s), device(s) or socket(s): {shown}")
     if st.stopped:
-        notes.append(f"stopped after {limits.max_files} files; the rest was not scanned")
+        notes.append(f"{st.stopped_why}; the rest was not scanned")
+    if st.over_budget:
+        notes.append(
+            f"read {limits.max_total_bytes // (1024 * 1024)} MiB in all, the limit; "
+            f"{len(st.over_budget)} more file(s) not read"
+        )
     findings, unclassified = verdict.classify(st.hits, knowledge)
     found_frameworks = verdict.frameworks(findings, knowledge)
     if not found_frameworks and not any(not f.optional for f in findings):
