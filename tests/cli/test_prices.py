@@ -154,3 +154,13 @@ def test_predict_prices_a_step_with_the_files_price_and_names_it(tmp_path: Path)
     price = data["price"]
     assert price["offer"]["source"] == "--prices mine.csv"
     assert price["usd_per_step"] == pytest.approx(data["step_time_s"] * 8 * 2.0 / 3600)
+
+
+def test_advise_energy_prices_from_the_file_set_the_carbon(tmp_path: Path) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text("[energy]\ngrid_kg_co2e_per_kwh = 0.02\n")
+    args = ["advise", "llama3-8b", "--chips", "h100,tpu-v5p", "--max-chips", "8"]
+    rec = _json(*args, "--prices", str(path))
+    for o in rec["options"]:
+        assert o["kg_co2e"] == pytest.approx(o["kwh"] * 0.02)
+    assert any("grid carbon intensity are set by the file" in n for n in rec["notes"])

@@ -39,6 +39,7 @@ from chipwise.cost import (
     TrainingRun,
     cheapest,
     costs_of_run,
+    energy_in_region,
     energy_of_run,
     energy_of_serving,
     offers_in,
@@ -129,7 +130,9 @@ def _priced_training(
     pred: TrainPrediction, chip: Chip, request: AdviseRequest, catalog: Catalog
 ) -> Option:
     run = TrainingRun(tokens=request.tokens or pred.tokens_per_step)
-    energy = energy_of_run(pred, chip, run, facility="owned" if request.own_hardware else "cloud")
+    energy = energy_of_run(
+        pred, chip, run, request.assumptions, facility="owned" if request.own_hardware else "cloud"
+    )
     days = run.steps(pred) * pred.step_time_s / SECONDS_PER_DAY
     excluded = ""
     cost: RunCost | OwnedRunCost | None
@@ -155,6 +158,7 @@ def _priced_training(
                 excluded = no_price_reason(request)
         else:
             cost, usd, label = best, best.usd_total, offer_label(best.offer)
+            energy = energy_in_region(energy, best.offer, request.assumptions)
     excluded = excluded or _constraints(days, usd, request)
     return Option(
         chip=chip,
@@ -197,7 +201,7 @@ def _priced_serving(
 ) -> Option:
     load = ServingLoad(requests_per_day=request.requests_per_day or 1.0)
     energy = energy_of_serving(
-        pred, chip, load, facility="owned" if request.own_hardware else "cloud"
+        pred, chip, load, request.assumptions, facility="owned" if request.own_hardware else "cloud"
     )
     excluded = ""
     usd: float | None
@@ -222,6 +226,7 @@ def _priced_serving(
                 excluded = no_price_reason(request)
         else:
             usd, label = cost.usd_per_day, offer_label(cost.offer)
+            energy = energy_in_region(energy, cost.offer, request.assumptions)
     if (
         not excluded
         and request.budget_usd is not None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from chipwise.advise.defaults import DEFAULT_DEADLINE_DAYS
+from chipwise.cost import Assumptions
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.chip import Chip
 from chipwise.limits import (
@@ -123,6 +124,9 @@ class AdviseRequest:
     # itself; allow = rank by the numbers alone; as-is = only chips that run as is.
     porting: Porting = "auto"
     work: float | None = None  # non-ML: amount of work in the kind's unit (advise.nonml)
+    # Cost and energy assumptions (electricity price, grid intensity, PUE, ...); None: the
+    # packaged defaults, with each cloud region's own grid and power price where known.
+    assumptions: Assumptions | None = None
 
     @property
     def deadline_limit_days(self) -> float:

@@ -28,6 +28,7 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
+from chipwise.cost import with_energy_prices
 from chipwise.hardware import load_chip_file, with_user_chips
 from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
@@ -332,6 +333,7 @@ def advise(
         max_chips=max_chips,
         porting="allow" if allow_porting else "as-is" if as_is else "auto",
         work=_quantity("--work", work) if work else None,
+        assumptions=with_energy_prices(user_prices.energy if user_prices else None),
         batch_note=batch_note,
     )
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:

@@ -45,6 +45,13 @@ from chipwise.cost.pricing import (
     requests_per_s_per_replica,
     serving_costs,
 )
+from chipwise.cost.regions import (
+    RegionEnergy,
+    energy_in_region,
+    load_regions,
+    regional_assumptions,
+    with_energy_prices,
+)
 from chipwise.cost.tco import (
     BreakEven,
     NotPurchasable,
@@ -74,6 +81,7 @@ __all__ = [
     "Ownership",
     "PerfPerWatt",
     "PurchaseUnit",
+    "RegionEnergy",
     "RunCost",
     "RunEnergy",
     "ServingCost",
@@ -88,9 +96,11 @@ __all__ = [
     "cost_of_run",
     "costs_of_run",
     "default_assumptions",
+    "energy_in_region",
     "energy_of_run",
     "energy_of_serving",
     "load_assumptions",
+    "load_regions",
     "offers_in",
     "owned_cost",
     "owned_cost_of_run",
@@ -101,7 +111,9 @@ __all__ = [
     "price_serving",
     "price_step",
     "purchase_unit",
+    "regional_assumptions",
     "replicas_for",
     "requests_per_s_per_replica",
     "serving_costs",
+    "with_energy_prices",
 ]

@@ -73,13 +73,16 @@ class _AssumptionsFile(BaseModel):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssumptionSource:
-    """Where a default came from. ``default`` is the file's value, to detect overrides."""
+    """Where a value came from. ``default`` is the value the source gives, to detect
+    overrides; ``origin`` is "packaged" (assumptions.toml), "region" (the cloud region's
+    figure, cost/data/regions.toml) or "user" (a --prices file)."""
 
     default: float
     unit: str
     source: str
     date: str
     note: str = ""
+    origin: str = "packaged"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +139,28 @@ class Assumptions:
             )
         changes: dict[str, Any] = dict(values)
         return dataclasses.replace(self, **changes)
+
+    def sourced(
+        self, name: str, value: float, *, source: str, date: str, origin: str
+    ) -> Assumptions:
+        """A copy with ``name`` set to ``value`` and cited to ``source`` (not as an
+        override): a region's grid intensity, or a --prices file's electricity price."""
+        old = self.sources.get(name)
+        unit = old.unit if old is not None else ""
+        sources = dict(self.sources)
+        sources[name] = AssumptionSource(
+            default=value, unit=unit, source=source, date=date, origin=origin
+        )
+        return dataclasses.replace(
+            self.override(**{name: value}), sources=MappingProxyType(sources)
+        )
+
+    def origin_of(self, name: str) -> str:
+        """packaged | region | user | override (changed in code without a source)."""
+        src = self.sources.get(name)
+        if src is None or float(getattr(self, name)) != src.default:
+            return "override"
+        return src.origin
 
     def idle_fraction(self, kind: str) -> tuple[str, float]:
         """(name, value) of the idle fraction of TDP for a chip ``kind``."""

@@ -44,6 +44,7 @@ from chipwise.advise.defaults import (
     default_tokens,
     training_batch,
 )
+from chipwise.cost import with_energy_prices
 from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import Catalog, default_catalog
 from chipwise.hardware.prices import UserPrices, load_prices_text, run_catalog
@@ -544,6 +545,8 @@ def create_app(
         def job(check: Callable[[], None]) -> AdviseResponse:
             request = request_from_body(body, scan_paths=allowed_hosts is not None)
             catalog, user = catalog_for_body(body)
+            if user is not None and user.energy is not None:
+                request = replace(request, assumptions=with_energy_prices(user.energy))
             rec = recommend(request, catalog, progress=lambda chip, i, total: check())
             if user is not None:
                 rec = replace(rec, notes=(*rec.notes, user.note))
