@@ -177,6 +177,20 @@ class GpuModel(PerfModel):
     def __init__(self, chip: Chip, efficiency: Efficiency | None = None) -> None:
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
+        # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
+        # (an expert's GEMM at each layout with the same tokens per expert) many times
+        self._gemms: dict[tuple[int, int, int, int, float, float, float | None], GemmPlan] = {}
+
+    def _plan_gemm(
+        self, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float,
+        fraction: float | None,
+    ) -> GemmPlan:  # fmt: skip
+        key = (m, n, k, batch, peak, n_bytes, fraction)
+        g = self._gemms.get(key)
+        if g is None:
+            g = plan_gemm(self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction)
+            self._gemms[key] = g
+        return g
 
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
@@ -194,7 +208,7 @@ class GpuModel(PerfModel):
             # leaves SMs idle in its last wave and pays its own launch
             m, n, k = op.mnk
             e = op.batch
-            g = plan_gemm(chip, eff, m, n, k, 1, peak, n_bytes / e, eff.gemm_fraction(op.dtype))
+            g = self._plan_gemm(m, n, k, 1, peak, n_bytes / e, eff.gemm_fraction(op.dtype))
             r = Roof(compute_s=e * g.compute_s, memory_s=e * g.memory_s,
                      overhead_s=e * eff.launch_overhead_s)  # fmt: skip
             notes.append(
@@ -203,7 +217,7 @@ class GpuModel(PerfModel):
             )
         elif op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
-            g = plan_gemm(chip, eff, m, n, k, op.batch, peak, n_bytes, eff.gemm_fraction(op.dtype))
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, eff.gemm_fraction(op.dtype))
             r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
             notes.append(
                 f"tile {g.tile[0]}x{g.tile[1]} split-k {g.split_k}: {g.tiles} tiles in "
