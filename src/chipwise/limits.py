@@ -129,6 +129,10 @@ def check_number(
     return value
 
 
+# Non-ML --work (fp64 FLOPs, bytes, pixels): a year of a 1 EFLOP/s machine is ~3e25 FLOPs;
+# 1e24 is far past any job one would advise on, and every default (1e18) is well inside it.
+MAX_WORK = 1e24
+
 # The bound of each quantity option (a count such as 15T), by the name the user typed.
 QUANTITY_BOUNDS: dict[str, float] = {
     "tokens": MAX_TOKENS,
@@ -136,6 +140,7 @@ QUANTITY_BOUNDS: dict[str, float] = {
     "batch_tokens": MAX_BATCH_TOKENS,
     "requests-per-day": MAX_REQUESTS_PER_DAY,
     "requests_per_day": MAX_REQUESTS_PER_DAY,
+    "work": MAX_WORK,
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from chipwise.limits import MAX_TOKENS, check_number
 from chipwise.workload.accounting import model_flops_per_token, params_total
 from chipwise.workload.ir import TransformerSpec
 
@@ -47,6 +48,10 @@ BATCH_LAW_EXPONENT = 0.3271
 # Sequences per step for a workload that is not a transformer the law can be applied to.
 DEFAULT_GLOBAL_BATCH = 256
 BATCH_LAW_SOURCE = "DeepSeek LLM scaling law B_opt = 0.292 x C^0.3271 tokens (arXiv 2401.02954)"
+# The law is fitted up to ~3e20 FLOPs; past the largest published batch it would extrapolate
+# into batches no run has used. DeepSeek-V3's 15,360 x 4,096 = 62.9M tokens per step (arXiv
+# 2412.19437, section 4.2) is the largest published: the default never goes beyond it.
+LARGEST_PUBLISHED_BATCH_TOKENS = 15_360 * 4_096
 
 
 def default_global_batch(model: TransformerSpec, tokens: float, seq_len: int) -> tuple[int, str]:
@@ -54,7 +59,9 @@ def default_global_batch(model: TransformerSpec, tokens: float, seq_len: int) ->
     DeepSeek LLM law at the run's compute, rounded to the nearest power of two (so it divides
     over power-of-two data-parallel ranks); and a line saying so."""
     compute = model_flops_per_token(model, seq_len) * tokens
-    batch_tokens = BATCH_LAW_TOKENS_COEFF * compute**BATCH_LAW_EXPONENT
+    batch_tokens = min(
+        BATCH_LAW_TOKENS_COEFF * compute**BATCH_LAW_EXPONENT, LARGEST_PUBLISHED_BATCH_TOKENS
+    )
     seqs = 2 ** max(0, round(math.log2(max(batch_tokens / seq_len, 1.0))))
     note = (
         f"global batch {seqs:,} x {seq_len:,} tokens = {seqs * seq_len / 1e6:,.1f}M tokens per "
@@ -87,6 +94,8 @@ def training_batch(
     with a token count, else ``DEFAULT_GLOBAL_BATCH``."""
     if global_batch is not None:
         return global_batch, ""
+    if tokens is not None:  # checked here too: the batch law runs before the request exists
+        check_number("--tokens", tokens, high=MAX_TOKENS)
     if batch_tokens is not None:
         seqs = max(1, round(batch_tokens / seq_len))
         return seqs, f"global batch {seqs:,} x {seq_len:,} tokens (--batch-tokens)"

@@ -16,6 +16,7 @@ from chipwise.limits import (
     MAX_REQUESTS_PER_DAY,
     MAX_TOKENS,
     MAX_USD,
+    MAX_WORK,
     check_number,
     check_whole,
 )
@@ -56,10 +57,6 @@ def max_chips_for(chip: Chip, max_chips: int | None) -> int:
     if chip.kind == "tpu" and job is not None:
         return min(max_chips, job)
     return max_chips
-
-
-# The largest --work (non-ML FLOPs or bytes): far past any real job.
-MAX_WORK = 1e24
 
 
 class AdviseError(ChipwiseError):
