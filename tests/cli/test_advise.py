@@ -370,3 +370,21 @@ def test_html_without_plotly_still_writes_the_report_with_static_charts(
     page = report.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 2
     assert "Plotly.newPlot" not in page and "pip install &#x27;chipwise[web]&#x27;" in page
+
+
+def test_google_scale_training_answers_at_the_scale_it_means() -> None:
+    """Issue 11's command, no other flag: a pick within the 120-day default deadline, a best
+    GPU and a best TPU, runs of 8,192+ chips among the options, v6e beyond one 256-chip pod,
+    the batch law and the deadline stated."""
+    data = advise("llama3-405b", "--phase", "train", "--tokens", "15T", "--cloud", "gcp",
+                  "--framework", "jax")  # fmt: skip
+    assert data["pick"] and data["best_gpu"] and data["best_tpu"]
+    assert data["pick"]["days"] <= 120
+    assert max(o["total_chips"] for o in data["options"]) >= 8192
+    v6e = [o for o in data["options"] if o["chip"] == "tpu-v6e"]
+    assert v6e and v6e[0]["total_chips"] > 256
+    constraints = data["constraints"]
+    assert constraints["max_chips"] is None and constraints["deadline_limit_days"] == 120
+    assert "2401.02954" in constraints["batch_note"]
+    rule = by_rule(data, "massive-training")
+    assert rule["agrees_with_article"] is not None
