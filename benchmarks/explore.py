@@ -17,8 +17,7 @@ run this script
 The grid is serving by default (``--phase train`` plans training instead, about 5x slower per
 point). Points/s depends on the machine and its load: compare ratios, not absolutes, and read
 them with the load average printed first (on a shared machine with no idle core a second
-worker cannot help; the CPU seconds then show what the pool costs: each spawned worker imports
-chipwise and warms its own per-chip caches).
+worker cannot help).
 """
 
 from __future__ import annotations
@@ -63,13 +62,14 @@ def _cpu_s() -> float:
 
 
 def timed(label: str, grid: Grid, **kwargs: object) -> tuple[float, tuple[object, ...]]:
-    """Run the grid; print wall seconds, points/s and CPU seconds (Ray's workers are not
-    children of this process, so their CPU is not counted: 'n/a')."""
+    """Run the grid; print wall seconds, points/s and CPU seconds (in this process only: pool
+    workers are forked by a fork server and Ray's by its raylet, not children of this
+    process, so theirs is not counted: 'n/a')."""
     cpu, start = _cpu_s(), time.perf_counter()
     run = run_grid(grid, max_points=10_000, **kwargs)  # type: ignore[arg-type]
     seconds = time.perf_counter() - start
     rate = len(run.table) / seconds
-    used = "n/a" if "ray" in kwargs else f"{_cpu_s() - cpu:.1f}"
+    used = f"{_cpu_s() - cpu:.1f}" if run.runner == "serial" else "n/a"
     print(f"{label:<22} {len(run.table):>6} points  {seconds:7.1f} s  {rate:7.1f} points/s  "
           f"CPU {used} s")  # fmt: skip
     return rate, run.table.rows
