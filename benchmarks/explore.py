@@ -14,8 +14,8 @@ run this script
 3. runs ``chipwise explore`` (the CLI) over the now complete cache and lists the files it
    wrote (``points.parquet`` needs the ``[explore]`` extra, ``summary.html`` the ``[web]``).
 
-The grid is serving by default (``--phase train`` plans training instead, about 5x slower per
-point). Points/s depends on the machine and its load: compare ratios, not absolutes, and read
+The grid is serving by default (``--phase train`` plans training instead, roughly 10x slower
+per point). Points/s depends on the machine and its load: compare ratios, not absolutes, and read
 them with the load average printed first (on a shared machine with no idle core a second
 worker cannot help).
 """
