@@ -56,3 +56,11 @@ def test_own_hardware_prints_a_purchase_payback_and_break_even() -> None:
     text = _run(*args)
     assert "buy: 1 ×" in text and "8-GPU server" in text
     assert "pays back" in text and "utilization" in text
+
+
+def test_a_higher_utilization_pays_back_sooner() -> None:
+    args = ["mistral-7b", "--own-hardware", "--tokens", "500M", "--chips", "mi300x"]
+    low = _json(*args, "--utilization", "0.5")["ownership"]
+    high = _json(*args, "--utilization", "0.95")["ownership"]
+    assert (low["utilization"], high["utilization"]) == (0.5, 0.95)
+    assert high["payback_years"] < (low["payback_years"] or float("inf"))

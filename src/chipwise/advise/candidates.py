@@ -137,7 +137,7 @@ def _priced_training(
     excluded = ""
     cost: RunCost | OwnedRunCost | None
     if request.own_hardware:
-        owned = owned_cost_of_run(pred, chip, catalog, run)
+        owned = owned_cost_of_run(pred, chip, catalog, run, assumptions=request.assumptions)
         if isinstance(owned, NotPurchasable):
             cost, usd, label = None, None, "not for sale"
             excluded = f"cannot be owned: {owned.reason}"
@@ -208,7 +208,7 @@ def _priced_serving(
     cost: ServingCost | None = None
     replicas = replicas_for(pred, load)
     if request.own_hardware:
-        owned = owned_cost(chip, catalog, pred=pred)
+        owned = owned_cost(chip, catalog, pred=pred, assumptions=request.assumptions)
         if isinstance(owned, NotPurchasable):
             usd, label, excluded = None, "not for sale", f"cannot be owned: {owned.reason}"
         else:

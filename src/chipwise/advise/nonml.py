@@ -75,7 +75,7 @@ def _rate(chip: Chip, what: str) -> tuple[float, bool]:
 
 def _price(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tuple[float | None, str]:
     if request.own_hardware:
-        owned = owned_cost(chip, catalog)
+        owned = owned_cost(chip, catalog, assumptions=request.assumptions)
         if isinstance(owned, NotPurchasable):
             return None, "not for sale"
         return owned.usd_per_chip_hour_owned, "owned, TCO"

@@ -43,6 +43,7 @@ def ownership_advice(
         chips_used=pick.total_chips,
         job_hours=pick.days * 24,
         rent_usd=rent.usd,
+        assumptions=request.assumptions,
     )
     where = "any cloud" if request.cloud == "any" else request.cloud
     pricing = "cheapest of any pricing" if request.pricing == "any" else request.pricing

@@ -28,7 +28,7 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
-from chipwise.cost import with_energy_prices
+from chipwise.cost import Assumptions, default_assumptions, with_energy_prices
 from chipwise.hardware import load_chip_file, with_user_chips
 from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
@@ -124,6 +124,14 @@ def advise(
         None,
         "--project",
         help="A project folder to scan (read, never run); chips it cannot run on are excluded.",
+    ),
+    utilization: float | None = typer.Option(
+        None,
+        "--utilization",
+        min=0.01,
+        max=1.0,
+        help="With --own-hardware: share of the hours the hardware does paid work (default "
+        "0.61, a sourced assumption); sets its cost per used hour and the payback.",
     ),
     allow_porting: bool = typer.Option(
         False,
@@ -333,7 +341,9 @@ def advise(
         max_chips=max_chips,
         porting="allow" if allow_porting else "as-is" if as_is else "auto",
         work=_quantity("--work", work) if work else None,
-        assumptions=with_energy_prices(user_prices.energy if user_prices else None),
+        assumptions=_with_utilization(
+            with_energy_prices(user_prices.energy if user_prices else None), utilization
+        ),
         batch_note=batch_note,
     )
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:
@@ -371,6 +381,16 @@ def _check_phase_options(
             "--requests-per-day is for serving; training is sized by --tokens (drop "
             "--requests-per-day, or use --phase infer)"
         )
+
+
+def _with_utilization(
+    assumptions: Assumptions | None, utilization: float | None
+) -> Assumptions | None:
+    """``--utilization`` overrides the owned duty cycle (``owned_duty_cycle``)."""
+    if utilization is None:
+        return assumptions
+    base = default_assumptions() if assumptions is None else assumptions
+    return base.override(owned_duty_cycle=utilization)
 
 
 def _chip_list(text: str | None) -> tuple[str, ...]:
