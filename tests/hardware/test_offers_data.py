@@ -14,7 +14,12 @@ CATALOG = default_catalog()
 OFFERS = CATALOG.offers
 _ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
 # Price order within one provider, chip and region: commitment and preemption only cut prices.
-CHEAPER_THAN = {"spot": "on-demand", "committed-1y": "on-demand", "committed-3y": "committed-1y"}
+CHEAPER_THAN = {
+    "spot": "on-demand",
+    "committed-1y": "on-demand",
+    "committed-3y": "committed-1y",
+    "capacity-block": "on-demand",
+}
 
 
 def _offer_id(o: PriceOffer) -> str:
@@ -22,7 +27,9 @@ def _offer_id(o: PriceOffer) -> str:
 
 
 def test_there_are_offers_for_every_kind_of_pricing_and_provider() -> None:
-    assert {o.pricing for o in OFFERS} == {"on-demand", "spot", "committed-1y", "committed-3y"}
+    assert {o.pricing for o in OFFERS} == {
+        "on-demand", "spot", "committed-1y", "committed-3y", "capacity-block",
+    }  # fmt: skip
     assert {"gcp", "aws", "azure", "lambda", "runpod"} <= {o.provider for o in OFFERS}
 
 

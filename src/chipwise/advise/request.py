@@ -30,7 +30,7 @@ CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
 # Which cloud prices rank the options: one pricing model, or the cheapest of all ("any").
 # On-demand is the default: spot can be reclaimed mid-run and committed prices need a 1-3
 # year contract, so neither is what a first answer should assume.
-Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "any"]
+Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "capacity-block", "any"]
 PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Porting = Literal["auto", "allow", "as-is"]

@@ -69,6 +69,7 @@ class PricingChoice(StrEnum):
     spot = "spot"
     committed_1y = "committed-1y"
     committed_3y = "committed-3y"
+    capacity_block = "capacity-block"
     any = "any"
 
 

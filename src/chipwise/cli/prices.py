@@ -74,6 +74,7 @@ class PricingChoice(StrEnum):
     spot = "spot"
     committed_1y = "committed-1y"
     committed_3y = "committed-3y"
+    capacity_block = "capacity-block"
 
 
 @prices_app.command("show")

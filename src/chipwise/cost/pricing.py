@@ -28,7 +28,7 @@ from chipwise.units import MEGA, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 Cloud = Literal["gcp", "aws", "azure", "any"]
 CLOUDS: tuple[Cloud, ...] = get_args(Cloud)
-Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "capacity-block"]
 PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 
 

@@ -43,7 +43,9 @@ from chipwise.errors import ChipwiseError
 from chipwise.workload.ir import Inference, Training
 
 Phase = Literal["train", "infer"]
-PricingChoice = Literal["on-demand", "spot", "committed-1y", "committed-3y", "any"]
+PricingChoice = Literal[
+    "on-demand", "spot", "committed-1y", "committed-3y", "capacity-block", "any"
+]
 CloudChoice = Literal["gcp", "aws", "azure", "any"]
 # The default --max-points: a grid this size runs in minutes on a laptop's cores (about
 # 0.05 s per serving point, 0.3 s per training point on one core; benchmarks/explore.py).

@@ -143,7 +143,7 @@ class PriceOffer:
     chip_id: str
     provider: str
     provider_kind: str  # hyperscaler | neocloud | user
-    pricing: str  # on-demand | spot | committed-1y | committed-3y
+    pricing: str  # on-demand | spot | committed-1y | committed-3y | capacity-block
     usd_per_chip_hour: float
     region: str
     instance: str

@@ -60,7 +60,9 @@ DTYPES: tuple[Dtype, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int
 Vendor = Literal["nvidia", "amd", "intel", "google", "aws"]
 Kind = Literal["gpu", "tpu", "asic"]
 Topology = Literal["switch", "all-to-all", "torus-2d", "torus-3d", "pcie", "none"]
-Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+# capacity-block: capacity reserved ahead for a fixed span of days (AWS EC2 Capacity Blocks
+# for ML), paid up front; not a 1-3 year commitment.
+Pricing = Literal["on-demand", "spot", "committed-1y", "committed-3y", "capacity-block"]
 # How far a price can be trusted: "high" a provider's own price list (or the user's own
 # contract), "medium" a maintained scrape of provider APIs (SkyPilot's catalogs), "low" a
 # third-party survey or blog, an estimate, or a row that disagrees with its neighbours.
