@@ -57,6 +57,8 @@ MAX_SEQ_LEN = 1 << 24
 MAX_SERVE_BATCH = 1 << 20
 # Serving arrival rate: the largest public services peak near 1e6 requests/s; 1e7 is 10x.
 MAX_RPS = 1e7
+# A latency target (TTFT, TPOT): one hour in ms is beyond any interactive service.
+MAX_LATENCY_MS = 3_600_000.0
 # Timed steps of one 'chipwise profile' run: a median needs a handful; 10000 is plenty.
 MAX_PROFILE_STEPS = 10_000
 # Worker processes one machine runs: 1024 is above any host's core count.

@@ -215,19 +215,22 @@ TOP_KEYS = {
 TRAINING_KEYS = {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"}
 CONSTRAINT_KEYS = {
     "cloud", "pricing", "own_hardware", "budget_usd", "deadline_days", "framework", "tokens",
-    "requests_per_day", "precision", "chips", "max_chips", "deadline_limit_days", "global_batch",
-    "batch_note",
+    "requests_per_day", "rps", "ttft_p99_s", "tpot_p99_s", "precision", "chips", "max_chips",
+    "deadline_limit_days", "global_batch", "batch_note",
 }  # fmt: skip
 OPTION_KEYS = {
     "chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd", "price", "offer",
     "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
 }  # fmt: skip
 TRAIN_KEYS = {"tokens_per_s_per_chip", "step_time_s", "mfu"}
-SERVE_KEYS = {"output_tokens_per_s", "ttft_s", "tpot_s"}
+SERVE_KEYS = {
+    "output_tokens_per_s", "output_tokens_per_s_per_chip", "ttft_s", "tpot_s", "ttft_p99_s",
+    "tpot_p99_s", "load", "usd_per_day", "usd_per_million_output_tokens",
+}  # fmt: skip
 REASON_KEYS = {
     "rule", "situation", "favours", "text", "evidence", "agrees_with_article", "break_even",
 }  # fmt: skip
-CONFIDENCE_KEYS = {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"}
+CONFIDENCE_KEYS = {"kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error"}
 NON_ML_KEYS = {"workload", "capable_chips", "basis", "work", "options"}
 
 

@@ -49,7 +49,7 @@ def fixed_confidence() -> Iterator[None]:
     module = importlib.import_module("chipwise.advise.recommend")
     with pytest.MonkeyPatch.context() as mp:
         if hasattr(module, "confidence_for_chip"):
-            mp.setattr(module, "confidence_for_chip", lambda chip: FIXED_CONFIDENCE)
+            mp.setattr(module, "confidence_for_chip", lambda chip, phase="train": FIXED_CONFIDENCE)
         if hasattr(module, "training_confidence"):
             mp.setattr(module, "training_confidence", lambda: {"all": FIXED_CONFIDENCE})
         yield

@@ -55,6 +55,7 @@ from chipwise.perf import (
     InferPrediction,
     Predictor,
     TrainPrediction,
+    compute_dtype,
 )
 from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from chipwise.workload.ir import Inference, Training
@@ -199,7 +200,8 @@ def _constraints(days: float | None, usd: float | None, request: AdviseRequest) 
 def _priced_serving(
     pred: InferPrediction, chip: Chip, request: AdviseRequest, catalog: Catalog
 ) -> Option:
-    load = ServingLoad(requests_per_day=request.requests_per_day or 1.0)
+    rpd = request.serving_rps * SECONDS_PER_DAY if request.serving_slo else None
+    load = ServingLoad(requests_per_day=rpd or request.requests_per_day or 1.0)
     energy = energy_of_serving(
         pred, chip, load, request.assumptions, facility="owned" if request.own_hardware else "cloud"
     )
@@ -308,9 +310,10 @@ def _predict(predictor: Predictor, chips: int) -> Prediction:
 def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) -> str:
     """Why no count of the chip can qualify, decided without planning; '' if some may."""
     chip = predictor.chip
-    if not chip.supports(request.precision):
+    dtype = compute_dtype(request.precision)  # weight-only int4/w8a16 run their math in bf16
+    if not chip.supports(dtype):
         have = ", ".join(chip.dense_flops_per_s) or "none"
-        return f"no {request.precision} rate in the catalog (it has: {have})"
+        return f"no {dtype} rate in the catalog (it has: {have})"
     if request.own_hardware:
         owned = owned_cost(chip, catalog)
         if isinstance(owned, NotPurchasable):
@@ -387,6 +390,8 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
     best: float | None = None
     fastest = math.inf
     strikes = planned = 0
+    if isinstance(phase, Inference) and request.serving_slo:
+        return _search_slo(predictor, chip, counts, request, catalog)
     for n in counts:
         floor_why = _count_floor(predictor, n, request)
         if floor_why:
@@ -436,6 +441,42 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
             why_none=_none_reason(last_why, chip, request) + domain_cut,
             counts_planned=planned,
         )
+    return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
+
+
+def _search_slo(
+    predictor: Predictor,
+    chip: Chip,
+    counts: tuple[int, ...],
+    request: AdviseRequest,
+    catalog: Catalog,
+) -> ChipSearch:
+    """Serving sized by an arrival rate and p99 targets: for each replica size (chips per
+    replica, within one scale-up domain), as many replicas as keep every replica within the
+    targets (``Predictor.serve_slo``); a size that cannot meet them at any load is excluded
+    with the figure that missed."""
+    out: list[Option] = []
+    missed = ""
+    planned = 0
+    for n in counts:
+        if _count_floor(predictor, n, request):
+            continue
+        planned += 1
+        try:
+            ans = predictor.serve_slo(
+                n, rps=request.serving_rps, ttft_p99_s=request.ttft_p99_s,
+                tpot_p99_s=request.tpot_p99_s,
+            )  # fmt: skip
+        except ChipwiseError as err:
+            missed = missed or str(err)
+            continue
+        if ans.prediction is None:
+            missed = f"misses the SLO on {n} chip(s) per replica: {ans.missed}"
+            continue
+        out.append(_priced_serving(ans.prediction, chip, request, catalog))
+    if not out:
+        why = missed or _none_reason("", request)
+        return ChipSearch(chip=chip, options=(), why_none=why, counts_planned=planned)
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
 
 

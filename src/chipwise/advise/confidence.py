@@ -6,8 +6,12 @@ The figures come from the confidence table shipped with the package
 the validation at run time. For the chip the advisor recommends, narrowest scope first:
 
 1. the rows measured on that chip, when there are at least ``MIN_ROWS`` of them;
-2. else the rows of its kind (gpu | tpu | asic);
-3. else every training row.
+2. else (serving) the rows of its vendor;
+3. else the rows of its kind (gpu | tpu | asic);
+4. else every row of the phase.
+
+Training advice quotes the training rows; serving advice the serving-throughput rows
+(phase ``infer``, subset ``throughput``).
 """
 
 from __future__ import annotations
@@ -33,25 +37,31 @@ class Confidence:
     median_abs_error: float
     p90_abs_error: float
     source: str = "chipwise validate (published measurements)"
-    scope: str = ""  # what the rows cover: a chip id, a kind, or "all"
+    scope: str = ""  # what the rows cover: a chip id, vendor:<name>, a kind, or "all"
+    what: str = "training-throughput"  # or serving-throughput
 
     def band(self, value: float) -> tuple[float, float]:
         """The p90 band around a predicted value: [v / (1 + p90), v * (1 + p90)]."""
         return value / (1 + self.p90_abs_error), value * (1 + self.p90_abs_error)
 
 
-def _entry(scope: str) -> ConfidenceEntry | None:
+SERVING_PHASE = "infer"
+SERVING_SUBSET = "throughput"  # the band quotes serving-throughput rows
+
+
+def _entry(scope: str, phase: str = PHASE) -> ConfidenceEntry | None:
     try:
         table = load_confidence()
     except ChipwiseError:
         return None
-    return table.find(PHASE, scope)
+    subset = SERVING_SUBSET if phase == SERVING_PHASE else "all"
+    return table.find(phase, scope, subset=subset)
 
 
-def confidence_for_scope(scope: str) -> Confidence | None:
-    """The band from the training rows of ``scope`` (a chip id, a kind, or "all");
-    None when the table has no row of that scope."""
-    e = _entry(scope)
+def confidence_for_scope(scope: str, phase: str = PHASE) -> Confidence | None:
+    """The band from the rows of ``phase`` (train, or infer: its throughput rows) in
+    ``scope`` (a chip id, vendor:<name>, a kind, or "all"); None when the table has none."""
+    e = _entry(scope, phase)
     if e is None:
         return None
     return Confidence(
@@ -60,14 +70,19 @@ def confidence_for_scope(scope: str) -> Confidence | None:
         median_abs_error=e.median_abs_error,
         p90_abs_error=e.p90_abs_error,
         scope=scope,
+        what="serving-throughput" if phase == SERVING_PHASE else "training-throughput",
     )
 
 
-def confidence_for_chip(chip: Chip) -> Confidence | None:
-    """The narrowest band with at least ``MIN_ROWS`` predicted rows: the chip, its kind, all."""
+def confidence_for_chip(chip: Chip, phase: str = PHASE) -> Confidence | None:
+    """The narrowest band with at least ``MIN_ROWS`` predicted rows of ``phase``: the chip,
+    (serving) its vendor, its kind, all."""
     fallback: Confidence | None = None
-    for scope in (chip.id, chip.kind, "all"):
-        conf = confidence_for_scope(scope)
+    scopes = (chip.id, f"vendor:{chip.vendor.lower()}", chip.kind, "all")
+    if phase != SERVING_PHASE:
+        scopes = (chip.id, chip.kind, "all")
+    for scope in scopes:
+        conf = confidence_for_scope(scope, phase)
         if conf is None:
             continue
         if conf.rows >= MIN_ROWS:

@@ -28,7 +28,7 @@ from chipwise.advise.situations import (
 )
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.hardware.schema import FEATURES
-from chipwise.workload.ir import NonMLKind, Training
+from chipwise.workload.ir import Inference, NonMLKind, Training
 
 Progress = Callable[[str, int, int], None]  # (chip id, index, total)
 
@@ -285,7 +285,11 @@ def recommend(
         best_tpu=best_tpu,
         pick=pick,
         reasons=(port_reason, *reasons_for(ctx)) if port_reason else reasons_for(ctx),
-        confidence=None if pick is None else confidence_for_chip(pick.chip),
+        confidence=None
+        if pick is None
+        else confidence_for_chip(
+            pick.chip, "infer" if isinstance(request.workload.phase, Inference) else "train"
+        ),
         notes=tuple(notes),
         considered=tuple(considered),
         ownership=owning,

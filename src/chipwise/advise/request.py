@@ -13,7 +13,9 @@ from chipwise.hardware.chip import Chip
 from chipwise.limits import (
     MAX_CHIPS,
     MAX_DAYS,
+    MAX_LATENCY_MS,
     MAX_REQUESTS_PER_DAY,
+    MAX_RPS,
     MAX_TOKENS,
     MAX_USD,
     MAX_WORK,
@@ -105,6 +107,11 @@ class AdviseRequest:
     workload: Workload
     tokens: float | None = None  # training: tokens to train on
     requests_per_day: float | None = None  # serving
+    # serving SLOs: Poisson arrivals per second and p99 latency targets (seconds); any of
+    # them switches serving to the continuous-batching engine and an SLO search
+    rps: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
     cloud: Cloud = "any"
     pricing: Pricing = "on-demand"
     own_hardware: bool = False
@@ -130,6 +137,18 @@ class AdviseRequest:
         """The longest run allowed: --deadline-days, else ``MAX_PRACTICAL_DAYS``."""
         return self.deadline_days or MAX_PRACTICAL_DAYS
 
+    @property
+    def serving_slo(self) -> bool:
+        """Whether serving is sized by an arrival rate and latency targets (the engine)."""
+        return any(v is not None for v in (self.rps, self.ttft_p99_s, self.tpot_p99_s))
+
+    @property
+    def serving_rps(self) -> float:
+        """Requests per second to serve: ``rps``, else the daily load spread evenly."""
+        if self.rps is not None:
+            return self.rps
+        return (self.requests_per_day or 1e5) / 86400.0
+
     def __post_init__(self) -> None:
         _one_of("objective", self.objective, OBJECTIVES)
         _one_of("cloud", self.cloud, CLOUDS)
@@ -142,6 +161,9 @@ class AdviseRequest:
             ("--tokens", self.tokens, MAX_TOKENS),
             ("--requests-per-day", self.requests_per_day, MAX_REQUESTS_PER_DAY),
             ("--work", self.work, MAX_WORK),
+            ("--rps", self.rps, MAX_RPS),
+            ("--ttft", self.ttft_p99_s, MAX_LATENCY_MS / 1e3),
+            ("--tpot", self.tpot_p99_s, MAX_LATENCY_MS / 1e3),
         ):
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise AdviseError(f"{name} must be a positive number, got {value:g}")

@@ -22,10 +22,10 @@ from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
 from chipwise.hardware import Catalog, Chip, PriceOffer
-from chipwise.perf import TrainPrediction
+from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.units import GB, format_seconds
 from chipwise.workload.accounting import params_total
-from chipwise.workload.ir import NonMLKind, Training, TransformerSpec
+from chipwise.workload.ir import Inference, NonMLKind, Training, TransformerSpec
 
 Favours = Literal["gpu", "tpu"]
 
@@ -276,6 +276,8 @@ def _where_to_get(chip: Chip) -> str:
 def local_development(ctx: Context) -> Reason | None:
     req = ctx.request
     one = ctx.single_chip_gpu
+    if one is not None and isinstance(req.workload.phase, Inference) and one.replicas > 1:
+        one = None  # one card holds the model, but the load needs a fleet: not local dev
     pytorch = req.framework == "pytorch" or (
         req.project is not None and "pytorch" in req.project.frameworks
     )
@@ -306,6 +308,57 @@ def local_development(ctx: Context) -> Reason | None:
         favours="gpu",
         text=text,
         evidence=tuple(evidence),
+    )
+
+
+def _serving_line(o: Option) -> str:
+    """An option's serving figures: p99 latencies, tokens/s per chip, $ per 1M output tokens."""
+    p = o.prediction
+    assert isinstance(p, InferPrediction)
+    per_m = getattr(o.cost, "usd_per_million_output_tokens", None)
+    money = f", ${per_m:,.2f} per 1M output tokens" if per_m is not None else ""
+    return (
+        f"{describe(o)}: TTFT p99 {format_seconds(p.ttft_p99_s)}, TPOT p99 "
+        f"{format_seconds(p.tpot_p99_s)}, {p.output_tokens_per_s_per_chip:,.0f} output tok/s "
+        f"per chip{money}"
+    )
+
+
+def production_serving(ctx: Context) -> Reason | None:
+    """Serving a load that needs more than one chip: a production fleet, compared on the
+    objective within the latency targets (not a development box)."""
+    req = ctx.request
+    if not isinstance(req.workload.phase, Inference):
+        return None
+    best = [o for o in (ctx.best_gpu, ctx.best_tpu) if o is not None]
+    if not best or all(o.total_chips <= 1 for o in best):
+        return None
+    targets = [
+        f"{name} p99 <= {format_seconds(v)}"
+        for name, v in (("TTFT", req.ttft_p99_s), ("TPOT", req.tpot_p99_s))
+        if v is not None
+    ]
+    within = f" within {' and '.join(targets)}" if targets else ""
+    situation = "Serving in production: a fleet of replicas, not a development box"
+    evidence = tuple(f"best {o.chip.kind.upper()}: {_serving_line(o)}" for o in best)
+    cmp = _compare(ctx)
+    if cmp is None:
+        only = best[0]
+        return Reason(
+            rule="production-serving",
+            situation=situation,
+            favours="tpu" if only.chip.kind == "tpu" else "gpu",
+            text=f"A serving fleet of {only.total_chips} chips{within}.",
+            evidence=evidence,
+        )
+    winner, by = cmp
+    return Reason(
+        rule="production-serving",
+        situation=situation,
+        favours=winner,
+        text=f"At {req.serving_rps:,.3g} requests/s{within}, the best {winner.upper()} fleet "
+        f"is {by} than the best {'TPU' if winner == 'gpu' else 'GPU'} fleet.",
+        evidence=evidence,
     )
 
 
@@ -434,6 +487,7 @@ def own_hardware(ctx: Context) -> Reason | None:
 RULES: tuple[Callable[[Context], Reason | None], ...] = (
     massive_training,
     local_development,
+    production_serving,
     cuda_libraries,
     google_ecosystem,
     own_hardware,

@@ -34,6 +34,8 @@ from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
     MAX_CHIPS,
     MAX_GLOBAL_BATCH,
+    MAX_LATENCY_MS,
+    MAX_RPS,
     MAX_SEQ_LEN,
     MAX_SERVE_BATCH,
     MAX_WIDTH,
@@ -120,6 +122,28 @@ def advise(
         None,
         "--requests-per-day",
         help="Infer: requests per day to serve, e.g. 1M or 5e5. Default: 100k.",
+    ),
+    rps: float | None = typer.Option(
+        None,
+        "--rps",
+        min=0.0,
+        max=MAX_RPS,
+        help="Infer: requests per second (Poisson arrivals); sizes replicas with the "
+        "continuous-batching engine. Replaces --requests-per-day.",
+    ),
+    ttft: float | None = typer.Option(
+        None,
+        "--ttft",
+        min=0.0,
+        max=MAX_LATENCY_MS,
+        help="Infer: p99 time-to-first-token target in ms.",
+    ),
+    tpot: float | None = typer.Option(
+        None,
+        "--tpot",
+        min=0.0,
+        max=MAX_LATENCY_MS,
+        help="Infer: p99 time-per-output-token target in ms.",
     ),
     project: Path | None = typer.Option(
         None,
@@ -277,6 +301,8 @@ def advise(
         check_writable(html, "--html")
     _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
     refuse_other_phase_options(ctx, phase.value)
+    if rps is not None and requests_per_day is not None:
+        raise AdviseError("--rps and --requests-per-day both give the load; give one")
     chip_ids = _chip_list(chips)
     catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices
     if chip_files:
@@ -325,10 +351,17 @@ def advise(
         workload=wl,
         tokens=n_tokens if phase is PhaseChoice.train else None,
         requests_per_day=(
-            _quantity("--requests-per-day", requests_per_day) if requests_per_day else 1e5
+            rps * 86400.0
+            if rps
+            else _quantity("--requests-per-day", requests_per_day)
+            if requests_per_day
+            else 1e5
         )
         if phase is PhaseChoice.infer
         else None,
+        rps=rps or None,
+        ttft_p99_s=ttft / 1e3 if ttft else None,
+        tpot_p99_s=tpot / 1e3 if tpot else None,
         cloud=cloud.value,
         pricing=pricing.value,
         own_hardware=own_hardware,

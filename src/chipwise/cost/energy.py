@@ -32,6 +32,7 @@ from chipwise.cost.pricing import (
     requests_per_s_per_replica,
 )
 from chipwise.hardware.chip import Chip
+from chipwise.perf import compute_dtype
 from chipwise.perf.base import Assumption, Breakdown, InferPrediction, TrainPrediction
 from chipwise.units import KILO, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -297,8 +298,8 @@ def perf_per_watt(
         else None
     )
     peak = (
-        chip.peak_flops_per_s(pred.precision) / chip.tdp_w
-        if chip.supports(pred.precision)
+        chip.peak_flops_per_s(compute_dtype(pred.precision)) / chip.tdp_w
+        if chip.supports(compute_dtype(pred.precision))
         else None
     )
     return PerfPerWatt(

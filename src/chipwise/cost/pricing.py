@@ -162,7 +162,10 @@ def cost_of_run(pred: TrainPrediction, offer: PriceOffer, run: TrainingRun) -> R
 
 
 def requests_per_s_per_replica(pred: InferPrediction) -> float:
-    """Requests one replica (``pred.chips`` chips) completes per second."""
+    """Requests one replica (``pred.chips`` chips) completes per second (under an engine
+    load, the rate the engine model solved for)."""
+    if pred.engine is not None:
+        return pred.engine.requests_per_s
     return pred.batch / pred.request_time_s
 
 

@@ -31,13 +31,14 @@ from chipwise.perf.base import (
 from chipwise.perf.efficiency import PARAMETERS as EFFICIENCY_PARAMETERS
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.layers import compute_dtype
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.perf.ops.roofline import op_bytes, op_flops, roof, timed
 from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
 from chipwise.perf.plan.planner import ServeChoice, TrainChoice, plan_constraints
 from chipwise.perf.predict import predict
-from chipwise.perf.predictor import PRECISIONS, Predictor
+from chipwise.perf.predictor import PRECISIONS, Predictor, SloServing
 
 __all__ = [
     "EFFICIENCY_PARAMETERS",
@@ -55,8 +56,10 @@ __all__ = [
     "PrimitivePrediction",
     "ServeChoice",
     "ServingLoadResult",
+    "SloServing",
     "TrainChoice",
     "TrainPrediction",
+    "compute_dtype",
     "efficiency_for",
     "memory_floor_bytes",
     "model_for",

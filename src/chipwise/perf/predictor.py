@@ -16,8 +16,9 @@ uses to skip counts that cannot qualify. ``chipwise.perf.predict`` is one call o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from chipwise.errors import PlanError, UnsupportedOpError, WorkloadError
@@ -47,6 +48,7 @@ from chipwise.perf.plan.planner import (
     TrainChoice,
     plan_engine,
     plan_serving,
+    plan_slo,
     plan_training,
 )
 from chipwise.perf.step.serve import ServeModel
@@ -76,6 +78,17 @@ def _noted(pred: _P, reason: str) -> _P:
     """The planner's reason as the first assumption of ``pred``."""
     note = Assumption(name="plan", value=reason, source="planner")
     return replace(pred, assumptions=(note, *pred.assumptions))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloServing:
+    """A serving load met within latency targets: one replica's prediction at its share of
+    the load, how many replicas, and the most one replica carries within the targets."""
+
+    prediction: InferPrediction | None
+    replicas: int
+    capacity_rps: float
+    missed: str = ""
 
 
 def _check_chips(chips: int) -> None:
@@ -261,6 +274,42 @@ class Predictor:
         choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
         assert isinstance(choice, ServeChoice)
         return _noted(choice.prediction, choice.reason)
+
+    def serve_slo(
+        self,
+        chips: int,
+        *,
+        rps: float,
+        ttft_p99_s: float | None = None,
+        tpot_p99_s: float | None = None,
+        plan_keys: Mapping[str, int | str] | None = None,
+    ) -> SloServing:
+        """Serve ``rps`` Poisson requests/s with replicas of ``chips`` chips, each loaded no
+        more than its p99 TTFT/TPOT targets allow: the planner's plan with the most
+        requests/s within the targets gives the replica count ``ceil(rps / capacity)``;
+        the prediction is one replica at ``rps / replicas`` (its own latency, lower than at
+        capacity). ``prediction`` is None when no load meets the targets (``missed`` says
+        which, by how much)."""
+        _check_chips(chips)
+        if not rps > 0:
+            raise WorkloadError(f"rps must be > 0, got {rps}")
+        phase = self._inference()
+        serve = self.serve_model()
+        choice = plan_slo(serve, phase, chips=chips, ttft_p99_s=ttft_p99_s,
+                          tpot_p99_s=tpot_p99_s, fixed=plan_keys)  # fmt: skip
+        if choice.prediction is None:
+            return SloServing(prediction=None, replicas=0, capacity_rps=0.0, missed=choice.missed)
+        replicas = max(1, math.ceil(rps / choice.capacity_rps * (1 - 1e-9)))
+        pred = serve.serve_engine(
+            choice.prediction.plan, replace(phase, load="rps", rps=rps / replicas)
+        )
+        reason = (
+            f"planner chose {pred.plan} as the serving plan of {chips} chips with the most "
+            f"requests/s within the p99 targets ({choice.capacity_rps:.3g} req/s of "
+            f"{choice.candidates} plans); {replicas} replica(s) carry {rps:.3g} req/s"
+        )
+        return SloServing(prediction=_noted(pred, reason), replicas=replicas,
+                          capacity_rps=choice.capacity_rps)  # fmt: skip
 
     def predict(
         self,

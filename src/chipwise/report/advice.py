@@ -8,15 +8,17 @@ JSON schema (``chipwise advise --json``), version 1::
                    "capex_usd", "rent_usd", "rent": OPTION, "utilization", "payback_years",
                    "break_even_utilization", "amortisation_years"} | null,
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
-                     "framework", "tokens", "requests_per_day", "precision", "chips",
-                     "max_chips", "deadline_limit_days", "global_batch", "batch_note"},
+                     "framework", "tokens", "requests_per_day", "rps", "ttft_p99_s",
+                     "tpot_p99_s", "precision", "chips", "max_chips", "deadline_limit_days",
+                     "global_batch", "batch_note"},
      "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
      "options": [OPTION, ...],            # each chip's best allowed option, best first
      "excluded": [{"chip", "why"}],
      "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article",
                   "break_even": {"side", "chip", "provider", "pricing", "usd_per_chip_hour",
                                  "today_usd_per_chip_hour", "rests_on"} | null}],
-     "confidence": {"kind", "scope", "rows", "median_abs_error", "p90_abs_error"} | null,
+     "confidence": {"kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error"}
+                   | null,  (what: training-throughput | serving-throughput)
      "notes": [...],
      "non_ml": {"workload", "capable_chips", "basis", "work",
                 "options": [{"chip", "rate_per_s", "hours", "usd", "usd_per_chip_hour", "price",
@@ -24,7 +26,9 @@ JSON schema (``chipwise advise --json``), version 1::
     OPTION = {"chip", "kind", "chips", "replicas", "total_chips", "plan", "days", "usd",
               "price", "offer", "kwh", "kg_co2e", "memory_per_chip_bytes", "capacity_bytes",
               training: "tokens_per_s_per_chip", "step_time_s", "mfu";
-              serving: "output_tokens_per_s", "ttft_s", "tpot_s"}
+              serving: "output_tokens_per_s", "output_tokens_per_s_per_chip", "ttft_s",
+              "tpot_s", "ttft_p99_s", "tpot_p99_s", "load", "usd_per_day",
+              "usd_per_million_output_tokens"}
 
 ``offer`` is the cloud price the option is ranked with (``chipwise prices --json`` offer:
 provider, pricing, usd_per_chip_hour, region, instance, source, date, note, confidence,
@@ -109,8 +113,16 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         out["mfu"] = _mfu(o)
     elif isinstance(p, InferPrediction):
         out["output_tokens_per_s"] = p.output_tokens_per_s
+        out["output_tokens_per_s_per_chip"] = p.output_tokens_per_s_per_chip
         out["ttft_s"] = p.ttft_s
         out["tpot_s"] = p.tpot_s
+        out["ttft_p99_s"] = p.ttft_p99_s if p.ttft_p99_s != float("inf") else None
+        out["tpot_p99_s"] = p.tpot_p99_s
+        out["load"] = p.engine.load if p.engine is not None else "batch"
+        out["usd_per_day"] = o.usd
+        out["usd_per_million_output_tokens"] = getattr(
+            o.cost, "usd_per_million_output_tokens", None
+        )
     return out
 
 
@@ -131,6 +143,9 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "framework": req.framework,
             "tokens": req.tokens,
             "requests_per_day": req.requests_per_day,
+            "rps": req.rps,
+            "ttft_p99_s": req.ttft_p99_s,
+            "tpot_p99_s": req.tpot_p99_s,
             "precision": req.precision,
             "chips": list(req.chip_ids),
             "max_chips": req.max_chips,
@@ -162,6 +177,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
         else {
             "kind": rec.confidence.kind,
             "scope": rec.confidence.scope,
+            "what": rec.confidence.what,
             "rows": rec.confidence.rows,
             "median_abs_error": rec.confidence.median_abs_error,
             "p90_abs_error": rec.confidence.p90_abs_error,
@@ -357,9 +373,10 @@ def options_table(rec: Recommendation, limit: int = 12) -> Table:
         table.add_column("tok/s/chip", justify="right")
         table.add_column("MFU", justify="right")
     else:
-        table.add_column("request", justify="right")
-        table.add_column("out tok/s", justify="right")
-        table.add_column("TPOT", justify="right")
+        table.add_column("TTFT p99", justify="right")
+        table.add_column("TPOT p99", justify="right")
+        table.add_column("tok/s/chip", justify="right")
+        table.add_column("$/1M out", justify="right")
     table.add_column("cost" if training else "cost/day", justify="right")
     table.add_column("energy" if training else "energy/day", justify="right")
     for i, o in enumerate(rec.options[:limit], 1):
@@ -369,7 +386,13 @@ def options_table(rec: Recommendation, limit: int = 12) -> Table:
             mid = [_time(o), f"{p.tokens_per_s_per_chip:,.0f}", f"{mfu:.0%}" if mfu else "—"]
         else:
             assert isinstance(p, InferPrediction)
-            mid = [_time(o), f"{p.output_tokens_per_s:,.0f}", format_seconds(p.tpot_s)]
+            per_m = getattr(o.cost, "usd_per_million_output_tokens", None)
+            mid = [
+                format_seconds(p.ttft_p99_s) if p.ttft_p99_s != float("inf") else "∞",
+                format_seconds(p.tpot_p99_s),
+                f"{p.output_tokens_per_s_per_chip:,.0f}",
+                f"${per_m:,.2f}" if per_m is not None else "—",
+            ]
         energy = format_energy(o.kwh) if o.kwh is not None else "—"
         usd = format_usd(o.usd) if o.usd is not None else "—"
         chip = o.chip.id + (" ★" if o is rec.pick else "")
@@ -451,7 +474,7 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
         on = c.scope or c.kind
         parts.append(
             Text(
-                f"Confidence: training-throughput predictions are within ±{c.median_abs_error:.0%}"
+                f"Confidence: {c.what} predictions are within ±{c.median_abs_error:.0%}"
                 f" (median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
                 f"measurements ({on})."
             )

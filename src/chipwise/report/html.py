@@ -212,7 +212,7 @@ def confidence_html(rec: Recommendation) -> str:
             "no band is given.</div>"
         )
     text = (
-        f"Confidence: training-throughput predictions are within ±{c.median_abs_error:.0%} "
+        f"Confidence: {c.what} predictions are within ±{c.median_abs_error:.0%} "
         f"(median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
         f"measurements ({c.kind}; {c.source})."
     )

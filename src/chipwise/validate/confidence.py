@@ -155,7 +155,18 @@ SCALE_SUBSET = f"{SCALE_CHIPS}+"
 MOE_SUBSET = "moe"
 # Serving rows by what they measure: the three figures behave differently (throughput and
 # TPOT are memory-bound decode, TTFT compute-bound prefill).
-METRIC_SUBSETS = {"output_tokens_per_s": "throughput", "ttft_s": "ttft", "tpot_s": "tpot"}
+METRIC_SUBSETS = {
+    "output_tokens_per_s": "throughput",
+    "output_tokens_per_s_per_chip": "throughput",
+    "tokens_per_s": "throughput",
+    "requests_per_s": "throughput",
+    "ttft_s": "ttft",
+    "ttft_p50_s": "ttft",
+    "ttft_p99_s": "ttft",
+    "tpot_s": "tpot",
+    "tpot_p50_s": "tpot",
+    "tpot_p99_s": "tpot",
+}
 
 
 @cache

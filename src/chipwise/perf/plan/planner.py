@@ -440,3 +440,124 @@ def _engine_eps(spec: TransformerSpec, tp: int) -> list[int]:
     if not spec.is_moe:
         return [1]
     return sorted({1, tp} & {d for d in divisors(spec.n_experts)})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloChoice:
+    """The most requests/s one group of chips serves within p99 TTFT and TPOT targets.
+
+    ``prediction`` is the chosen plan at that rate (``None`` when no rate meets the targets;
+    ``missed`` then says which target, by how much, at the lightest load)."""
+
+    prediction: InferPrediction | None
+    capacity_rps: float
+    missed: str = ""
+    candidates: int = 0
+
+
+# Bisection steps on the arrival rate: 2^-10 of the range, finer than the model's error.
+SLO_RATE_STEPS = 10
+
+
+def _slo_miss(pred: InferPrediction, ttft_p99_s: float | None, tpot_p99_s: float | None) -> str:
+    eng = pred.engine
+    assert eng is not None
+    if eng.saturated:
+        return "saturated"
+    if tpot_p99_s is not None and eng.tpot_p99_s > tpot_p99_s:
+        return f"TPOT p99 {eng.tpot_p99_s * 1e3:.3g} ms > {tpot_p99_s * 1e3:.3g} ms"
+    if ttft_p99_s is not None and eng.ttft_p99_s > ttft_p99_s:
+        return f"TTFT p99 {eng.ttft_p99_s * 1e3:,.0f} ms > {ttft_p99_s * 1e3:.3g} ms"
+    return ""
+
+
+def plan_slo(
+    model: ServeModel,
+    phase: Inference,
+    *,
+    chips: int,
+    ttft_p99_s: float | None,
+    tpot_p99_s: float | None,
+    fixed: Mapping[str, int | str] | None = None,
+) -> SloChoice:
+    """For each serving plan of ``chips`` chips (``dp`` replicas of ``tp`` x ``ep``), the
+    highest Poisson arrival rate whose p99 TTFT and TPOT meet the targets; the plan with the
+    highest rate wins. One replica's rate is found by bisection (latency rises with the rate)
+    and cached on ``model``, so a search over chip counts solves each replica shape once.
+    ``phase`` gives lengths and engine knobs (its load is replaced by an rps load)."""
+    fixed = dict(fixed or {})
+    spec, chip = model.spec, model.chip
+    domain = domain_chips(chip, chips)
+    best: tuple[float, Plan] | None = None
+    missed = ""
+    candidates = 0
+    for tp in divisors(chips):
+        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+            continue
+        eps = [int(fixed["ep"])] if "ep" in fixed else _engine_eps(spec, tp)
+        for ep in eps:
+            try:
+                rate, why = _replica_capacity(model, phase, Plan(tp=tp, ep=ep), ttft_p99_s,
+                                              tpot_p99_s)  # fmt: skip
+            except PlanError:
+                continue
+            candidates += 1
+            if why:
+                missed = missed or why
+                continue
+            dp = chips // tp
+            if best is None or rate * dp > best[0]:
+                best = (rate * dp, Plan(dp=dp, tp=tp, ep=ep))
+    if best is None:
+        return SloChoice(prediction=None, capacity_rps=0.0, missed=missed,
+                         candidates=candidates)  # fmt: skip
+    rate, plan = best
+    pred = model.serve_engine(plan, replace(phase, load="rps", rps=rate))
+    return SloChoice(prediction=pred, capacity_rps=rate, candidates=candidates)
+
+
+def _replica_capacity(
+    model: ServeModel,
+    phase: Inference,
+    plan: Plan,
+    ttft_p99_s: float | None,
+    tpot_p99_s: float | None,
+) -> tuple[float, str]:
+    """(requests/s one replica under ``plan`` serves within the targets, '' or why none)."""
+    cache: dict[tuple[object, ...], tuple[float, str]] = model.__dict__.setdefault(
+        "_slo_capacity", {}
+    )
+    key = (plan, phase, ttft_p99_s, tpot_p99_s)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    top = replace(phase, load="max_throughput", rps=0.0, concurrency=0,
+                  max_num_seqs=phase.max_num_seqs or SLO_MAX_NUM_SEQS)  # fmt: skip
+    eng = model.serve_engine(plan, top).engine
+    assert eng is not None
+    if eng.max_seqs_per_replica < 1:
+        cache[key] = out = (0.0, "no room for a KV cache after the weights")
+        return out
+    hi = eng.requests_per_s
+    lo = hi / 2**SLO_RATE_STEPS
+
+    def miss(rate: float) -> str:
+        return _slo_miss(model.serve_engine(plan, replace(phase, load="rps", rps=rate)),
+                         ttft_p99_s, tpot_p99_s)  # fmt: skip
+
+    why = miss(lo)
+    if why:
+        cache[key] = out = (0.0, why)
+        return out
+    for _ in range(SLO_RATE_STEPS):
+        mid = math.sqrt(lo * hi)
+        if miss(mid):
+            hi = mid
+        else:
+            lo = mid
+    cache[key] = out = (lo, "")
+    return out
+
+
+# An SLO-bound deployment runs the engine's default batch limit (vLLM's --max-num-seqs 256).
+SLO_MAX_NUM_SEQS = 256

@@ -319,6 +319,12 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
     if not math.isfinite(wait_mean):
         return tuple(math.inf for _ in qs)
     theta = wait_mean / rho if rho > 0 and wait_mean > 0 else 0.0
+    if np.all(service == service[0]):
+        # one prompt length: P(W + S > t) = rho exp(-(t - S) / theta), solved in closed form
+        s0 = float(service[0])
+        return tuple(
+            s0 + (theta * math.log(rho / (1 - q)) if theta > 0 and rho > 1 - q else 0.0) for q in qs
+        )
 
     def tail(t: float) -> float:
         gap = t - service
@@ -328,7 +334,7 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
     out: list[float] = []
     for q in qs:
         lo, hi = 0.0, float(service.max()) + (theta * 50 if theta > 0 else 0.0) + 1e-9
-        for _ in range(60):
+        for _ in range(40):
             mid = (lo + hi) / 2
             if tail(mid) > 1 - q:
                 lo = mid
@@ -344,12 +350,16 @@ def _tpot_quantiles(rate: Rate, lens: Lengths) -> tuple[float, float]:
     mean = rate.step_s
     if delta <= 0 or rate.f <= 0 or rate.f >= 1:
         return mean, mean
-    sd = delta * np.sqrt(rate.f * (1 - rate.f) / np.maximum(1.0, lens.outputs))
+    outs, index = np.unique(np.maximum(1.0, lens.outputs), return_inverse=True)
+    weights = np.bincount(index, weights=lens.weights)
+    sd = delta * np.sqrt(rate.f * (1 - rate.f) / outs)
+    if outs.size == 1:
+        return mean, min(rate.t1_s, mean + _Z99 * float(sd[0]))
     lo, hi = rate.t0_s, rate.t1_s
-    for _ in range(50):
+    for _ in range(40):
         mid = (lo + hi) / 2
         z = (mid - mean) / sd
-        above = float(lens.weights @ (1.0 - _ndtr(z)))
+        above = float(weights @ (1.0 - _ndtr(z)))
         if above > 0.01:
             lo = mid
         else:
@@ -358,9 +368,8 @@ def _tpot_quantiles(rate: Rate, lens: Lengths) -> tuple[float, float]:
 
 
 def _ndtr(z: FloatArray) -> FloatArray:
-    """Standard normal CDF, vectorised (erf via numpy's vectorize of math.erf)."""
-    erf = np.vectorize(math.erf)
-    return np.asarray(0.5 * (1.0 + erf(z / math.sqrt(2.0))), dtype=float)
+    """Standard normal CDF of a (short) array."""
+    return np.array([0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in z.tolist()])
 
 
 __all__ = [

@@ -242,11 +242,21 @@ class ServeModel(StepTimer):
         free -= base.weights_bytes + base.activations_bytes
         return max(0.0, free / timer.kv_bytes_per_token())
 
+    def engine_timer(self, plan: Plan, kv_dtype: str) -> EngineStepTimer:
+        """The step timer of ``plan`` (cached: an SLO search solves many loads per plan)."""
+        timers: dict[tuple[Plan, str], EngineStepTimer] = self.__dict__.setdefault(
+            "_engine_timers", {}
+        )
+        timer = timers.get((plan, kv_dtype))
+        if timer is None:
+            timer = timers[plan, kv_dtype] = EngineStepTimer(self, plan, kv_dtype)
+        return timer
+
     def serve_engine(self, plan: Plan, phase: Inference) -> InferPrediction:
         """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
-        timer = EngineStepTimer(self, plan, kv_dtype)
+        timer = self.engine_timer(plan, kv_dtype)
         lengths = lengths_of(phase)
         default_seqs = (
             MAX_THROUGHPUT_MAX_SEQS if phase.load == "max_throughput" else MAX_NUM_SEQS_DEFAULT
@@ -373,6 +383,8 @@ class EngineStepTimer:
         self.act_bytes = dtype_bytes("fp32" if serve.precision == "fp32" else "bf16")
         self._linear: dict[int, float] = {}
         self._attn: dict[tuple[int, int, bool], float] = {}
+        self._logits: dict[int, float] = {}
+        self._comms: dict[int, float] = {}
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -403,7 +415,19 @@ class EngineStepTimer:
 
     def attention_s(self, seqs: int, context: int, *, decode: bool) -> float:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
-        read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound)."""
+        read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound);
+        interpolated between grid points in ``seqs`` like ``linear_s``."""
+        if seqs <= 1:
+            return self._attention_at(1, context, decode=decode)
+        x = math.log2(seqs) * _GRID_PER_OCTAVE
+        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
+        y_lo = self._attention_at(lo, context, decode=decode)
+        if hi == lo:
+            return y_lo
+        y_hi = self._attention_at(hi, context, decode=decode)
+        return y_lo + (y_hi - y_lo) * (seqs - lo) / (hi - lo)
+
+    def _attention_at(self, seqs: int, context: int, *, decode: bool) -> float:
         key = (seqs, context, decode)
         cached = self._attn.get(key)
         if cached is not None:
@@ -430,16 +454,37 @@ class EngineStepTimer:
         return total.total_s
 
     def logits_s(self, seqs: int) -> float:
-        """Embedding look-up, final norm and LM head for ``seqs`` sampled tokens."""
+        """Final norm and LM head for ``seqs`` sampled tokens (interpolated on the grid)."""
+        if seqs <= 1:
+            return self._logits_at(1)
+        x = math.log2(seqs) * _GRID_PER_OCTAVE
+        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
+        y_lo = self._logits_at(lo)
+        if hi == lo:
+            return y_lo
+        return y_lo + (self._logits_at(hi) - y_lo) * (seqs - lo) / (hi - lo)
+
+    def _logits_at(self, seqs: int) -> float:
+        cached = self._logits.get(seqs)
+        if cached is not None:
+            return cached
+        self._logits[seqs] = t = self._logits_exact(seqs)
+        return t
+
+    def _logits_exact(self, seqs: int) -> float:
         sv, spec = self.serve, self.serve.spec
         kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
-        ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
+        ends = head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
         return sv._time(ends, sustained=False).total_s
 
     def comm_s(self, tokens: float) -> float:
         """TP all-reduces (2 per layer), PP hand-offs and EP all-to-alls for the step."""
-        n_bytes = max(1.0, tokens) * self.serve.spec.d_model * self.act_bytes
-        return self.serve._comm(self.plan, self.groups, n_bytes)
+        key = max(1, round(tokens))
+        cached = self._comms.get(key)
+        if cached is None:
+            n_bytes = key * self.serve.spec.d_model * self.act_bytes
+            cached = self._comms[key] = self.serve._comm(self.plan, self.groups, n_bytes)
+        return cached
 
     def step_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens."""

@@ -232,7 +232,7 @@ function renderAnswer(rec) {
   }
   const c = rec.confidence;
   $("confidence").textContent = c
-    ? "Confidence: training-throughput predictions are within ±" + fmt(c.median_abs_error * 100)
+    ? "Confidence: " + (c.what || "training-throughput") + " predictions are within ±" + fmt(c.median_abs_error * 100)
       + "% (median) and ±" + fmt(c.p90_abs_error * 100) + "% (90th percentile) of " + c.rows
       + " published measurements (" + c.kind + ")."
     : "Confidence: no validation data was found, so no band is given.";

@@ -1,0 +1,57 @@
+"""Serving sized by an arrival rate and p99 latency targets (advise --rps --ttft --tpot)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.advise import recommend
+from chipwise.perf import InferPrediction
+from chipwise.report.advice import recommendation_to_dict
+from tests.advise.factories import serving
+
+
+def _slo(**kw: object):  # type: ignore[no-untyped-def]
+    return serving(chips=("h100-sxm", "mi300x", "tpu-v6e"), **kw)
+
+
+def test_the_pick_meets_both_p99_targets_and_prices_a_million_output_tokens() -> None:
+    rec = recommend(_slo(rps=20.0, ttft_p99_s=2.0, tpot_p99_s=0.05))
+    assert rec.pick is not None
+    pred = rec.pick.prediction
+    assert isinstance(pred, InferPrediction) and pred.engine is not None
+    assert pred.ttft_p99_s <= 2.0 and pred.tpot_p99_s <= 0.05
+    pick = recommendation_to_dict(rec)["pick"]
+    assert pick["ttft_p99_s"] <= 2.0 and pick["tpot_p99_s"] <= 0.05
+    assert pick["usd_per_million_output_tokens"] > 0
+    # the replicas carry the rate: capacity >= load
+    assert rec.pick.replicas * pred.engine.requests_per_s >= 20.0 * 0.999
+
+
+def test_a_target_no_chip_can_meet_is_excluded_with_the_figure_that_missed() -> None:
+    rec = recommend(_slo(rps=5.0, tpot_p99_s=0.0005))
+    assert rec.pick is None
+    reasons = " ".join(str(e) for e in recommendation_to_dict(rec)["excluded"])
+    assert "TPOT p99" in reasons and "> 0 ms" not in reasons
+
+
+def _usd(ttft_s: float, tpot_s: float) -> float:
+    rec = recommend(_slo(rps=10.0, ttft_p99_s=ttft_s, tpot_p99_s=tpot_s))
+    return rec.pick.usd if rec.pick is not None and rec.pick.usd is not None else float("inf")
+
+
+@settings(max_examples=4, deadline=None)
+@given(ttft=st.sampled_from([0.5, 1.0, 3.0]), tpot=st.sampled_from([0.03, 0.05, 0.1]))
+def test_tighter_slos_never_give_a_cheaper_answer(ttft: float, tpot: float) -> None:
+    loose = _usd(ttft, tpot)
+    tight = _usd(ttft / 2, tpot * 0.8)
+    assert tight >= loose * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("option", [{"rps": 4.0}, {"ttft_p99_s": 1.0}, {"tpot_p99_s": 0.05}])
+def test_any_slo_option_switches_serving_to_the_engine(option: dict[str, float]) -> None:
+    rec = recommend(_slo(**option))
+    assert rec.pick is not None
+    pred = rec.pick.prediction
+    assert isinstance(pred, InferPrediction) and pred.engine is not None
