@@ -475,7 +475,7 @@ def _search_slo(
             continue
         out.append(_priced_serving(ans.prediction, chip, request, catalog))
     if not out:
-        why = missed or _none_reason("", request)
+        why = missed or _none_reason("", chip, request)
         return ChipSearch(chip=chip, options=(), why_none=why, counts_planned=planned)
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
 

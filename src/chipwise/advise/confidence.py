@@ -78,7 +78,7 @@ def confidence_for_chip(chip: Chip, phase: str = PHASE) -> Confidence | None:
     """The narrowest band with at least ``MIN_ROWS`` predicted rows of ``phase``: the chip,
     (serving) its vendor, its kind, all."""
     fallback: Confidence | None = None
-    scopes = (chip.id, f"vendor:{chip.vendor.lower()}", chip.kind, "all")
+    scopes: tuple[str, ...] = (chip.id, f"vendor:{chip.vendor.lower()}", chip.kind, "all")
     if phase != SERVING_PHASE:
         scopes = (chip.id, chip.kind, "all")
     for scope in scopes:
