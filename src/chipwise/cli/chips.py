@@ -11,7 +11,7 @@ from typer._click.exceptions import UsageError
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
-from chipwise.hardware import default_catalog
+from chipwise.hardware.prices import run_catalog
 from chipwise.report.chips import JSON_SCHEMA_VERSION, chip_detail_table, chip_to_dict, chips_table
 
 chips_app = typer.Typer(
@@ -48,7 +48,7 @@ def list_chips(
             )
         ctx.ensure_object(dict)["chips_json"] = as_json  # 'chips --json show ID' works too
         return
-    catalog = default_catalog()
+    catalog, _ = run_catalog()  # packaged prices, refreshed by 'chipwise prices update'
     chosen = tuple(c for c in catalog.chips if kind is None or c.kind == kind.value)
     if as_json:
         print_json(
@@ -74,7 +74,7 @@ def show_chip(
 ) -> None:
     """Show every figure of one chip with its source and date."""
     as_json = as_json or bool((ctx.obj or {}).get("chips_json"))
-    catalog = default_catalog()
+    catalog, _ = run_catalog()  # packaged prices, refreshed by 'chipwise prices update'
     chip = catalog.chip(chip_id)
     if as_json:
         print_json({"schema_version": JSON_SCHEMA_VERSION, "chip": chip_to_dict(chip, catalog)})
