@@ -15,6 +15,11 @@ output_len decode steps) and ``prefill_breakdown``/``decode_breakdown``. Primiti
 store (``chipwise bench`` then ``chipwise calibrate``) in place of the packaged efficiency
 parameters; every replaced assumption then cites that calibration. JSON adds
 ``efficiency`` (packaged | calibrated).
+
+``price`` (training and serving) is the chip's cheapest on-demand offer (else the cheapest of
+any pricing; ``--prices FILE`` adds or replaces offers for the run) as ``{"offer": {...as
+'chipwise prices --json'}, "usd_per_step"}`` (training) or ``"usd_per_million_output_tokens"``
+(serving, replica full); null without a price.
 """
 
 from __future__ import annotations
