@@ -420,7 +420,7 @@ def create_app(
         "CLI would refuse; 413 a body over 1 MiB or an upload over 256 KiB (chunked bodies "
         "included); 421 a Host header that is not this machine's name (DNS-rebinding guard); "
         "422 a body that does not match the schema (NaN and Infinity included); 503 every "
-        "advise worker busy or a request past its 60 s limit (see Retry-After); 500 only for "
+        "advise worker busy or a request past its 5-minute limit (see Retry-After); 500 only for "
         "a bug, logged.",
         openapi_url="/api/openapi.json",
         docs_url=None,  # Swagger UI loads from a CDN; /api/docs below works offline
