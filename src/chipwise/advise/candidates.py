@@ -425,8 +425,11 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
             pays = value < best * (1 - STOP_GAIN)
         else:
             # cheaper, or as cheap (a tie) and clearly faster: ties go to the faster run
+            # (not when buying: a tie bought with more servers is more capital to sink)
             pays = value < best * (1 - TIE_TOLERANCE) or (
-                value <= best * (1 + TIE_TOLERANCE) and seconds < fastest * (1 - STOP_GAIN)
+                not request.own_hardware
+                and value <= best * (1 + TIE_TOLERANCE)
+                and seconds < fastest * (1 - STOP_GAIN)
             )
         best = min(best, value)
         if value <= best * (1 + TIE_TOLERANCE):
@@ -499,7 +502,9 @@ def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tu
 def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | None:
     """The allowed option that scores best on the objective; within ``TIE_TOLERANCE`` of it
     (a tie at the model's resolution) the faster run, as a team would choose: the same money
-    for a shorter run (for ``--objective time``, the cheaper of tied runs)."""
+    for a shorter run (for ``--objective time``, the cheaper of tied runs). When buying
+    (``--own-hardware``) ties go to fewer chips: each extra server is capital up front, and a
+    tie in amortised cost says the extra servers buy little."""
     allowed = [o for o in options if o.allowed]
     key = objective_key(request)
     top = min(allowed, key=key, default=None)
@@ -509,4 +514,6 @@ def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | N
     ties = [o for o in allowed if key(o)[0] <= limit]
     if request.objective == "time":
         return min(ties, key=lambda o: (key(o)[1], o.total_chips))
+    if request.own_hardware:
+        return min(ties, key=lambda o: (o.total_chips, key(o)[0]))
     return min(ties, key=lambda o: (_time_s(o), o.total_chips))
