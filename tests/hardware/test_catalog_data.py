@@ -308,4 +308,4 @@ def test_largest_job_is_sourced_where_recorded() -> None:
         assert c.figures["scale_out.max_chips"].date
     # a TPU with no record falls back to its largest slice; a GPU with none has no limit
     assert chip("tpu-v7").largest_job_chips == chip("tpu-v7").scale_up.max_chips
-    assert chip("mi300x").largest_job_chips is None
+    assert chip("mi325x").largest_job_chips is None
