@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from chipwise.errors import WorkloadError
 from chipwise.hardware import chip
-from chipwise.perf.base import Plan
+from chipwise.perf.base import InferPrediction, Plan
 from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
@@ -156,3 +156,18 @@ def test_a_load_needs_its_value() -> None:
         Inference(load="concurrency")
     with pytest.raises(WorkloadError, match="rps"):
         Inference(load="rps", rps=0)
+
+
+def test_a_server_load_runs_at_the_highest_rate_within_its_p99_targets() -> None:
+    kw = {"input_len": 512, "output_len": 256, "load": "server"}
+    wl = Workload(model=LLAMA8, phase=Inference(tpot_p99_s=0.03, **kw))  # type: ignore[arg-type]
+    p = predict(wl, H100, 1, "bf16")
+    assert isinstance(p, InferPrediction) and p.engine is not None
+    assert p.engine.tpot_p99_s <= 0.03 and not p.engine.saturated
+    looser = predict(
+        Workload(model=LLAMA8, phase=Inference(tpot_p99_s=0.06, **kw)),  # type: ignore[arg-type]
+        H100, 1, "bf16",
+    )  # fmt: skip
+    assert looser.output_tokens_per_s >= p.output_tokens_per_s  # type: ignore[union-attr]
+    with pytest.raises(WorkloadError, match="target"):
+        Inference(load="server")

@@ -47,7 +47,14 @@ from chipwise.cost import cheapest_offer, price_of_prediction
 from chipwise.errors import MeasurementError, WorkloadError
 from chipwise.hardware import Chip, PriceOffer, chip_option, default_catalog
 from chipwise.hardware.prices import run_catalog
-from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_RPS, MAX_SEQ_LEN, MAX_SERVE_BATCH
+from chipwise.limits import (
+    MAX_CHIPS,
+    MAX_GLOBAL_BATCH,
+    MAX_LATENCY_MS,
+    MAX_RPS,
+    MAX_SEQ_LEN,
+    MAX_SERVE_BATCH,
+)
 from chipwise.perf import (
     Breakdown,
     InferPrediction,
@@ -157,6 +164,18 @@ def predict_command(
         help="Infer: every request queued at once (MLPerf Offline, trtllm-bench): the engine "
         "at its batch, token and KV-cache limits.",
     ),
+    server: bool = typer.Option(
+        False,
+        "--server",
+        help="Infer: Poisson arrivals at the highest rate whose p99 TTFT/TPOT meet --ttft/--tpot "
+        "(MLPerf Server).",
+    ),
+    ttft: float | None = typer.Option(
+        None, "--ttft", min=0.0, max=MAX_LATENCY_MS, help="Infer: p99 TTFT target in ms (--server)."
+    ),
+    tpot: float | None = typer.Option(
+        None, "--tpot", min=0.0, max=MAX_LATENCY_MS, help="Infer: p99 TPOT target in ms (--server)."
+    ),
     input_len_std: float = typer.Option(
         0.0,
         "--input-len-std",
@@ -259,6 +278,9 @@ def predict_command(
             concurrency=concurrency,
             rps=rps,
             max_throughput=max_throughput,
+            server=server,
+            ttft_p99_s=(ttft or 0.0) / 1e3,
+            tpot_p99_s=(tpot or 0.0) / 1e3,
             input_len_std=input_len_std,
             output_len_std=output_len_std,
             lengths=read_lengths(lengths_file) if lengths_file else (),
@@ -317,6 +339,7 @@ def serving_phase(
     concurrency: int | None = None,
     rps: float | None = None,
     max_throughput: bool = False,
+    server: bool = False,
     **engine: Any,
 ) -> Inference:
     """The ``Inference`` phase of the load options (at most one of --concurrency, --rps,
@@ -325,11 +348,12 @@ def serving_phase(
         ("--concurrency", concurrency),
         ("--rps", rps),
         ("--max-throughput", max_throughput or None),
+        ("--server", server or None),
     )
     given = [name for name, value in options if value is not None]
     if len(given) > 1:
         raise WorkloadError(
-            f"{' and '.join(given)}: give one load (--batch, --concurrency, --rps or "
+            f"{' and '.join(given)}: give one load (--batch, --concurrency, --rps, --server or "
             "--max-throughput)"
         )
     load = "batch"
@@ -339,6 +363,8 @@ def serving_phase(
         load = "rps"
     elif max_throughput:
         load = "max_throughput"
+    elif server:
+        load = "server"
     return Inference(
         batch=batch,
         input_len=input_len,

@@ -218,6 +218,8 @@ class Predictor:
                 fixed=plan_keys,
                 allow_unfit=allow_unfit,
             )
+        if phase.load == "server":
+            return self._server_choice(chips, phase, plan_keys)
         if phase.load != "batch":
             return plan_engine(self.serve_model(), phase, chips=chips, fixed=plan_keys,
                                allow_unfit=allow_unfit)  # fmt: skip
@@ -267,6 +269,9 @@ class Predictor:
         serve = self.serve_model()
         if plan is not None:
             check_plan(plan, chips, self.chip, serve.spec)
+            if phase.load == "server":
+                keys = {"tp": plan.tp, "ep": plan.ep}
+                return self._server_choice(chips, phase, keys).prediction
             if phase.load != "batch":
                 return serve.serve_engine(plan, phase)
             return serve.serve(plan, batch=phase.batch, input_len=phase.input_len,
@@ -274,6 +279,22 @@ class Predictor:
         choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
         assert isinstance(choice, ServeChoice)
         return _noted(choice.prediction, choice.reason)
+
+    def _server_choice(
+        self, chips: int, phase: Inference, plan_keys: Mapping[str, int | str] | None
+    ) -> ServeChoice:
+        """A server load: the plan with the most requests/s within the p99 targets, at that
+        rate (MLPerf Server reports the tokens/s of the highest passing rate)."""
+        choice = plan_slo(self.serve_model(), phase, chips=chips,
+                          ttft_p99_s=phase.ttft_p99_s or None,
+                          tpot_p99_s=phase.tpot_p99_s or None, fixed=plan_keys)  # fmt: skip
+        if choice.prediction is None:
+            raise PlanError(
+                f"{self.workload.model.name} on {chips} x {self.chip.id}: no load meets the "
+                f"p99 targets ({choice.missed}); use more chips or looser --ttft/--tpot"
+            )
+        return ServeChoice(prediction=choice.prediction, candidates=choice.candidates,
+                           fitting=choice.candidates, fixed=dict(plan_keys or {}))  # fmt: skip
 
     def serve_slo(
         self,

@@ -116,6 +116,8 @@ class Case:
     max_num_seqs: int = 0
     max_num_tokens: int = 0
     prefix_hit_rate: float = 0.0
+    ttft_p99_target_s: float = 0.0  # a server load's p99 targets (MLPerf Server)
+    tpot_p99_target_s: float = 0.0
 
     @property
     def metric_family(self) -> str:
@@ -301,6 +303,8 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     max_num_seqs=_int(raw.get("max_num_seqs") or ""),
                     max_num_tokens=_int(raw.get("max_num_tokens") or ""),
                     prefix_hit_rate=_float(raw.get("prefix_hit_rate") or ""),
+                    ttft_p99_target_s=_float(raw.get("ttft_p99_target_s") or ""),
+                    tpot_p99_target_s=_float(raw.get("tpot_p99_target_s") or ""),
                 )
             )
     return tuple(rows)
@@ -348,6 +352,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 input_len_std=case.input_len_std, output_len_std=case.output_len_std,
                 kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
+                ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
             )  # fmt: skip
         else:
             phase = _training(case)

@@ -330,7 +330,9 @@ class Inference:
       when the last one finishes (``benchmark_serving --max-concurrency``);
     * ``rps``: an open loop, Poisson arrivals at ``rps`` requests per second;
     * ``max_throughput``: every request queued at once, the engine at its limits (MLPerf
-      Offline, ``trtllm-bench throughput``).
+      Offline, ``trtllm-bench throughput``);
+    * ``server``: Poisson arrivals at the highest rate whose p99 TTFT/TPOT meet
+      ``ttft_p99_s``/``tpot_p99_s`` (MLPerf Server).
 
     Lengths are means; ``input_len_std``/``output_len_std`` (> 0) make them log-normal, or
     ``lengths`` gives a histogram of (input_len, output_len, count) rows. Engine knobs:
@@ -353,6 +355,10 @@ class Inference:
     kv_dtype: str = ""
     prefix_hit_rate: float = 0.0
     disaggregated: bool = False
+    # p99 latency targets (seconds; 0 = none) of a ``server`` load: Poisson arrivals at the
+    # highest rate whose p99 TTFT and TPOT meet them (MLPerf Inference's Server scenario)
+    ttft_p99_s: float = 0.0
+    tpot_p99_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
@@ -364,6 +370,10 @@ class Inference:
             raise WorkloadError(f"load {self.load!r}: choose one of {', '.join(LOADS)}")
         if self.load == "concurrency" and self.concurrency < 1:
             raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
+        if self.load == "server" and not (self.ttft_p99_s > 0 or self.tpot_p99_s > 0):
+            raise WorkloadError("a server load needs a p99 target (--ttft MS and/or --tpot MS)")
+        if self.ttft_p99_s < 0 or self.tpot_p99_s < 0:
+            raise WorkloadError("p99 latency targets must be >= 0 (0 = none)")
         if self.load == "rps" and not self.rps > 0:
             raise WorkloadError(f"an rps load needs rps > 0 (--rps R), got {self.rps}")
         if self.input_len_std < 0 or self.output_len_std < 0:
@@ -380,7 +390,7 @@ class Inference:
 
 
 # How a serving load is stated (see ``Inference``).
-LOADS = ("batch", "concurrency", "rps", "max_throughput")
+LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 
 
 Phase = Training | Inference

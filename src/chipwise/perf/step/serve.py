@@ -272,11 +272,17 @@ class ServeModel(StepTimer):
             disaggregated=phase.disaggregated,
         )
         replicas = plan.dp
-        value = {
+        values = {
             "concurrency": phase.concurrency / replicas,
             "rps": phase.rps / replicas,
             "max_throughput": 0.0,
-        }[phase.load]
+        }
+        if phase.load not in values:
+            raise PlanError(
+                f"the engine solves concurrency, rps and max_throughput loads, not "
+                f"{phase.load!r} (a server load goes through the planner)"
+            )
+        value = values[phase.load]
         st = engine.solve(phase.load, value)
         rate = st.rate
         kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token()
