@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chipwise.errors import WorkloadError
+from chipwise.errors import PlanError, WorkloadError
 from chipwise.hardware import chip
 from chipwise.perf.base import InferPrediction, Plan
 from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
@@ -171,3 +171,15 @@ def test_a_server_load_runs_at_the_highest_rate_within_its_p99_targets() -> None
     assert looser.output_tokens_per_s >= p.output_tokens_per_s  # type: ignore[union-attr]
     with pytest.raises(WorkloadError, match="target"):
         Inference(load="server")
+
+
+def test_disaggregation_takes_prefill_out_of_the_decode_steps() -> None:
+    s = _serve(LLAMA70, "fp8")
+    kw = {"load": "rps", "rps": 4.0, "input_len": 4096, "output_len": 256}
+    mixed = s.serve_engine(Plan(tp=2, dp=4), Inference(**kw))  # type: ignore[arg-type]
+    split = s.serve_engine(Plan(tp=2, dp=4), Inference(disaggregated=True, **kw))  # type: ignore[arg-type]
+    assert split.engine is not None and mixed.engine is not None
+    assert 0 < split.engine.prefill_chips < 8
+    assert split.engine.tpot_p99_s < mixed.engine.tpot_p99_s
+    with pytest.raises(PlanError, match="dp >= 2"):
+        s.serve_engine(Plan(tp=8), Inference(disaggregated=True, **kw))  # type: ignore[arg-type]

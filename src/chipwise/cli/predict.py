@@ -213,6 +213,12 @@ def predict_command(
     kv_dtype: KvDtypeChoice = typer.Option(
         KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
     ),
+    disaggregated: bool = typer.Option(
+        False,
+        "--disaggregated",
+        help="Infer: separate prefill and decode replicas (Dynamo-style; needs dp >= 2): the "
+        "split with the most throughput, or at --rps the lowest p99 latency.",
+    ),
     prefix_hit_rate: float = typer.Option(
         0.0,
         "--prefix-hit-rate",
@@ -288,6 +294,7 @@ def predict_command(
             max_num_tokens=max_num_tokens,
             kv_dtype="" if kv_dtype is KvDtypeChoice.auto else kv_dtype.value,
             prefix_hit_rate=prefix_hit_rate,
+            disaggregated=disaggregated,
         ),
     )
     chosen = chip_option(chip, chip_file)
@@ -516,6 +523,7 @@ def prediction_to_dict(
             "max_seqs_per_replica": eng.max_seqs_per_replica,
             "kv_capacity_tokens_per_replica": eng.kv_capacity_tokens_per_replica,
             "batch_limit": eng.limit,
+            "prefill_chips": eng.prefill_chips,
             "saturated": eng.saturated,
         }
     else:

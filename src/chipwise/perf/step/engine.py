@@ -168,6 +168,8 @@ class Engine:
         max_num_tokens: int,
         kv_capacity_tokens: float,
         disaggregated: bool = False,
+        prefill_replicas_per_decode: float = 1.0,
+        kv_transfer_s_per_token: float = 0.0,
     ) -> None:
         self.step = step
         self.lengths = lengths
@@ -179,6 +181,11 @@ class Engine:
         self.budget = max_num_tokens
         self.kv_capacity_tokens = kv_capacity_tokens
         self.disaggregated = disaggregated
+        # disaggregated (Dynamo, AIConfigurator's xPyD): this engine is one decode replica;
+        # prompts run on a separate prefill pool of this many replicas per decode replica,
+        # and each prompt's KV cache crosses the network before its first decode step
+        self.prefill_per_decode = prefill_replicas_per_decode
+        self.kv_transfer_s_per_token = kv_transfer_s_per_token
         kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
         limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
         if not disaggregated:
@@ -206,7 +213,10 @@ class Engine:
 
     def requests_per_s(self, b: float) -> float:
         r = self.rate(b)
-        return r.b / (self.l_out * r.step_s)
+        x = r.b / (self.l_out * r.step_s)
+        if self.disaggregated:  # the prefill pool's share may be the bound
+            x = min(x, self.prefill_per_decode / self._mean_service(0.0))
+        return x
 
     def prefill_service(self, b: float, inputs: FloatArray) -> FloatArray:
         """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
@@ -264,12 +274,19 @@ class Engine:
         es = float(w @ service)
         es2 = float(w @ (service * service))
         decode_s = self.l_out * rate.step_s
+        if self.disaggregated:
+            service = service + inputs * self.kv_transfer_s_per_token
+            es = float(w @ service)
+            es2 = float(w @ (service * service))
+            x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
+        else:
+            x_pool = x
         if load == "concurrency":
             wait_mean = max(0.0, value / x - decode_s - es)
-            rho = min(0.999, x * es) if wait_mean > 0 else 0.0
+            rho = min(0.999, x_pool * es) if wait_mean > 0 else 0.0
         elif load == "rps" and not saturated:
-            rho = min(0.999, x * es)
-            wait_mean = x * es2 / (2 * (1 - rho))
+            rho = min(0.999, x_pool * es)
+            wait_mean = x_pool * es2 / (2 * (1 - rho))
         else:
             # offline / saturated: the queue is the backlog; service only is reported
             rho, wait_mean = 0.0, 0.0

@@ -242,6 +242,13 @@ class ServeModel(StepTimer):
         free -= base.weights_bytes + base.activations_bytes
         return max(0.0, free / timer.kv_bytes_per_token())
 
+    def _kv_transfer_s_per_token(self, timer: EngineStepTimer) -> float:
+        """Seconds to move one token's KV cache from a prefill to a decode replica: each
+        chip sends its shard over the scale-out network (NIXL/UCX RDMA in Dynamo), or over
+        the scale-up link when the chip has no scale-out tier."""
+        tier = self.chip.scale_out or self.chip.scale_up
+        return timer.kv_bytes_per_token() / tier.bytes_per_s_per_chip
+
     def engine_timer(self, plan: Plan, kv_dtype: str) -> EngineStepTimer:
         """The step timer of ``plan`` (cached: an SLO search solves many loads per plan)."""
         timers: dict[tuple[Plan, str], EngineStepTimer] = self.__dict__.setdefault(
@@ -262,28 +269,48 @@ class ServeModel(StepTimer):
             MAX_THROUGHPUT_MAX_SEQS if phase.load == "max_throughput" else MAX_NUM_SEQS_DEFAULT
         )
         capacity = self.kv_capacity_tokens(plan, kv_dtype, timer)
-        engine = Engine(
-            timer.step_s,
-            lengths,
-            prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
-            max_num_seqs=phase.max_num_seqs or default_seqs,
-            max_num_tokens=phase.max_num_tokens or MAX_NUM_TOKENS_DEFAULT,
-            kv_capacity_tokens=capacity,
-            disaggregated=phase.disaggregated,
-        )
-        replicas = plan.dp
-        values = {
-            "concurrency": phase.concurrency / replicas,
-            "rps": phase.rps / replicas,
-            "max_throughput": 0.0,
-        }
-        if phase.load not in values:
+        if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
                 f"the engine solves concurrency, rps and max_throughput loads, not "
                 f"{phase.load!r} (a server load goes through the planner)"
             )
-        value = values[phase.load]
-        st = engine.solve(phase.load, value)
+        if phase.disaggregated and plan.dp < 2:
+            raise PlanError(
+                "disaggregated serving needs at least 2 replicas (dp >= 2): one prefill pool "
+                "and one decode pool; use more chips or a smaller tp"
+            )
+        splits = [(0, plan.dp)]
+        if phase.disaggregated:
+            splits = [(p, plan.dp - p) for p in range(1, plan.dp)]
+        best = None
+        for n_prefill, replicas in splits:
+            engine = Engine(
+                timer.step_s,
+                lengths,
+                prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
+                max_num_seqs=phase.max_num_seqs or default_seqs,
+                max_num_tokens=phase.max_num_tokens or MAX_NUM_TOKENS_DEFAULT,
+                kv_capacity_tokens=capacity,
+                disaggregated=phase.disaggregated,
+                prefill_replicas_per_decode=n_prefill / replicas,
+                kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
+            )
+            value = {
+                "concurrency": phase.concurrency / replicas,
+                "rps": phase.rps / replicas,
+                "max_throughput": 0.0,
+            }[phase.load]
+            cand = engine.solve(phase.load, value)
+            # rps: the split that keeps up with the lowest p99 TTFT; else the most requests/s
+            key = (
+                (float(cand.saturated), cand.ttft_p99_s + lengths.mean_out * cand.tpot_p99_s)
+                if phase.load == "rps"
+                else (0.0, -cand.requests_per_s * replicas)
+            )
+            if best is None or key < best[0]:
+                best = (key, cand, n_prefill, replicas)
+        assert best is not None
+        _, st, n_prefill, replicas = best
         rate = st.rate
         kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token()
         base = serve_memory(
@@ -312,6 +339,7 @@ class ServeModel(StepTimer):
             tpot_p99_s=st.tpot_p99_s,
             saturated=st.saturated,
             limit=st.limit,
+            prefill_chips=n_prefill * plan.tp * plan.pp,
         )
         # batch = requests in the system by Little's law (X x (TTFT + L_out TPOT))
         ttft_mean = st.ttft_mean_s if not st.saturated else st.prefill_s
