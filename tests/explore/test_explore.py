@@ -40,7 +40,9 @@ def test_grid_size_is_the_product_of_its_axes() -> None:
     ("data", "says"),
     [
         ({"workloads": ["gpt2"], "chips": ["h100"], "countz": [1]}, "countz: Extra inputs"),
-        ({"workloads": ["gpt2"], "chips": ["h100"], "counts": [0]}, "counts must be >= 1"),
+        ({"workloads": ["gpt2"], "chips": ["h100"], "counts": [0]}, "counts must be in 1.."),
+        ({"workloads": ["gpt2"], "chips": ["h100"], "counts": [1 << 30]}, "1..1,048,576"),
+        ({"workloads": ["gpt2"], "chips": ["h100"], "tokens": 1e30}, "grid tokens"),
         ({"workloads": ["gpt2"], "chips": ["h100"], "phases": ["serve"]}, "phases.0"),
         ({"workloads": ["gpt2"]}, "names no chip"),
     ],

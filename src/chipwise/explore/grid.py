@@ -39,6 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from chipwise import limits
 from chipwise.errors import ChipwiseError
 from chipwise.workload.ir import Inference, Training
 
@@ -186,20 +187,36 @@ def parse_load(text: str) -> str:
     try:
         if kind == "concurrency" and int(value) >= 1:
             return f"concurrency={int(value)}"
-        if kind == "rps" and 0 < float(value) < float("inf"):
+        if kind == "rps" and 0 < float(value) <= limits.MAX_RPS:
             return f"rps={float(value):g}"
     except ValueError:
         pass
     raise ExploreError(f"serving load {text!r}: write one of {LOAD_HELP}")
 
 
+# Each axis's range: chipwise.limits, as for the same options of predict and advise.
+_RANGES = {
+    "counts": (1, limits.MAX_CHIPS),
+    "seq_len": (1, limits.MAX_SEQ_LEN),
+    "global_batch": (1, limits.MAX_GLOBAL_BATCH),
+    "batch": (1, limits.MAX_SERVE_BATCH),
+    "input_len": (1, limits.MAX_SEQ_LEN),
+    "output_len": (0, limits.MAX_SEQ_LEN),
+}
+
+
 def _check(spec: GridFile) -> GridFile:
-    for name in ("counts", "seq_len", "global_batch", "batch", "input_len"):
-        bad = [v for v in getattr(spec, name) if v < 1]
-        if bad:
-            raise ExploreError(f"grid {name} must be >= 1, got {bad[0]}")
-    if any(v < 0 for v in spec.output_len):
-        raise ExploreError("grid output_len must be >= 0")
+    for name, (low, high) in _RANGES.items():
+        for v in getattr(spec, name):
+            if not low <= v <= high:
+                raise ExploreError(f"grid {name} must be in {low}..{high:,}, got {v}")
+    limits.check_number("grid tokens", spec.tokens, high=limits.MAX_TOKENS, error=ExploreError)
+    limits.check_number(
+        "grid requests_per_day",
+        spec.requests_per_day,
+        high=limits.MAX_REQUESTS_PER_DAY,
+        error=ExploreError,
+    )
     for load in spec.loads:
         parse_load(load)
     if not spec.chips and not spec.chip_files:

@@ -43,6 +43,7 @@ from chipwise.hardware import (
     load_chip_file,
     with_user_chips,
 )
+from chipwise.limits import MAX_WORKERS
 from chipwise.workload import load_workload_model
 
 Progress = Callable[[int, int], None]  # (points done, points in the grid)
@@ -146,8 +147,8 @@ def run_grid(
         ExploreError: more points than ``max_points``; ray missing; a bad cache folder.
         ChipwiseError: an unknown workload or chip, a bad chip file (before any work).
     """
-    if workers is not None and workers < 1:
-        raise ExploreError(f"--workers must be >= 1, got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise ExploreError(f"--workers must be in 1..{MAX_WORKERS:,}, got {workers}")
     chips = resolve_chips(grid)
     total = grid.size(len(chips))
     if total > max_points:
