@@ -14,7 +14,8 @@ chip groups (GPUs and GEMM ASICs; TPUs with 128-wide MXUs; TPUs with 256-wide MX
 median measured/predicted ratio of each group's training rows, iterated to a fixed point,
 and cross-checks it by leaving one publication out at a time (the shared cases file counts
 as one): fitted on the others, the error on the rows left out, then over all rows so
-predicted out of sample. It prints the values to put in the TOML; it writes nothing.
+predicted out of sample (``chipwise.validate.lopo`` does the work). It prints the values to
+put in the TOML; it writes nothing.
 
 ``--write-confidence`` predicts every row and writes the confidence table ``advise`` quotes
 (default: the package's ``validate/data/confidence.json``); run it after any model or
@@ -24,8 +25,6 @@ measurement change (``tests/validate/test_confidence.py`` fails until you do).
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +32,10 @@ from rich.console import Console
 
 from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
-from chipwise.hardware.chip import Chip
-from chipwise.perf import Efficiency, efficiency_for
 from chipwise.validate import (
-    Case,
     Report,
-    Result,
-    confidence_entries,
+    SustainedFit,
+    all_entries,
     confidence_json,
     confidence_path,
     confidence_table,
@@ -47,49 +43,7 @@ from chipwise.validate import (
     run_validation,
 )
 
-FIT_ROUNDS = 4
 CONFIDENCE_SOURCE = "python benchmarks/validate.py --write-confidence"
-
-
-def sustained_group(chip: Chip) -> str:
-    """The chip group that shares one sustained_tensor_fraction (see efficiency.toml)."""
-    if chip.kind == "tpu":
-        return "tpu-mxu256" if (chip.matrix_unit_dim or 128) >= 256 else "tpu-mxu128"
-    return "gpu"
-
-
-def _with(values: dict[str, float]) -> Callable[[Chip], Efficiency | None]:
-    def eff(chip: Chip) -> Efficiency | None:
-        f = values.get(sustained_group(chip))
-        base = efficiency_for(chip)
-        return base if f is None else dataclasses.replace(base, sustained_tensor_fraction=f)
-
-    return eff
-
-
-def _ratios(report: Report) -> dict[str, list[float]]:
-    from chipwise.hardware.catalog import chip as find_chip
-
-    out: dict[str, list[float]] = {}
-    for r in report.results:
-        if r.predicted and r.case.phase == "train":
-            g = sustained_group(find_chip(r.case.chip))
-            out.setdefault(g, []).append(r.case.value / r.predicted)
-    return out
-
-
-def fit(cases: Sequence[Case]) -> dict[str, float]:
-    """Fixed point of f <- f x median(measured / predicted) per group, over ``cases``."""
-    from chipwise.hardware.catalog import chip as find_chip
-
-    values: dict[str, float] = {}
-    for c in cases:
-        ch = find_chip(c.chip)
-        values.setdefault(sustained_group(ch), efficiency_for(ch).sustained_tensor_fraction)
-    for _ in range(FIT_ROUNDS):
-        ratios = _ratios(run_validation("train", cases, efficiency=_with(values)))
-        values = {g: min(1.0, values[g] * float(np.median(r))) for g, r in ratios.items()}
-    return {g: round(v, 3) for g, v in values.items()}
 
 
 def _stats(report: Report) -> str:
@@ -101,36 +55,33 @@ def _stats(report: Report) -> str:
     )
 
 
-def publication(case: Case) -> str:
-    """The publication a row comes from: the repository (not the commit) or the paper; the
-    shared cases file is one."""
-    if case.source.startswith("github:"):
-        return case.source.split("@", 1)[0]
-    return case.source.split()[0] if case.source.startswith("url:") else case.source
-
-
 def fit_sustained() -> None:
-    cases = tuple(c for c in load_cases() if c.phase == "train" and c.usable)
-    every = fit(cases)
+    """Print the fit on every training row and the leave-one-publication-out cross-check
+    (``chipwise.validate.lopo``)."""
+    fitter = SustainedFit(load_cases())
+    lopo = fitter.leave_one_publication_out()
+    every = lopo.fitted_all
     print("fitted on all training rows:", every)
-    print("  in-sample:", _stats(run_validation("train", cases, efficiency=_with(every))))
+    in_sample = Report(
+        results=tuple(fitter.predict(c, every.get(fitter.group_of(c))) for c in fitter.cases)
+    )
+    print("  in-sample:", _stats(in_sample))
     print("leave one publication out (fitted on the rest -> the rows left out):")
-    held: list[Result] = []
-    for pub in sorted({publication(c) for c in cases}):
-        test = tuple(c for c in cases if publication(c) == pub)
-        values = fit(tuple(c for c in cases if publication(c) != pub))
-        report = run_validation("train", test, efficiency=_with(values))
-        held.extend(report.results)
-        errors = [r.error for r in report.results if r.error is not None]
+    for h in lopo.held_out:
+        report = Report(results=h.results)
+        errors = [r.error for r in h.results if r.error is not None]
         bias = f"median error {float(np.median(errors)):+.1%}" if errors else "no rows"
-        print(f"  {pub}: {values}; {_stats(report)}, {bias}")
-    print("  all rows out of sample:", _stats(Report(results=tuple(held))))
+        print(f"  {h.publication}: {h.fitted}; {_stats(report)}, {bias}")
+    print("  all rows out of sample:", _stats(Report(results=lopo.results)))
 
 
 def write_confidence(path: Path) -> None:
-    """Predict every row and write the confidence table to ``path``."""
-    entries = confidence_entries(run_validation())
-    table = confidence_table(entries, source=CONFIDENCE_SOURCE)
+    """Predict every row (and the training rows leave-one-publication-out) and write the
+    confidence table to ``path``."""
+    report = run_validation()
+    lopo = SustainedFit(load_cases()).leave_one_publication_out()
+    entries = all_entries(report, lopo)
+    table = confidence_table(entries, source=CONFIDENCE_SOURCE, lopo=lopo)
     path.write_text(confidence_json(table), encoding="utf-8")
     print(f"wrote {len(entries)} entries to {path}")
 

@@ -10,10 +10,12 @@ import pytest
 from chipwise.validate import (
     CONFIDENCE_SCHEMA_VERSION,
     ConfidenceDataError,
+    Report,
     confidence_entries,
     confidence_json,
     confidence_table,
     load_confidence,
+    out_of_sample_results,
     parse_confidence,
     row_subsets,
     run_validation,
@@ -34,10 +36,18 @@ def report():  # type: ignore[no-untyped-def]
 def test_the_shipped_table_equals_what_the_model_computes_now(report) -> None:  # type: ignore[no-untyped-def]
     shipped = load_confidence()
     assert shipped.schema_version == CONFIDENCE_SCHEMA_VERSION
-    now = {(e.phase, e.scope, e.subset, e.basis): e for e in confidence_entries(report)}
-    have = {
-        (e.phase, e.scope, e.subset, e.basis): e for e in shipped.entries if e.basis == "packaged"
-    }
+    # the training rows the table scored out of sample are today's training rows
+    train = {r.case.id for r in report.results if r.case.phase == "train" and r.predicted}
+    assert set(shipped.lopo_predicted) == train, STALE
+    # packaged entries from today's predictions; out-of-sample ones from today's rows with
+    # the stored leave-one-publication-out predictions (tests/validate/test_lopo.py
+    # recomputes those for one publication)
+    oos = Report(results=out_of_sample_results(report, shipped.lopo_results(report)))
+    entries = confidence_entries(report) + confidence_entries(
+        oos, basis="out_of_sample", out_of_sample=True
+    )
+    now = {(e.phase, e.scope, e.subset, e.basis): e for e in entries}
+    have = {(e.phase, e.scope, e.subset, e.basis): e for e in shipped.entries}
     assert set(have) == set(now), STALE
     for key, e in now.items():
         got = have[key]
@@ -81,7 +91,9 @@ def test_json_round_trips_and_a_foreign_schema_or_key_is_an_error(report) -> Non
 def test_find_picks_phase_scope_subset_and_basis() -> None:
     table = load_confidence()
     e = table.find("train", "all")
-    assert e is not None and (e.phase, e.scope, e.subset, e.basis) == ("train", "all", "all",
-                                                                       "packaged")  # fmt: skip
+    assert e is not None and e.out_of_sample
+    shipped = table.find("train", "all", basis="packaged")
+    assert shipped is not None and not shipped.out_of_sample and shipped.rows == e.rows
+    assert (e.phase, e.scope, e.subset, e.basis) == ("train", "all", "all", "out_of_sample")
     assert table.find("train", "no-such-chip") is None
     assert replace(table, entries=()).find("train", "all") is None

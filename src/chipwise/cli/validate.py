@@ -1,10 +1,20 @@
 """``chipwise validate``: predicted vs published measurements, every row, with error stats.
 
 JSON (``--json``): ``{"schema_version": 1, "rows": [{id, workload, phase, chip, chips,
-precision, metric, measured, predicted, error, plan, fits, why, source}], "summary":
-{group: {rows, median_abs_error, p90_abs_error}}}`` with groups all, train, train-gpu,
-train-tpu, train-moe (models with routed experts), infer, microbench (those that have
-rows). Rows that cannot be predicted have ``predicted`` and ``error`` null and say ``why``.
+precision, metric, measured, predicted, error, plan, fits, why, source, in_sample,
+lopo_predicted}], "summary": {group: {rows, median_abs_error, p90_abs_error}},
+"out_of_sample": {group: {...}}, "lopo": {"source", "date"}}``. ``summary`` scores every
+row as shipped (groups all, train, train-gpu, train-tpu, train-1024+, train-moe,
+finetune, infer, microbench, those that have rows); ``out_of_sample`` the data-driven groups of
+``chipwise.validate.score_groups`` on the rows no constant used, the training rows
+leave-one-publication-out. ``in_sample`` lists the constants read off or fitted to a row
+(``validate/data/in_sample.toml``). Rows that cannot be predicted have ``predicted`` and
+``error`` null and say ``why``.
+
+The summary puts the out-of-sample figure first and the as-shipped one beside it; a ``*``
+after a row's error marks it in-sample. The leave-one-publication-out predictions come from
+the shipped confidence table (``benchmarks/validate.py --write-confidence``; a test keeps it
+current); ``--lopo`` recomputes them (refits for every publication: about 20 s of CPU).
 
 The table shows id, workload, chip, n, measured, predicted and error, readable at 80
 columns; ``--wide`` adds the metric, the plan (and whether it fits) and the row's notes.
@@ -14,6 +24,9 @@ columns; ``--wide`` adds the metric, the plan (and whether it fits) and the row'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -27,9 +40,28 @@ from rich.text import Text
 from chipwise.bench.compare import Comparison, compare_measured, comparison_to_dict
 from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
-from chipwise.cli.output import console, print_json, progress_bar, quiet_option, show_progress
+from chipwise.cli.output import (
+    console,
+    print_json,
+    progress_bar,
+    quiet_option,
+    show_progress,
+    spinner,
+)
+from chipwise.errors import ChipwiseError
 from chipwise.units import format_seconds
-from chipwise.validate import Report, Result, load_cases, run_case
+from chipwise.validate import (
+    GroupScore,
+    Report,
+    Result,
+    Stats,
+    in_sample_of,
+    leave_one_publication_out,
+    load_cases,
+    load_confidence,
+    run_case,
+    score_groups,
+)
 
 JSON_SCHEMA_VERSION = 1
 
@@ -41,8 +73,37 @@ class KindChoice(StrEnum):
     microbench = "microbench"
 
 
-def result_to_dict(r: Result) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Held:
+    """Training rows predicted leave-one-publication-out, and where they come from."""
+
+    results: Mapping[str, Result]
+    source: str  # "confidence table" | "computed"
+    date: str
+
+
+def shipped_lopo(report: Report) -> Held:
+    """The out-of-sample training predictions stored in the shipped confidence table."""
+    try:
+        table = load_confidence()
+    except ChipwiseError:
+        return Held(results={}, source="none (the confidence table is missing)", date="")
+    return Held(results=table.lopo_results(report), source="confidence table", date=table.date)
+
+
+def computed_lopo(report: Report) -> Held:
+    """Refit for every publication now (``--lopo``)."""
+    lopo = leave_one_publication_out(r.case for r in report.results)
+    return Held(
+        results={r.case.id: r for r in lopo.results},
+        source="computed",
+        date=date.today().isoformat(),
+    )
+
+
+def result_to_dict(r: Result, held: Mapping[str, Result] | None = None) -> dict[str, Any]:
     c = r.case
+    lopo = (held or {}).get(c.id)
     return {
         "id": c.id,
         "workload": c.workload,
@@ -58,21 +119,30 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "fits": r.fits,
         "why": r.why or None,
         "source": c.source,
+        "in_sample": list(in_sample_of(c.id)),
+        "lopo_predicted": None if lopo is None else lopo.predicted,
     }
 
 
-def report_to_dict(report: Report) -> dict[str, Any]:
+def _stats_dict(s: Stats) -> dict[str, Any]:
+    return {
+        "rows": s.rows,
+        "median_abs_error": s.median_abs_error,
+        "p90_abs_error": s.p90_abs_error,
+    }
+
+
+def report_to_dict(report: Report, held: Held | None = None) -> dict[str, Any]:
+    held = held or shipped_lopo(report)
+    scores = score_groups(report, held.results)
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "rows": [result_to_dict(r) for r in report.results],
-        "summary": {
-            g: {
-                "rows": s.rows,
-                "median_abs_error": s.median_abs_error,
-                "p90_abs_error": s.p90_abs_error,
-            }
-            for g, s in report.summary().items()
+        "rows": [result_to_dict(r, held.results) for r in report.results],
+        "summary": {g: _stats_dict(s) for g, s in report.summary().items()},
+        "out_of_sample": {
+            sc.group: _stats_dict(sc.out_of_sample) for sc in scores if sc.out_of_sample
         },
+        "lopo": {"source": held.source, "date": held.date},
     }
 
 
@@ -115,7 +185,7 @@ def _note(text: str, limit: int = 90) -> str:
     return first if len(first) <= limit else first[: limit - 1] + "\u2026"
 
 
-def report_table(report: Report, *, wide: bool = False) -> Group:
+def report_table(report: Report, *, wide: bool = False, held: Held | None = None) -> Group:
     """Every row (predicted ones first, in file order), then unusable rows and the summary.
 
     The default columns fit 80 columns; ``wide`` adds metric, plan (fits) and notes."""
@@ -136,9 +206,10 @@ def report_table(report: Report, *, wide: bool = False) -> Group:
             continue
         err = r.error or 0.0
         style = "red" if abs(err) > 0.25 else ("yellow" if abs(err) > 0.10 else "")
+        mark = "*" if in_sample_of(r.case.id) else ""
         cells: list[str | Text] = [
             r.case.id, _workload(r.case.workload), r.case.chip, str(r.case.chips),
-            _num(r.case.value), _num(r.predicted), Text(f"{err:+.1%}", style=style),
+            _num(r.case.value), _num(r.predicted), Text(f"{err:+.1%}{mark}", style=style),
         ]  # fmt: skip
         if wide:
             fits = "" if r.fits is None else (" fits" if r.fits else " NO FIT")
@@ -149,13 +220,37 @@ def report_table(report: Report, *, wide: bool = False) -> Group:
         parts.append(Text("Rows not predicted:", style="bold"))
         for r in skipped:
             parts.append(Text(f"  {r.case.id} ({r.case.workload} on {r.case.chip}): {r.why}"))
-    lines = ["Absolute error (median / 90th percentile):"]
-    for g, s in report.summary().items():
-        lines.append(
-            f"  {g:11s} {s.rows:3d} rows  {s.median_abs_error:6.1%}  {s.p90_abs_error:6.1%}"
-        )
-    parts.append(Text("\n".join(lines)))
+    held = held or shipped_lopo(report)
+    parts.append(summary_text(score_groups(report, held.results), held))
     return Group(*parts)
+
+
+def _score(s: Stats | None) -> str:
+    if s is None:
+        return f"{'-':>4s} {'-':>6s} {'-':>6s}"
+    return f"{s.rows:4d} {s.median_abs_error:6.1%} {s.p90_abs_error:6.1%}"
+
+
+def summary_text(scores: tuple[GroupScore, ...], held: Held) -> Text:
+    """Out of sample first (the accuracy to quote), as shipped beside it (fits 80 columns)."""
+    lines = [
+        "Absolute error (median / 90th percentile):",
+        f"  {'':16s} {'out of sample':^18s} | {'as shipped':^18s}",
+        f"  {'group':16s} {'rows':>4s} {'median':>6s} {'p90':>6s} | "
+        f"{'rows':>4s} {'median':>6s} {'p90':>6s}  in-sample",
+    ]
+    for sc in scores:
+        n = f"{sc.in_sample_rows:9d}" if sc.in_sample_rows else ""
+        lines.append(f"  {sc.group:16s} {_score(sc.out_of_sample)} | {_score(sc.as_shipped)}  {n}")
+    when = f" of {held.date}" if held.date else ""
+    lines += [
+        "Out of sample: training rows leave-one-publication-out (the fitted",
+        "sustained_tensor_fraction refitted without the row's publication;",
+        f"{held.source}{when}; --lopo recomputes); other rows only where no",
+        "constant was read off them. * in-sample: a constant was read off or",
+        "fitted to the row (validate/data/in_sample.toml).",
+    ]
+    return Text("\n".join(line.rstrip() for line in lines))
 
 
 def measured_table(result: Comparison, db: Path | None) -> Group:
@@ -213,6 +308,9 @@ def validate_command(
     calibrated: bool = typer.Option(
         False, "--calibrated", help="With --measured: use the calibrated efficiencies."
     ),
+    lopo: bool = typer.Option(
+        False, "--lopo", help="Recompute the leave-one-publication-out figures (~20 s CPU)."
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON (schema_version 1, see the module doc)."
     ),
@@ -235,9 +333,19 @@ def validate_command(
             results.append(run_case(case))
             bar.advance(task)
     report = Report(results=tuple(results))
-    if as_json:
-        print_json(report_to_dict(report))
-    elif wide:
-        Console(width=max(console.width, WIDE_MIN_COLUMNS)).print(report_table(report, wide=True))
+    if lopo:
+        with spinner(
+            show_progress(quiet=quiet, as_json=as_json),
+            "refitting sustained_tensor_fraction without each publication",
+        ):
+            held = computed_lopo(report)
     else:
-        console.print(report_table(report))
+        held = shipped_lopo(report)
+    if as_json:
+        print_json(report_to_dict(report, held))
+    elif wide:
+        Console(width=max(console.width, WIDE_MIN_COLUMNS)).print(
+            report_table(report, wide=True, held=held)
+        )
+    else:
+        console.print(report_table(report, held=held))

@@ -11,17 +11,20 @@ An entry is the error of one *group* of rows: a phase (train, finetune, infer,
 microbench), a scope (``all``, a kind such as ``gpu``, a vendor as ``vendor:nvidia``, or a
 chip id), a subset (``all`` or a named slice of the rows, ``row_subsets``) and a basis:
 
-* ``packaged`` - the model as shipped. Some of its constants were read off or fitted to
-  these very rows (``in_sample`` says which), so it is an in-sample figure;
-* ``lopo`` - leave one publication out: each training row predicted with the fitted
-  ``sustained_tensor_fraction`` refitted without the row's publication (out of sample).
+* ``packaged`` - every row, predicted by the model as shipped. Some of its constants were
+  read off or fitted to some of these rows (``lopo.in_sample_of``), so it is partly an
+  in-sample figure;
+* ``out_of_sample`` - training rows predicted leave-one-publication-out (the fitted
+  ``sustained_tensor_fraction`` refitted without the row's publication, ``lopo``), other
+  rows only when no constant used them. This is the figure to quote as accuracy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from functools import cache
 from importlib import resources
@@ -34,12 +37,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from chipwise._version import __version__
 from chipwise.errors import ChipwiseError
 from chipwise.hardware.catalog import chip as find_chip
+from chipwise.validate.lopo import Lopo, in_sample_of
 from chipwise.validate.run import SCALE_CHIPS, Report, Result, load_model
 from chipwise.workload.ir import TransformerSpec
 
 CONFIDENCE_FILE = "confidence.json"
 CONFIDENCE_SCHEMA_VERSION = 1
-Basis = Literal["packaged", "lopo"]
+Basis = Literal["packaged", "out_of_sample"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +55,7 @@ class ConfidenceEntry:
     kind: str  # gpu | tpu | asic, or all when the rows mix kinds
     subset: str  # all | a named slice (row_subsets)
     basis: Basis
-    out_of_sample: bool  # False: some constant was read off or fitted to these rows
+    out_of_sample: bool  # False: some constant may have been read off or fitted to these rows
     rows: int
     median_abs_error: float
     p90_abs_error: float
@@ -64,9 +68,22 @@ class ConfidenceTable:
     date: str  # ISO date the table was computed
     source: str  # the command that wrote it
     entries: tuple[ConfidenceEntry, ...]
+    # sustained_tensor_fraction per chip group fitted without each publication (the
+    # out-of-sample training entries use them), and on every row under ALL_ROWS
+    lopo_fits: dict[str, dict[str, float]] = field(default_factory=dict)
+    # each training row's prediction with the value fitted without its publication
+    lopo_predicted: dict[str, float] = field(default_factory=dict)
+
+    def lopo_results(self, report: Report) -> dict[str, Result]:
+        """``report``'s training rows with their stored out-of-sample predictions."""
+        return {
+            r.case.id: dataclasses.replace(r, predicted=self.lopo_predicted[r.case.id])
+            for r in report.results
+            if r.case.phase == "train" and r.case.id in self.lopo_predicted
+        }
 
     def find(
-        self, phase: str, scope: str, *, subset: str = "all", basis: Basis = "packaged"
+        self, phase: str, scope: str, *, subset: str = "all", basis: Basis = "out_of_sample"
     ) -> ConfidenceEntry | None:
         for e in self.entries:
             if (e.phase, e.scope, e.subset, e.basis) == (phase, scope, subset, basis):
@@ -96,6 +113,8 @@ class _TableFile(_Frozen):
     date: str
     source: str
     entries: list[_EntryFile]
+    lopo_fits: dict[str, dict[str, float]] = {}
+    lopo_predicted: dict[str, float] = {}
 
 
 class ConfidenceDataError(ChipwiseError):
@@ -129,6 +148,8 @@ def parse_confidence(text: str) -> ConfidenceTable:
         date=raw.date,
         source=raw.source,
         entries=entries,
+        lopo_fits={k: dict(v) for k, v in raw.lopo_fits.items()},
+        lopo_predicted=dict(raw.lopo_predicted),
     )
 
 
@@ -203,6 +224,29 @@ def _scopes(result: Result) -> tuple[str, str, str, str] | None:
     return ("all", c.kind, f"vendor:{c.vendor.lower()}", c.id)
 
 
+def out_of_sample_results(report: Report, lopo: Lopo | Mapping[str, Result]) -> tuple[Result, ...]:
+    """The rows no constant used: training rows as ``lopo`` predicted them (refitted without
+    their publication; a ``Lopo`` or its results by row id), every other row as ``report``
+    has it unless it is in-sample."""
+    held = {r.case.id: r for r in lopo.results} if isinstance(lopo, Lopo) else dict(lopo)
+    out: list[Result] = []
+    for r in report.results:
+        if r.case.phase == "train" and r.case.id in held:
+            out.append(held[r.case.id])
+        elif not in_sample_of(r.case.id) and r.case.phase != "train":
+            out.append(r)
+    return tuple(out)
+
+
+def all_entries(report: Report, lopo: Lopo) -> tuple[ConfidenceEntry, ...]:
+    """The whole table: ``packaged`` entries from ``report``, ``out_of_sample`` ones from
+    ``lopo`` and the rows no constant used."""
+    oos = Report(results=out_of_sample_results(report, lopo))
+    return confidence_entries(report) + confidence_entries(
+        oos, basis="out_of_sample", out_of_sample=True
+    )
+
+
 def confidence_entries(
     report: Report, *, basis: Basis = "packaged", out_of_sample: bool = False
 ) -> tuple[ConfidenceEntry, ...]:
@@ -238,8 +282,22 @@ def confidence_entries(
     return tuple(out)
 
 
+ALL_ROWS = "(every publication)"
+
+
+def lopo_fits(lopo: Lopo) -> dict[str, dict[str, float]]:
+    """The fitted values of a leave-one-publication-out run, by publication left out."""
+    out = {ALL_ROWS: dict(sorted(lopo.fitted_all.items()))}
+    out.update({h.publication: dict(sorted(h.fitted.items())) for h in lopo.held_out})
+    return out
+
+
 def confidence_table(
-    entries: Iterable[ConfidenceEntry], *, source: str, on: date | None = None
+    entries: Iterable[ConfidenceEntry],
+    *,
+    source: str,
+    lopo: Lopo | None = None,
+    on: date | None = None,
 ) -> ConfidenceTable:
     return ConfidenceTable(
         schema_version=CONFIDENCE_SCHEMA_VERSION,
@@ -247,6 +305,10 @@ def confidence_table(
         date=(on or date.today()).isoformat(),
         source=source,
         entries=tuple(entries),
+        lopo_fits=lopo_fits(lopo) if lopo else {},
+        lopo_predicted={r.case.id: r.predicted for r in lopo.results if r.predicted is not None}
+        if lopo
+        else {},
     )
 
 
@@ -258,5 +320,7 @@ def confidence_json(table: ConfidenceTable) -> str:
         "date": table.date,
         "source": table.source,
         "entries": [asdict(e) for e in table.entries],
+        "lopo_fits": table.lopo_fits,
+        "lopo_predicted": table.lopo_predicted,
     }
     return json.dumps(data, indent=2) + "\n"
