@@ -208,6 +208,37 @@ CASES: tuple[Case, ...] = (
         "workload show --seq-len 1e15",
         lambda t: ["workload", "show", "llama3-8b", "--seq-len", "1000000000000000"],
     ),
+    # other files a user names
+    Case("--chip-file /dev/zero", lambda t: ["predict", "llama3-8b", "--chip-file", "/dev/zero"]),
+    Case(
+        "--chip-file binary",
+        lambda t: ["predict", "llama3-8b", "--chip-file", _raw(t, "c.toml", bytes(range(256)))],
+    ),
+    Case(
+        "--lengths /dev/zero",
+        lambda t: _predict(
+            "llama3-8b", "--phase", "infer", "--concurrency", "4", "--lengths", "/dev/zero"
+        ),
+    ),
+    Case("--prices a FIFO", lambda t: _predict("llama3-8b", "--prices", _fifo_file(t))),
+    Case("--chip-file a FIFO", lambda t: ["advise", "--chip-file", _fifo_file(t), "--quiet"]),
+    Case("garbage .onnx", lambda t: _predict(_raw(t, "m.onnx", bytes(range(256)) * 10))),
+    # options of the other phase, serving-engine bounds
+    Case(
+        "--seq-len with --phase infer",
+        lambda t: _predict("llama3-8b", "--phase", "infer", "--seq-len", "8"),
+    ),
+    Case(
+        "--concurrency 1e12",
+        lambda t: _predict("llama3-8b", "--phase", "infer", "--concurrency", "999999999999"),
+    ),
+    Case(
+        "--input-len-std 1e300",
+        lambda t: _predict(
+            "llama3-8b", "--phase", "infer", "--concurrency", "4", "--input-len-std", "1e300"
+        ),
+    ),
+    Case("--batch-tokens 1e300", lambda t: ["advise", "--batch-tokens", "1e300", "--quiet"]),
     # projects
     Case("scan a missing path", lambda t: ["scan", str(t / "nonexistent")]),
     Case(

@@ -14,7 +14,10 @@ API returns: the bad value, the range, and the fix.
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Iterable
+from pathlib import Path
 
 from chipwise.errors import ChipwiseError
 
@@ -79,6 +82,10 @@ MAX_DAYS = 36_525.0
 MAX_MATMUL_DIM = 1 << 22
 # Bytes one primitive touches: 1e13 (10 TB) is 35x the largest chip memory (MI355X 288 GB).
 MAX_PRIMITIVE_BYTES = 1e13
+
+# A file a user names (a chip, prices, a length histogram, a grid): real ones are a few KiB;
+# 16 MiB bounds the memory and the parse of a wrong or hostile one (/dev/zero, a disk image).
+MAX_USER_FILE_BYTES = 16 * 1024 * 1024
 
 # Longest number text we parse (a quantity like '15T', a --plan value): real ones are short.
 MAX_NUMBER_CHARS = 64
@@ -151,6 +158,53 @@ def check_quantity(option: str, value: float, *, error: type[ChipwiseError] = Li
     finite and within its bound, where it is parsed."""
     high = QUANTITY_BOUNDS.get(option.lstrip("-"), MAX_TOKENS)
     return check_number(option, value, high=high, error=error)
+
+
+def read_user_file(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[ChipwiseError] = LimitError,
+    max_bytes: int = MAX_USER_FILE_BYTES,
+) -> bytes:
+    """The bytes of a regular file a user named, at most ``max_bytes``.
+
+    Opened non-blocking and checked with ``fstat`` before any read, so a FIFO, a device
+    (``/dev/zero``) or a socket is refused at once instead of blocking or filling memory.
+
+    Raises:
+        FileNotFoundError, OSError: as ``open`` does (callers word their own message).
+        error: not a regular file, or larger than ``max_bytes``.
+    """
+    where = Path(path)
+    fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, device or socket"
+            raise error(f"{what} {where} is {kind}, not a file; give a regular file")
+        if info.st_size > max_bytes:
+            raise error(_user_file_too_big(what, where, info.st_size, max_bytes))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise error(_user_file_too_big(what, where, size, max_bytes))
+    return b"".join(chunks)
+
+
+def _user_file_too_big(what: str, path: Path, n_bytes: int, max_bytes: int) -> str:
+    return (
+        f"{what} {path} is {n_bytes:,}+ bytes; the limit is {max_bytes // (1024 * 1024)} MiB "
+        "(real ones are a few KiB)"
+    )
 
 
 def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:

@@ -100,3 +100,34 @@ def test_a_bug_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: internal error (KeyError")
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["predict", "llama3-8b", "--chip-file", "/dev/zero"], "is a FIFO, device or socket"),
+        (
+            ["predict", "llama3-8b", "--chip", "h100", "--phase", "infer", "--concurrency", "4",
+             "--lengths", "/dev/zero"],
+            "is a FIFO, device or socket",
+        ),
+        (["predict", "llama3-8b", "--chip", "h100", "--prices", "/dev/zero"], "--prices"),
+    ],
+)  # fmt: skip
+def test_device_files_are_refused_without_reading(args: list[str], match: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0], lines
+
+
+def test_user_files_over_the_cap_are_refused(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from chipwise.limits import LimitError, read_user_file
+
+    big = Path(str(tmp_path)) / "big.toml"
+    big.write_bytes(b"#" * 2000)
+    with pytest.raises(LimitError, match="is 2,000\\+ bytes"):
+        read_user_file(big, what="chip file", max_bytes=1000)
+    assert read_user_file(big, what="chip file") == b"#" * 2000

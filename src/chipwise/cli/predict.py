@@ -54,6 +54,7 @@ from chipwise.limits import (
     MAX_RPS,
     MAX_SEQ_LEN,
     MAX_SERVE_BATCH,
+    read_user_file,
 )
 from chipwise.perf import (
     Breakdown,
@@ -383,15 +384,28 @@ def serving_phase(
     )
 
 
+# Rows of a --lengths histogram: a few hundred buckets describe any dataset's lengths.
+MAX_ROWS = 100_000
+
+
 def read_lengths(path: Path) -> tuple[tuple[int, int, float], ...]:
     """A length histogram CSV: ``input_len,output_len[,count]`` with a header row."""
     import csv
+    import io
+    import itertools
 
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
+        text = read_user_file(path, what="--lengths", error=WorkloadError).decode("utf-8")
+        rows = list(itertools.islice(csv.DictReader(io.StringIO(text, newline="")), MAX_ROWS + 1))
     except OSError as err:
         raise WorkloadError(f"--lengths {path}: cannot read it ({err.strerror})") from err
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise WorkloadError(f"--lengths {path}: not a UTF-8 CSV file ({err})") from err
+    if len(rows) > MAX_ROWS:
+        raise WorkloadError(
+            f"--lengths {path} has over {MAX_ROWS:,} rows; a length histogram needs a few "
+            "hundred buckets at most"
+        )
     try:
         out = tuple(
             (int(r["input_len"]), int(r["output_len"]), float(r.get("count") or 1)) for r in rows

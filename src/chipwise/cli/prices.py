@@ -39,6 +39,7 @@ from chipwise.hardware.prices import (
     write_cache,
 )
 from chipwise.hardware.skypilot import parse_vms_csv
+from chipwise.limits import read_user_file
 from chipwise.report.chips import offer_to_dict
 
 JSON_SCHEMA_VERSION = 1
@@ -273,7 +274,7 @@ def _read_origin(origin: str) -> tuple[str, str, str]:
     if not path.is_file():
         raise PricesFileError(f"--from {origin}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, what="--from", error=PricesFileError).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise PricesFileError(f"--from {origin}: cannot read it: {err}") from err
     date = dt.date.fromtimestamp(path.stat().st_mtime).isoformat()

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chipwise import limits
 from chipwise.errors import ChipwiseError
+from chipwise.limits import read_user_file
 from chipwise.workload.ir import Inference, Training
 
 Phase = Literal["train", "infer"]
@@ -255,8 +256,9 @@ def load_grid(path: Path) -> Grid:
         if yaml_file:
             raw = _read_yaml(p)
         else:
-            with p.open("rb") as fh:
-                raw = tomllib.load(fh)
+            raw = tomllib.loads(
+                read_user_file(p, what="grid file", error=ExploreError).decode("utf-8")
+            )
     except FileNotFoundError:
         raise ExploreError(f"grid file {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
@@ -273,7 +275,9 @@ def _read_yaml(path: Path) -> dict[str, object]:
             "the grid as TOML)"
         ) from err
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(
+            read_user_file(path, what="grid file", error=ExploreError).decode("utf-8")
+        )
     except yaml.YAMLError as err:
         raise ExploreError(f"grid file {path}: not readable YAML: {err}") from err
     if not isinstance(data, dict):

@@ -42,6 +42,7 @@ from chipwise.hardware.schema import (
     ScaleOutSpec,
     ScaleUpSpec,
 )
+from chipwise.limits import read_user_file
 from chipwise.units import parse_quantity
 
 USER_SUPPLIED = "user-supplied"
@@ -396,8 +397,8 @@ def load_chip_file(path: Path) -> UserChip:
         HypotheticalChipError: a missing or unreadable file; one clause per bad field.
     """
     try:
-        with Path(path).open("rb") as fh:
-            raw = tomllib.load(fh)
+        data = read_user_file(path, what="chip file", error=HypotheticalChipError)
+        raw = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise HypotheticalChipError(f"chip file {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

@@ -46,6 +46,7 @@ from chipwise.errors import CatalogError, UnknownChipError
 from chipwise.hardware.catalog import Catalog, default_catalog
 from chipwise.hardware.chip import PriceOffer
 from chipwise.hardware.schema import Confidence, Offer, Pricing, _check_iso_date
+from chipwise.limits import read_user_file
 
 CACHE_ENV = "CHIPWISE_PRICE_CACHE"
 CACHE_SCHEMA_VERSION = 1
@@ -198,7 +199,7 @@ def load_prices_file(path: Path, catalog: Catalog | None = None) -> UserPrices:
     if not path.is_file():
         raise PricesFileError(f"--prices {path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_user_file(path, what="--prices", error=PricesFileError).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise PricesFileError(f"--prices {path}: cannot read it: {err}") from err
     return load_prices_text(text, path, catalog, date=_file_date(path))
