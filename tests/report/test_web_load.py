@@ -26,6 +26,13 @@ pytest.importorskip("plotly")
 CLIENT_TIMEOUT_S = 60.0
 ADVISES = 8
 SMALL = json.dumps({"chips": ["h100-sxm"], "max_chips": 8}).encode()
+CHIPS_LATENCY_S = 1.0  # issue 14: /api/chips answers in < 1 s while advises run
+
+
+def _advise_body(i: int) -> bytes:
+    return json.dumps(
+        {"chips": ["h100-sxm", "tpu-v5p"], "max_chips": 64, "tokens": 1e9 * (i + 1)}
+    ).encode()
 
 
 def _free_port() -> int:
@@ -75,19 +82,27 @@ def _request(
 def test_chips_answers_while_eight_advises_run(port: int) -> None:
     json_headers = {"content-type": "application/json"}
     with ThreadPoolExecutor(max_workers=ADVISES + 1) as executor:
+        # distinct bodies: identical requests share one computation, which would make the
+        # load too light to say anything
         advises = [
-            executor.submit(_request, port, "POST", "/api/advise", SMALL, json_headers)
-            for _ in range(ADVISES)
+            executor.submit(_request, port, "POST", "/api/advise", _advise_body(i), json_headers)
+            for i in range(ADVISES)
         ]
         time.sleep(0.2)  # the advises are admitted and planning
-        chips = [_request(port, "GET", "/api/chips") for _ in range(5)]
+        chips = []
+        for _ in range(5):
+            sent = time.monotonic()
+            status, _body, arrived = _request(port, "GET", "/api/chips")
+            chips.append((status, arrived - sent, arrived))
         page = _request(port, "GET", "/")
         results = [f.result(timeout=CLIENT_TIMEOUT_S * 2) for f in advises]
     assert all(status == 200 for status, _, _ in chips)
     assert page[0] == 200
     assert [status for status, _, _ in results] == [200] * ADVISES
-    # /api/chips did not queue behind the planning: it answered before the advises finished.
-    assert max(t for _, _, t in chips) < max(t for _, _, t in results)
+    # /api/chips did not queue behind the planning: it answered before the advises finished,
+    # or (on a machine fast enough to finish them first) each answer came quickly anyway.
+    before = max(t for _, _, t in chips) < max(t for _, _, t in results)
+    assert before or max(latency for _, latency, _ in chips) < CHIPS_LATENCY_S
 
 
 def test_a_chunked_20_mib_body_gets_a_413_over_a_real_socket(port: int) -> None:
