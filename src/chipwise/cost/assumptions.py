@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chipwise.errors import ChipwiseError
-from chipwise.perf.base import Assumption
+from chipwise.perf import Assumption
 
 _DATA_FILE = "data/assumptions.toml"
 

@@ -32,8 +32,7 @@ from chipwise.cost.pricing import (
     requests_per_s_per_replica,
 )
 from chipwise.hardware.chip import Chip
-from chipwise.perf import compute_dtype
-from chipwise.perf.base import Assumption, Breakdown, InferPrediction, TrainPrediction
+from chipwise.perf import Assumption, Breakdown, InferPrediction, TrainPrediction, compute_dtype
 from chipwise.units import KILO, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 Basis = Literal["breakdown", "mfu", "tdp-upper-bound", "given"]

@@ -23,7 +23,7 @@ from typing import Literal, TypeVar, get_args
 from chipwise.cost.assumptions import CostError
 from chipwise.hardware.catalog import Catalog
 from chipwise.hardware.chip import PriceOffer
-from chipwise.perf.base import InferPrediction, TrainPrediction
+from chipwise.perf import InferPrediction, TrainPrediction
 from chipwise.units import MEGA, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 Cloud = Literal["gcp", "aws", "azure", "any"]

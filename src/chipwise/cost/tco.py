@@ -27,7 +27,7 @@ from chipwise.cost.energy import Activity, ChipPower, activity, chip_power_at
 from chipwise.cost.pricing import TrainingRun
 from chipwise.hardware.catalog import Catalog
 from chipwise.hardware.chip import Chip, PriceOffer, Purchase
-from chipwise.perf.base import Assumption, InferPrediction, TrainPrediction
+from chipwise.perf import Assumption, InferPrediction, TrainPrediction
 from chipwise.units import HOURS_PER_YEAR, KILO, MEGA, SECONDS_PER_HOUR
 
 
