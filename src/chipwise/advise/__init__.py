@@ -2,12 +2,14 @@
 article's situations."""
 
 from chipwise.advise.candidates import Option
+from chipwise.advise.options import AdviseOptions, build_request, check_options
 from chipwise.advise.recommend import Excluded, NonMLAnswer, Recommendation, recommend
 from chipwise.advise.request import AdviseError, AdviseRequest, Finding, ProjectFacts
 from chipwise.advise.situations import Reason
 
 __all__ = [
     "AdviseError",
+    "AdviseOptions",
     "AdviseRequest",
     "Excluded",
     "Finding",
@@ -16,5 +18,7 @@ __all__ = [
     "ProjectFacts",
     "Reason",
     "Recommendation",
+    "build_request",
+    "check_options",
     "recommend",
 ]

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import typer
 
-from chipwise.advise import AdviseError, AdviseRequest, recommend
-from chipwise.advise.defaults import (
-    DEFAULT_WORKLOAD,
-    default_method,
-    default_tokens,
-    training_batch,
-)
+from chipwise.advise import AdviseError, AdviseOptions, build_request, check_options, recommend
+from chipwise.advise.defaults import DEFAULT_WORKLOAD
 from chipwise.advise.request import DEFAULT_MAX_CHIPS
 from chipwise.cli.app import app
 from chipwise.cli.output import (
@@ -28,7 +23,7 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
-from chipwise.cost import Assumptions, default_assumptions, with_energy_prices
+from chipwise.cost import with_energy_prices
 from chipwise.hardware import load_chip_file, with_user_chips
 from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
@@ -46,10 +41,6 @@ from chipwise.units import parse_quantity
 from chipwise.workload.ir import (
     LORA_DEFAULT_RANK,
     LORA_TARGETS,
-    Inference,
-    Training,
-    TransformerSpec,
-    Workload,
 )
 from chipwise.workload.load import load_workload_model
 
@@ -299,69 +290,20 @@ def advise(
     """
     if html is not None:
         check_writable(html, "--html")
-    _check_phase_options(phase, tokens=tokens, requests_per_day=requests_per_day)
-    refuse_other_phase_options(ctx, phase.value)
-    if rps is not None and requests_per_day is not None:
-        raise AdviseError("--rps and --requests-per-day both give the load; give one")
-    chip_ids = _chip_list(chips)
-    catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices
-    if chip_files:
-        user = [load_chip_file(p) for p in chip_files]
-        catalog = with_user_chips(catalog, user)
-        if chip_ids:  # --chips narrows the catalog; the user's chips are asked for too
-            chip_ids = (*chip_ids, *(u.chip.id for u in user))
-    with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
-        model = load_workload_model(workload)
-    n_tokens = _quantity("--tokens", tokens) if tokens else None
-    if n_tokens is None and isinstance(model, TransformerSpec):
-        n_tokens = default_tokens(model)
-    batch_note = ""
-    if phase is PhaseChoice.train:
-        how = method.value if method else "full"
-        if method is None and isinstance(model, TransformerSpec):
-            how = default_method(model, tokens_given=tokens is not None)
-        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-        if global_batch is not None and batch_tokens is not None:
-            raise AdviseError("give --global-batch or --batch-tokens, not both")
-        per_step = _quantity("--batch-tokens", batch_tokens) if batch_tokens else None
-        global_batch, batch_note = training_batch(model, n_tokens, seq_len, global_batch, per_step)
-        wl = Workload(
-            model=model,
-            phase=Training(
-                seq_len=seq_len,
-                global_batch=global_batch,
-                method=how,
-                lora_rank=lora_rank,
-                lora_targets=targets,
-            ),
-        )
-    else:
-        wl = Workload(
-            model=model,
-            phase=Inference(batch=batch, input_len=input_len, output_len=output_len),
-        )
-    if allow_porting and as_is:
-        raise AdviseError("--allow-porting and --as-is contradict each other; give one")
-    facts = None
-    if project is not None:
-        from chipwise.advise.project import scan_facts
-
-        facts = scan_facts(project)
-    request = AdviseRequest(
-        workload=wl,
-        tokens=n_tokens if phase is PhaseChoice.train else None,
+    options = AdviseOptions(
+        workload=workload,
+        phase=phase.value,
+        tokens=_quantity("--tokens", tokens) if tokens else None,
+        work=_quantity("--work", work) if work else None,
         requests_per_day=(
-            rps * 86400.0
-            if rps
-            else _quantity("--requests-per-day", requests_per_day)
-            if requests_per_day
-            else 1e5
-        )
-        if phase is PhaseChoice.infer
-        else None,
-        rps=rps or None,
-        ttft_p99_s=ttft / 1e3 if ttft else None,
-        tpot_p99_s=tpot / 1e3 if tpot else None,
+            _quantity("--requests-per-day", requests_per_day) if requests_per_day else None
+        ),
+        rps=rps,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        project=project,
+        allow_porting=allow_porting,
+        as_is=as_is,
         cloud=cloud.value,
         pricing=pricing.value,
         own_hardware=own_hardware,
@@ -369,17 +311,34 @@ def advise(
         deadline_days=deadline_days,
         objective=objective.value,
         framework=framework.value if framework else None,
-        project=facts,
         precision=precision,
-        chip_ids=chip_ids,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        batch_tokens=_quantity("--batch-tokens", batch_tokens) if batch_tokens else None,
+        method=method.value if method else None,
+        lora_rank=lora_rank,
+        lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()),
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        chips=_chip_list(chips),
         max_chips=max_chips,
-        porting="allow" if allow_porting else "as-is" if as_is else "auto",
-        work=_quantity("--work", work) if work else None,
-        assumptions=_with_utilization(
-            with_energy_prices(user_prices.energy if user_prices else None), utilization
-        ),
-        batch_note=batch_note,
+        utilization=utilization,
     )
+    check_options(options)
+    refuse_other_phase_options(ctx, phase.value)
+    catalog, user_prices = run_catalog(prices)  # packaged, then cached, then --prices
+    if chip_files:
+        user = [load_chip_file(p) for p in chip_files]
+        catalog = with_user_chips(catalog, user)
+        if options.chips:  # --chips narrows the catalog; the user's chips are asked for too
+            options = replace(options, chips=(*options.chips, *(u.chip.id for u in user)))
+    options = replace(
+        options, assumptions=with_energy_prices(user_prices.energy if user_prices else None)
+    )
+    with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
+        model = load_workload_model(workload)
+    request = build_request(options, model)
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "chips") as bar:
         task = bar.add_task("planning", total=None)
 
@@ -399,32 +358,6 @@ def advise(
         print_json(recommendation_to_dict(rec))
         return
     console.print(render_recommendation(rec, verbose=verbose))
-
-
-def _check_phase_options(
-    phase: PhaseChoice, *, tokens: str | None, requests_per_day: str | None
-) -> None:
-    """An option the chosen phase does not use is an error, not silently ignored."""
-    if phase is PhaseChoice.infer and tokens is not None:
-        raise AdviseError(
-            "--tokens is for training; serving is sized by --requests-per-day (drop --tokens, "
-            "or use --phase train)"
-        )
-    if phase is PhaseChoice.train and requests_per_day is not None:
-        raise AdviseError(
-            "--requests-per-day is for serving; training is sized by --tokens (drop "
-            "--requests-per-day, or use --phase infer)"
-        )
-
-
-def _with_utilization(
-    assumptions: Assumptions | None, utilization: float | None
-) -> Assumptions | None:
-    """``--utilization`` overrides the owned duty cycle (``owned_duty_cycle``)."""
-    if utilization is None:
-        return assumptions
-    base = default_assumptions() if assumptions is None else assumptions
-    return base.override(owned_duty_cycle=utilization)
 
 
 def _chip_list(text: str | None) -> tuple[str, ...]:

@@ -1,0 +1,179 @@
+"""Each CLI command's option set, frozen: adding, renaming or removing an option is a
+deliberate change to this file (as torchtitan's test_no_new_cli_options does).
+
+When you add an option on purpose, add it to its command's set below in the same commit.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from chipwise.cli import app
+
+OPTION_SETS = {
+    "advise": {
+        "--allow-porting",
+        "--as-is",
+        "--batch",
+        "--batch-tokens",
+        "--budget-usd",
+        "--chip-file",
+        "--chips",
+        "--cloud",
+        "--deadline-days",
+        "--framework",
+        "--global-batch",
+        "--html",
+        "--input-len",
+        "--json",
+        "--lora-rank",
+        "--lora-targets",
+        "--max-chips",
+        "--method",
+        "--objective",
+        "--output-len",
+        "--own-hardware",
+        "--phase",
+        "--precision",
+        "--prices",
+        "--pricing",
+        "--project",
+        "--quiet",
+        "--requests-per-day",
+        "--rps",
+        "--seq-len",
+        "--tokens",
+        "--tpot",
+        "--ttft",
+        "--utilization",
+        "--verbose",
+        "--work",
+        "-q",
+        "-v",
+    },
+    "bench compare": {"--benchmark", "--calibrated", "--chip", "--db", "--json"},
+    "bench list": {"--benchmark", "--db", "--device", "--json", "--run"},
+    "calibrate": {"--chip", "--db", "--device", "--json", "--no-save"},
+    "chips show": {"--json", "--verbose", "-v"},
+    "explore": {
+        "--batch",
+        "--chip",
+        "--chip-file",
+        "--cloud",
+        "--count",
+        "--global-batch",
+        "--input-len",
+        "--json",
+        "--load",
+        "--max-points",
+        "--no-cache",
+        "--out",
+        "--output-len",
+        "--phase",
+        "--precision",
+        "--pricing",
+        "--quiet",
+        "--ray",
+        "--requests-per-day",
+        "--seq-len",
+        "--tokens",
+        "--tpot-slo-s",
+        "--ttft-slo-s",
+        "--workers",
+        "--workload",
+        "-o",
+        "-q",
+        "-w",
+    },
+    "predict": {
+        "--batch",
+        "--calibrated",
+        "--chip",
+        "--chip-file",
+        "--chips",
+        "--concurrency",
+        "--db",
+        "--disaggregated",
+        "--global-batch",
+        "--input-len",
+        "--input-len-std",
+        "--json",
+        "--kv-dtype",
+        "--lengths",
+        "--max-num-seqs",
+        "--max-num-tokens",
+        "--max-throughput",
+        "--output-len",
+        "--output-len-std",
+        "--phase",
+        "--plan",
+        "--precision",
+        "--prefix-hit-rate",
+        "--prices",
+        "--quiet",
+        "--rps",
+        "--seq-len",
+        "--server",
+        "--tpot",
+        "--ttft",
+        "-q",
+    },
+    "prices show": {"--cloud", "--json", "--prices", "--pricing"},
+    "prices update": {"--dry-run", "--from", "--provider"},
+    "profile": {
+        "--arg",
+        "--db",
+        "--device",
+        "--dtype",
+        "--json",
+        "--quiet",
+        "--steps",
+        "--trust-code",
+        "--warmup",
+        "-q",
+    },
+    "scan": {"--json", "--verbose", "-v"},
+    "serve": {"--host", "--port"},
+    "validate": {
+        "--calibrated",
+        "--db",
+        "--json",
+        "--kind",
+        "--lopo",
+        "--measured",
+        "--quiet",
+        "--wide",
+        "-q",
+    },
+    "workload list": {"--json"},
+    "workload show": {"--json", "--quiet", "--seq-len", "--trust-code", "-q"},
+}
+
+
+def _option_sets() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+
+    def walk(cmd: object, prefix: str) -> None:
+        commands = getattr(cmd, "commands", None)
+        if commands is not None:
+            for name, sub in commands.items():
+                walk(sub, f"{prefix} {name}".strip())
+            return
+        params = getattr(cmd, "params", [])
+        out[prefix] = {
+            opt for p in params if getattr(p, "param_type_name", "") == "option" for opt in p.opts
+        }
+
+    walk(typer.main.get_command(app), "")
+    return out
+
+
+def test_every_command_has_the_frozen_option_set() -> None:
+    have = _option_sets()
+    assert set(have) == set(OPTION_SETS), "a command was added or removed: update OPTION_SETS"
+    for command, options in have.items():
+        added, removed = options - OPTION_SETS[command], OPTION_SETS[command] - options
+        assert not added and not removed, (
+            f"'chipwise {command}': options added {sorted(added)}, removed {sorted(removed)}; "
+            "if deliberate, update OPTION_SETS in tests/cli/test_option_sets.py"
+        )
