@@ -279,3 +279,28 @@ def test_the_docs_page_lists_the_status_codes(client: TestClient) -> None:
     page = client.get("/api/docs").text
     for code in ("413", "421", "422", "503"):
         assert code in page
+
+
+def test_a_body_that_never_finishes_is_408(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chipwise.report.web.guard as guard
+
+    monkeypatch.setattr(guard, "BODY_TIMEOUT_S", 0.05)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return {"type": "http.request", "body": b"x", "more_body": True}  # forever
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app must not run")
+
+    wrapped = guard.Guard(
+        app, allowed_hosts=None, body_limit=lambda p: 10**6, too_large=lambda p, n: "big"
+    )
+    scope = {"type": "http", "path": "/api/advise", "headers": [(b"host", b"127.0.0.1")]}
+    asyncio.run(wrapped(scope, receive, send))
+    assert sent[0]["status"] == 408
+    assert b"took over 0.05 s" in sent[1]["body"]

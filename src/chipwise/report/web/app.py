@@ -418,7 +418,8 @@ def create_app(
         description="GPU or TPU, which chip, how many, at what cost: the advisor's JSON API. "
         'Every refusal is one line {"error": ...}, never the body echoed back: 400 what the '
         "CLI would refuse; 413 a body over 1 MiB or an upload over 256 KiB (chunked bodies "
-        "included); 421 a Host header that is not this machine's name (DNS-rebinding guard); "
+        "included); 408 a body still arriving after 30 s; 421 a Host header that is not "
+        "this machine's name (DNS-rebinding guard); "
         "422 a body that does not match the schema (NaN and Infinity included); 503 every "
         "advise worker busy or a request past its 5-minute limit (see Retry-After); 500 only for "
         "a bug, logged.",

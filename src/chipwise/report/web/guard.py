@@ -12,13 +12,15 @@ Per HTTP request, in order:
    bounded as well as a declared one: over the limit is 413 with a short message that never
    echoes the body. The rest of an over-limit body is read and dropped (up to
    ``DRAIN_LIMIT_BYTES``) before answering, so a client still sending gets the 413 instead
-   of a reset connection; a Content-Length above the drain limit is answered at once.
+   of a reset connection; a Content-Length above the drain limit is answered at once. A
+   body that takes over ``BODY_TIMEOUT_S`` to arrive is 408 (a trickling client).
 3. **Last resort**: an exception nothing else handled is logged with its traceback and
    answered 500 ``{"error": ...}`` in one line (a bug, never the input echoed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -40,6 +42,9 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "testserver"})
 # the answer; past it the connection is answered and closed (loopback reads 64 MiB in well
 # under a second).
 DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
+# Seconds a request body may take to arrive: a 1 MiB body crosses even a slow link in a few
+# seconds; a client trickling bytes (slowloris) is cut off instead of holding a connection.
+BODY_TIMEOUT_S = 30.0
 
 
 def host_name(header: str) -> str:
@@ -108,7 +113,13 @@ class Guard:
         if declared and int(declared) > DRAIN_LIMIT_BYTES:
             await _answer(send, 413, self.too_large(path, int(declared)))
             return
-        body, seen, gone = await _read_body(receive, limit)
+        try:
+            body, seen, gone = await asyncio.wait_for(
+                _read_body(receive, limit), timeout=BODY_TIMEOUT_S
+            )
+        except TimeoutError:
+            await _answer(send, 408, f"the request body took over {BODY_TIMEOUT_S:g} s to arrive")
+            return
         if gone:
             return  # the client left before sending its body: nobody to answer
         if seen > limit:
