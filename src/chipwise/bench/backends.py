@@ -25,8 +25,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from chipwise.bench.cases import Case
 from chipwise.bench.devices import DeviceInfo
-from chipwise.bench.micro import Case
 from chipwise.errors import MeasurementError
 from chipwise.units import MiB
 

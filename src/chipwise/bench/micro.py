@@ -36,6 +36,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from chipwise.bench.backends import backend_for
+from chipwise.bench.cases import Case
 from chipwise.bench.devices import DeviceInfo
 from chipwise.bench.store import BENCHMARKS, Measurement
 from chipwise.errors import MeasurementError
@@ -102,25 +104,6 @@ class BenchConfig:
             self.repeats is not None and self.repeats < 1
         ):
             raise MeasurementError("warm-up runs must be >= 0 and timed runs >= 1")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Case:
-    """One benchmark case: what to run and the work it does (see the module table)."""
-
-    benchmark: str
-    dtype: str
-    dims: tuple[int, ...]  # gemm (M, N, K); memory (n,); attention (B, H, S, Dh); all-reduce (d, n)
-    flops: float
-    n_bytes: float
-
-    @property
-    def shape(self) -> str:
-        return "x".join(str(d) for d in self.dims)
-
-    @property
-    def label(self) -> str:
-        return f"{self.benchmark} {self.shape} {self.dtype}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -270,8 +253,6 @@ def run_benchmarks(
     A case the device cannot run (out of memory, a dtype the library lacks there) is skipped
     with a note rather than ending the run.
     """
-    from chipwise.bench.backends import backend_for
-
     config = config or BenchConfig()
     cases, notes = plan_cases(device, config)
     warmup, repeats = REPEATS[(_scale(device), config.quick)]

@@ -46,9 +46,10 @@ from typer._click.exceptions import UsageError
 
 from chipwise.bench import store
 from chipwise.bench.calibrate import Calibration, calibrate, save_calibration
+from chipwise.bench.cases import Case
 from chipwise.bench.compare import compare_measured, comparison_to_dict
 from chipwise.bench.devices import DEVICE_REQUESTS, detect_device
-from chipwise.bench.micro import BenchConfig, BenchResult, Case, run_benchmarks
+from chipwise.bench.micro import BenchConfig, BenchResult, run_benchmarks
 from chipwise.bench.profile import profile_factory
 from chipwise.bench.store import BENCHMARKS, Measurement
 from chipwise.cli.app import app
