@@ -1,6 +1,6 @@
 """The HTML summary of an exploration: what ran, cost vs time fronts, and sensitivities.
 
-Two layers, as in ``charts.py``: plain data (``fronts``, ``sensitivities``; no plotly) and
+Two layers, as in ``report/charts/``: plain data (``fronts``, ``sensitivities``; no plotly) and
 one self-contained page (``render_explore_html``; plotly.js inlined, the ``[web]`` extra).
 
 * A **front** is, for one workload and phase, every (chip x count) point with a price, and
