@@ -163,9 +163,19 @@ def test_a_budget_below_the_peak_flops_cost_excludes_a_chip_before_planning() ->
 
 
 def test_a_chip_without_a_price_says_no_cloud_price_in_the_catalog() -> None:
-    chip = next(c for c in CAT.chips if not CAT.offers_for(c.id) and c.supports("bf16"))
+    chip = next(
+        c
+        for c in CAT.chips
+        if not CAT.offers_for(c.id) and c.supports("bf16") and CAT.no_price_for(c.id) is None
+    )
     found = search_chip(chip, training(chips=(chip.id,), max_chips=8), CAT)
     assert found.why_none == "no cloud price in the catalog (on-demand, any cloud)"
+
+
+@pytest.mark.parametrize("chip_id", ["gb200", "mi355x"])
+def test_a_chip_with_no_public_price_says_so_not_missing_from_the_catalog(chip_id: str) -> None:
+    found = search_chip(CAT.chip(chip_id), training(chips=(chip_id,), max_chips=8), CAT)
+    assert found.why_none is not None and found.why_none.startswith("no public price: "), found
 
 
 def test_a_chip_without_a_price_is_still_ranked_on_time_with_no_cost() -> None:

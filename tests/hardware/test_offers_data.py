@@ -120,3 +120,13 @@ def test_a_chip_without_a_public_price_has_no_offer_and_a_source_saying_so() -> 
     for n in CATALOG.no_price:
         assert not CATALOG.offers_for(n.chip_id), n.chip_id
         assert len(n.source) > 3 and _ISO_DATE.fullmatch(n.date)
+
+
+def test_consumer_cards_and_trainium2_have_a_sourced_rental_price() -> None:
+    # issue 12: the consumer cards rent on community clouds and trn2 has an AWS price; without
+    # an offer they vanish from every cost ranking
+    for chip in ("rtx-4090", "rtx-5090", "trainium2"):
+        offers = CATALOG.offers_for(chip)
+        assert any(o.pricing == "on-demand" for o in offers), chip
+        for o in offers:
+            assert o.confidence in ("medium", "low"), _offer_id(o)
