@@ -210,7 +210,7 @@ def test_the_pick_is_the_best_listed_option_for_the_objective(objective: str) ->
 TOP_KEYS = {
     "schema_version", "workload", "phase", "objective", "constraints", "pick", "best_gpu",
     "best_tpu", "options", "excluded", "reasons", "confidence", "notes", "non_ml", "training",
-    "ownership",
+    "ownership", "single_card",
 }  # fmt: skip
 TRAINING_KEYS = {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"}
 CONSTRAINT_KEYS = {

@@ -19,6 +19,7 @@ from chipwise.advise.nonml import bottleneck as bottleneck_of
 from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
 from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of
+from chipwise.advise.single_card import SingleCard, single_card_verdict
 from chipwise.advise.situations import (
     Context,
     Reason,
@@ -69,6 +70,7 @@ class Recommendation:
     considered: tuple[Option, ...] = ()  # every allowed chip x count that was planned
     smallest_gpu: Option | None = None  # the least-memory single GPU the job fits on
     ownership: OwnershipAdvice | None = None  # --own-hardware: what to buy, payback
+    single_card: SingleCard | None = None  # LoRA/QLoRA: the best one-card run, picked or why not
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -253,6 +255,10 @@ def recommend(
     best_gpu = next((o for o in best if o.chip.kind != "tpu"), None)
     best_tpu = next((o for o in best if o.chip.kind == "tpu"), None)
     pick, port_reason = choose_pick(best, request)
+    cards = [o for o in single_gpu if is_workstation_card(o.chip)]
+    single_card = single_card_verdict(min(cards, key=key, default=None), pick, request)
+    if single_card is not None and single_card.picked:
+        pick = single_card.option  # an adapter fine-tune on one card that ties the best
     if pick is not None and pick.chip.kind != "tpu":
         best_gpu = pick  # after weighing the port (advise.porting)
     ctx = Context(
@@ -294,6 +300,7 @@ def recommend(
         considered=tuple(considered),
         ownership=owning,
         smallest_gpu=_smallest(single_gpu, key),
+        single_card=single_card,
     )
 
 

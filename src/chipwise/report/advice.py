@@ -7,6 +7,8 @@ JSON schema (``chipwise advise --json``), version 1::
      "ownership": {"chip", "unit", "unit_chips", "units", "chips_bought", "chips_used",
                    "capex_usd", "rent_usd", "rent": OPTION, "utilization", "payback_years",
                    "break_even_utilization", "amortisation_years"} | null,
+     "single_card": {"option": OPTION, "picked", "why", "ties_below_usd_per_chip_hour"}
+                    | null,  (LoRA/QLoRA: the best one workstation card, picked or why not)
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
                      "framework", "tokens", "requests_per_day", "rps", "ttft_p99_s",
                      "tpot_p99_s", "precision", "chips", "max_chips", "deadline_limit_days",
@@ -155,6 +157,7 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
         },
         "training": _training_dict(rec),
         "ownership": _ownership_dict(rec),
+        "single_card": _single_card_dict(rec),
         "pick": option_to_dict(rec.pick) if rec.pick else None,
         "best_gpu": option_to_dict(rec.best_gpu) if rec.best_gpu else None,
         "best_tpu": option_to_dict(rec.best_tpu) if rec.best_tpu else None,
@@ -330,6 +333,26 @@ def smallest_gpu_line(rec: Recommendation) -> str:
     return f"{where}: {s.chip.name} ({mem}): {describe(s)}"
 
 
+def single_card_line(rec: Recommendation) -> str:
+    """For LoRA/QLoRA: the best single workstation card and why it is or is not the pick."""
+    one = rec.single_card
+    if one is None or one.why == "the best option is already one card":
+        return ""
+    return f"one card: {describe(one.option)}; {one.why}"
+
+
+def _single_card_dict(rec: Recommendation) -> dict[str, Any] | None:
+    one = rec.single_card
+    if one is None:
+        return None
+    return {
+        "option": option_to_dict(one.option),
+        "picked": one.picked,
+        "why": one.why,
+        "ties_below_usd_per_chip_hour": one.ties_below_usd_per_chip_hour,
+    }
+
+
 def _training_dict(rec: Recommendation) -> dict[str, Any] | None:
     phase = rec.request.workload.phase
     if not isinstance(phase, Training):
@@ -457,9 +480,9 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
             )
         )
         parts.append(_indented(f"plan {p.plan}; {mem}" if verbose else mem, 2))
-        small = smallest_gpu_line(rec)
-        if small:
-            parts.append(_indented(small, 2))
+        for small in (smallest_gpu_line(rec), single_card_line(rec)):
+            if small:
+                parts.append(_indented(small, 2))
         for line in ownership_lines(rec):
             parts.append(_indented(line, 2))
         if verbose:

@@ -24,7 +24,12 @@ from chipwise.advise.candidates import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.cost import OwnedRunCost, RunCost, ServingCost
 from chipwise.perf import InferPrediction, TrainPrediction
-from chipwise.report.advice import job_line, ownership_lines, smallest_gpu_line
+from chipwise.report.advice import (
+    job_line,
+    ownership_lines,
+    single_card_line,
+    smallest_gpu_line,
+)
 from chipwise.report.charts import (
     WEB_EXTRA_HINT,
     Chart,
@@ -196,7 +201,7 @@ def answer_section(rec: Recommendation) -> str:
         for label, best in (("pick", o), ("best GPU", rec.best_gpu), ("best TPU", rec.best_tpu)):
             if best is not None:
                 out.append(_option_line(label, best))
-        extra = [*ownership_lines(rec), smallest_gpu_line(rec)]
+        extra = [*ownership_lines(rec), smallest_gpu_line(rec), single_card_line(rec)]
         out.extend(f'<div class="extra">{esc(line)}</div>' for line in extra if line)
     out.append(confidence_html(rec))
     out.append("</section>")

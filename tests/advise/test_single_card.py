@@ -1,0 +1,48 @@
+"""LoRA/QLoRA: one workstation card when it ties the best option, else say why not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from chipwise.advise import AdviseRequest
+from chipwise.advise.recommend import recommend
+from chipwise.advise.situations import is_workstation_card
+from chipwise.hardware import default_catalog
+from chipwise.workload.ir import Training
+from tests.advise.factories import training
+
+CHIPS = ("rtx-4090", "mi300x")
+
+
+def _qlora(**kw: object) -> AdviseRequest:
+    req = training(chips=CHIPS, max_chips=16, **kw)
+    phase = req.workload.phase
+    assert isinstance(phase, Training)
+    return replace(req, workload=replace(req.workload, phase=replace(phase, method="qlora")))
+
+
+def test_a_card_behind_the_best_says_by_how_much_and_at_what_price_it_would_tie() -> None:
+    cat = default_catalog()
+    rec = recommend(_qlora(), cat)
+    one = rec.single_card
+    assert one is not None and is_workstation_card(one.option.chip)
+    assert one.option.total_chips == 1 and one.option.usd and rec.pick is not None
+    if one.picked:  # the card already ties at today's prices: nothing more to check here
+        assert rec.pick is one.option and "picked: one card ties" in one.why
+        return
+    assert rec.pick is not one.option and "not picked" in one.why
+    assert one.ties_below_usd_per_chip_hour is not None
+    offer = one.option.cost.offer  # type: ignore[union-attr]
+    assert one.ties_below_usd_per_chip_hour < offer.usd_per_chip_hour
+    # at the tie price the card's run costs what the pick's does, so the card becomes the pick
+    cheaper = replace(offer, usd_per_chip_hour=one.ties_below_usd_per_chip_hour)
+    again = recommend(_qlora(), cat.with_offers([cheaper]))
+    assert again.single_card is not None and again.single_card.picked
+    assert again.pick is again.single_card.option and again.pick.chip.id == one.option.chip.id
+    assert again.pick.usd is not None and rec.pick.usd is not None
+    assert abs(again.pick.usd - rec.pick.usd) <= 0.05 * rec.pick.usd
+
+
+def test_a_full_fine_tune_or_an_owner_gets_no_single_card_verdict() -> None:
+    assert recommend(training(chips=CHIPS, max_chips=16)).single_card is None
+    assert recommend(_qlora(own_hardware=True)).single_card is None
