@@ -8,6 +8,7 @@ from chipwise.advise import AdviseRequest
 from chipwise.advise.recommend import recommend
 from chipwise.advise.situations import is_workstation_card
 from chipwise.hardware import default_catalog
+from chipwise.report.advice import single_card_line, smallest_gpu_line
 from chipwise.workload.ir import Training
 from tests.advise.factories import training
 
@@ -46,3 +47,12 @@ def test_a_card_behind_the_best_says_by_how_much_and_at_what_price_it_would_tie(
 def test_a_full_fine_tune_or_an_owner_gets_no_single_card_verdict() -> None:
     assert recommend(training(chips=CHIPS, max_chips=16)).single_card is None
     assert recommend(_qlora(own_hardware=True)).single_card is None
+
+
+def test_the_text_says_why_the_card_is_not_picked_once() -> None:
+    rec = recommend(_qlora())
+    assert rec.single_card is not None and not rec.single_card.picked
+    lines = [smallest_gpu_line(rec), single_card_line(rec)]
+    assert " of 24 GB" in lines[0]  # the card and its memory
+    assert "not picked" in lines[1] and "would tie at $" in lines[1]
+    assert sum(line.count("rtx-4090 ×1") for line in lines) == 1  # described once

@@ -338,6 +338,9 @@ def single_card_line(rec: Recommendation) -> str:
     one = rec.single_card
     if one is None or one.why == "the best option is already one card":
         return ""
+    small = rec.smallest_gpu
+    if smallest_gpu_line(rec) and small is not None and small.chip.id == one.option.chip.id:
+        return f"that card: {one.why}"  # the line above already describes it
     return f"one card: {describe(one.option)}; {one.why}"
 
 
