@@ -60,6 +60,11 @@ def _listening(pids: set[int]) -> list[str]:
 
 
 @pytest.mark.slow
+# Ray starts its processes with os.fork; when an earlier test in the same pytest process has
+# imported JAX, JAX's at-fork hook warns (as an unraisable exception) that forking a
+# multithreaded process may deadlock. Ray's children exec at once, so the warning is noise here.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_ray_on_loopback_gives_the_same_rows_and_listens_nowhere_else() -> None:
     if shutil.which("ss") is None:
         pytest.skip("'ss' (iproute2) is needed to check the listening sockets")
