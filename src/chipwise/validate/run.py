@@ -171,6 +171,19 @@ class Stats:
     p90_abs_error: float
 
 
+def stats_of(results: Iterable[Result]) -> Stats | None:
+    """Median and 90th percentile of |error| over the predicted rows of ``results``; None
+    when none was predicted."""
+    errs = [abs(r.error) for r in results if r.error is not None]
+    if not errs:
+        return None
+    return Stats(
+        rows=len(errs),
+        median_abs_error=float(np.median(errs)),
+        p90_abs_error=float(np.percentile(errs, 90)),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
     results: tuple[Result, ...]
@@ -179,18 +192,8 @@ class Report:
         """Median and 90th percentile of |error| over predicted rows (of ``group``: 'train',
         'train-gpu', 'train-tpu', 'train-1024+', 'train-moe' (routed experts), 'train-dense'
         (the others), 'infer', 'microbench'; None = all)."""
-        errs = [
-            abs(r.error)
-            for r in self.results
-            if r.error is not None
-            and (group is None or group in _groups_of(r) or group in r.subsets)
-        ]
-        if not errs:
-            return None
-        return Stats(
-            rows=len(errs),
-            median_abs_error=float(np.median(errs)),
-            p90_abs_error=float(np.percentile(errs, 90)),
+        return stats_of(
+            r for r in self.results if group is None or group in _groups_of(r) or group in r.subsets
         )
 
     def summary(self) -> dict[str, Stats]:

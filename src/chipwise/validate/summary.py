@@ -12,14 +12,12 @@ and the named subsets of ``confidence.row_subsets`` (``train-1024+``, ``train-mo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-import numpy as np
 
 from chipwise.validate.confidence import out_of_sample_results, row_subsets
 from chipwise.validate.lopo import in_sample_of
-from chipwise.validate.run import Report, Result, Stats
+from chipwise.validate.run import Report, Result, Stats, stats_of
 
 PHASE_ORDER = ("train", "finetune", "infer", "microbench")
 
@@ -37,17 +35,6 @@ def groups_of(result: Result) -> tuple[str, ...]:
     phase = result.case.phase
     kind = (f"{phase}-{result.kind}",) if result.kind else ()
     return ("all", phase, *kind, *(f"{phase}-{s}" for s in row_subsets(result)))
-
-
-def _stats(results: Iterable[Result]) -> Stats | None:
-    errs = [abs(r.error) for r in results if r.error is not None]
-    if not errs:
-        return None
-    return Stats(
-        rows=len(errs),
-        median_abs_error=float(np.median(errs)),
-        p90_abs_error=float(np.percentile(errs, 90)),
-    )
 
 
 KINDS = ("gpu", "tpu", "asic")
@@ -81,8 +68,8 @@ def score_groups(report: Report, lopo: Mapping[str, Result]) -> tuple[GroupScore
         out.append(
             GroupScore(
                 group=g,
-                out_of_sample=_stats(held),
-                as_shipped=_stats(shipped),
+                out_of_sample=stats_of(held),
+                as_shipped=stats_of(shipped),
                 in_sample_rows=sum(1 for r in shipped if in_sample_of(r.case.id)),
             )
         )
