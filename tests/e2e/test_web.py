@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ import pytest
 
 from chipwise.workload.presets import preset_config
 from tests.e2e.png import distinct_colours
-from tests.report.factories import fixed_confidence
+from tests.report.factories import running_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -35,32 +32,11 @@ if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     """The app on a free local port; the confidence band is fixed so answers come fast."""
-    from chipwise.report.web import create_app
-
-    with fixed_confidence():
-        port = _free_port()
-        config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                pytest.fail("the web UI did not start within 30 s")
-            time.sleep(0.05)
+    with running_app("the web UI") as port:
         yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -237,3 +240,33 @@ def serving_recommendation(catalog: Catalog) -> Recommendation:
         reasons=(),
         confidence=None,
     )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextmanager
+def running_app(what: str = "the web server") -> Iterator[int]:
+    """The web app under uvicorn on a free 127.0.0.1 port in a daemon thread (the confidence
+    band fixed, so answers come fast); yields the port and stops the server on exit."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from chipwise.report.web import create_app
+
+    with fixed_confidence():
+        port = _free_port()
+        config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                pytest.fail(f"{what} did not start within 30 s")
+            time.sleep(0.05)
+        yield port
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.report.factories import fixed_confidence
+from tests.report.factories import running_app
 
 uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
@@ -35,31 +33,10 @@ def _advise_body(i: int) -> bytes:
     ).encode()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    from chipwise.report.web import create_app
-
-    with fixed_confidence():
-        port = _free_port()
-        config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                pytest.fail("the web server did not start within 30 s")
-            time.sleep(0.05)
+    with running_app() as port:
         yield port
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def _request(
