@@ -141,6 +141,7 @@ OPTION_SETS = {
         "--kind",
         "--lopo",
         "--measured",
+        "--phase",  # issue 13: 'validate --phase infer', the same as --kind
         "--quiet",
         "--wide",
         "-q",

@@ -34,6 +34,31 @@ def test_text_output_shows_rows_and_percentiles() -> None:
             assert c.id in result.output
 
 
+def test_phase_infer_scores_throughput_ttft_tpot_and_each_vendor_apart() -> None:
+    result = runner.invoke(app, ["validate", "--phase", "infer", "--json"])
+    assert result.exit_code == 0, result.output
+    d = json.loads(result.output)
+    assert {r["phase"] for r in d["rows"]} == {"infer"}
+    groups = d["out_of_sample"].keys()
+    # one group per metric family and per vendor that has predicted rows
+    families = {
+        "throughput"
+        if "tokens" in r["metric"] or "requests" in r["metric"]
+        else r["metric"].split("_")[0]
+        for r in d["rows"]
+        if r["predicted"] is not None
+    }
+    for family in families:
+        assert f"infer-{family}" in groups
+    assert "infer-nvidia" in groups and "infer-amd" in groups and "infer-tpu" in groups
+
+
+def test_phase_and_kind_that_disagree_are_one_line_error() -> None:
+    result = runner.invoke(app, ["validate", "--phase", "infer", "--kind", "train"])
+    assert result.exit_code == 2
+    assert "disagree" in result.output
+
+
 # ---- the table at 80 and 120 columns ------------------------------------------------------
 
 

@@ -66,6 +66,10 @@ from chipwise.validate import (
 JSON_SCHEMA_VERSION = 1
 
 
+class ValidateOptionError(ChipwiseError):
+    """Contradictory ``chipwise validate`` options."""
+
+
 class KindChoice(StrEnum):
     train = "train"
     finetune = "finetune"
@@ -298,6 +302,12 @@ def validate_command(
     kind: KindChoice | None = typer.Option(
         None, "--kind", help="Only this kind of row. Default: all."
     ),
+    phase: KindChoice | None = typer.Option(
+        None,
+        "--phase",
+        help="Only rows of this phase (the same as --kind; 'infer' also scores throughput, "
+        "TTFT and TPOT, and each vendor, apart).",
+    ),
     wide: bool = typer.Option(
         False, "--wide", help="Also show metric, plan and notes (at least 200 columns)."
     ),
@@ -317,6 +327,11 @@ def validate_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict every published measurement and show the error of each, and its spread."""
+    if kind is not None and phase is not None and kind != phase:
+        raise ValidateOptionError(
+            f"--kind {kind.value} and --phase {phase.value} disagree: give one of them"
+        )
+    kind = kind or phase
     if measured:
         result = compare_measured(db, calibrated=calibrated)
         if as_json:

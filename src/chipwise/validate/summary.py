@@ -31,22 +31,30 @@ class GroupScore:
 
 
 def groups_of(result: Result) -> tuple[str, ...]:
-    """Every summary group ``result`` counts in."""
+    """Every summary group ``result`` counts in: serving rows also by GPU vendor
+    (``infer-nvidia``, ``infer-amd``; TPU rows are ``infer-tpu``)."""
     phase = result.case.phase
     kind = (f"{phase}-{result.kind}",) if result.kind else ()
-    return ("all", phase, *kind, *(f"{phase}-{s}" for s in row_subsets(result)))
+    vendor = (
+        (f"{phase}-{result.vendor.lower()}",)
+        if phase == "infer" and result.kind == "gpu" and result.vendor
+        else ()
+    )
+    return ("all", phase, *kind, *vendor, *(f"{phase}-{s}" for s in row_subsets(result)))
 
 
 KINDS = ("gpu", "tpu", "asic")
+VENDORS = ("nvidia", "amd", "intel")
 
 
 def _order(group: str) -> tuple[int, int, str]:
-    """all; then each phase, its chip kinds, its subsets."""
+    """all; then each phase, its chip kinds, its GPU vendors, its subsets."""
     if group == "all":
         return (-1, 0, "")
     phase, _, rest = group.partition("-")
     rank = PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER)
-    return (rank, 0 if not rest else (1 if rest in KINDS else 2), rest)
+    tier = 0 if not rest else (1 if rest in KINDS else (2 if rest in VENDORS else 3))
+    return (rank, tier, rest)
 
 
 def score_groups(report: Report, lopo: Mapping[str, Result]) -> tuple[GroupScore, ...]:
