@@ -26,6 +26,7 @@ OPTION_SETS = {
         "--html",
         "--input-len",
         "--json",
+        "--kv-dtype",
         "--lora-rank",
         "--lora-targets",
         "--max-chips",

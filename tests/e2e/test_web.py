@@ -139,3 +139,50 @@ def test_an_uploaded_config_becomes_the_workload(page: Any) -> None:
     )
     page.wait_for_selector("#upload-status.error")
     assert "not valid JSON" in page.inner_text("#upload-status")
+
+
+def test_serving_within_p99_targets_in_the_browser_matches_the_api(
+    page: Any, base_url: str
+) -> None:
+    page.select_option("#workload", "llama3-8b")
+    page.check('input[name="phase"][value="infer"]')
+    assert page.is_hidden("#rps")  # static batches until the load says otherwise
+    page.select_option("#load", "rps")
+    assert page.is_visible("#rps") and page.is_hidden("#requests") and page.is_hidden("#batch")
+    page.fill("#rps", "5")
+    page.fill("#ttft", "1000")
+    page.fill("#tpot", "40")
+    page.select_option("#kv-dtype", "fp8")
+    page.select_option("#precision", "int4")
+    page.check('input[name="chip"][value="h100-sxm"]')
+    page.check('input[name="chip"][value="tpu-v6e"]')
+    page.fill("#max-chips", "8")
+    page.click("#advise")
+    page.wait_for_selector("body[data-answered=true]", timeout=ADVISE_TIMEOUT_MS)
+    api = _post(
+        base_url + "/api/advise",
+        {"workload": "llama3-8b", "phase": "infer", "load": "rps", "rps": 5, "ttft_ms": 1000,
+         "tpot_ms": 40, "kv_dtype": "fp8", "precision": "int4",
+         "chips": ["h100-sxm", "tpu-v6e"], "max_chips": 8},
+    )["recommendation"]  # fmt: skip
+    pick = api["pick"]
+    assert pick["ttft_p99_s"] <= 1.0 and pick["tpot_p99_s"] <= 0.04
+    assert page.get_attribute("#pick", "data-chip") == pick["chip"]
+    head = page.eval_on_selector_all("#options-table th", "ths => ths.map(t => t.textContent)")
+    assert {"TTFT p99", "TPOT p99", "$/1M out", "$/day"} <= set(head)
+    assert page.locator("#options-table tbody tr").count() == len(api["options"])
+    alternatives = page.inner_text("#alternatives")
+    assert "TTFT p99" in alternatives and "per 1M output tokens" in alternatives
+    _keep("web-ui-serving.png", page.screenshot(full_page=True))
+    assert page.errors == []
+
+
+def test_a_bad_serving_field_shows_the_servers_one_line(page: Any) -> None:
+    page.select_option("#workload", "llama3-8b")
+    page.check('input[name="phase"][value="infer"]')
+    page.select_option("#load", "rps")
+    page.fill("#tpot", "0")  # the form allows 0 (its min); the server wants > 0
+    page.check('input[name="chip"][value="h100-sxm"]')
+    page.click("#advise")
+    page.wait_for_selector("#status.error", timeout=ADVISE_TIMEOUT_MS)
+    assert page.inner_text("#status") == "tpot_ms: Input should be greater than 0"

@@ -19,6 +19,7 @@ from chipwise.advise.defaults import (
     training_batch,
 )
 from chipwise.advise.request import (
+    KV_DTYPES,
     AdviseError,
     AdviseRequest,
     Cloud,
@@ -55,6 +56,7 @@ class AdviseOptions:
     rps: float | None = None  # infer: requests per second instead of per day
     ttft_ms: float | None = None  # infer: p99 time-to-first-token limit
     tpot_ms: float | None = None  # infer: p99 time-per-output-token limit
+    kv_dtype: str = "auto"  # infer, engine: KV-cache dtype (auto: from the precision)
     project: Path | None = None  # a folder to scan (read, never run)
     allow_porting: bool = False
     as_is: bool = False
@@ -98,10 +100,26 @@ def check_options(o: AdviseOptions) -> None:
         )
     if o.rps is not None and o.requests_per_day is not None:
         raise AdviseError("--rps and --requests-per-day both give the load; give one")
+    if o.kv_dtype not in KV_DTYPES:
+        raise AdviseError(
+            f"unknown --kv-dtype {o.kv_dtype!r}; choose one of {', '.join(KV_DTYPES)}"
+        )
+    if o.kv_dtype != "auto" and (o.phase != "infer" or not _engine_load(o)):
+        raise AdviseError(
+            f"--kv-dtype {o.kv_dtype} sets the continuous-batching engine's KV cache: give "
+            "--phase infer with --rps, --ttft or --tpot (the static-batch answer keeps the KV "
+            "cache in the precision's dtype)"
+        )
     if o.allow_porting and o.as_is:
         raise AdviseError("--allow-porting and --as-is contradict each other; give one")
     if o.global_batch is not None and o.batch_tokens is not None:
         raise AdviseError("give --global-batch or --batch-tokens, not both")
+
+
+def _engine_load(o: AdviseOptions) -> bool:
+    """Whether serving is sized by the continuous-batching engine (an arrival rate or a p99
+    target given)."""
+    return any(v is not None for v in (o.rps, o.ttft_ms, o.tpot_ms))
 
 
 def build_request(options: AdviseOptions, model: Model | None = None) -> AdviseRequest:
@@ -129,8 +147,9 @@ def build_request(options: AdviseOptions, model: Model | None = None) -> AdviseR
     else:
         wl = Workload(
             model=model,
-            phase=Inference(batch=o.batch, input_len=o.input_len, output_len=o.output_len),
-        )
+            phase=Inference(batch=o.batch, input_len=o.input_len, output_len=o.output_len,
+                            kv_dtype="" if o.kv_dtype == "auto" else o.kv_dtype),
+        )  # fmt: skip
     facts = None
     if o.project is not None:
         from chipwise.advise.project import scan_facts

@@ -37,6 +37,9 @@ PRICINGS: tuple[Pricing, ...] = get_args(Pricing)
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Porting = Literal["auto", "allow", "as-is"]
 PORTINGS: tuple[Porting, ...] = get_args(Porting)
+# KV-cache dtypes of the serving engine (vLLM --kv-cache-dtype); auto: from the precision.
+KvDtype = Literal["auto", "bf16", "fp16", "fp8"]
+KV_DTYPES: tuple[KvDtype, ...] = get_args(KvDtype)
 Platform = Literal["nvidia-cuda", "amd-rocm", "intel-xpu", "google-tpu"]
 
 # A training run that takes longer than this is not a plan anyone would choose; candidates

@@ -45,6 +45,13 @@ from chipwise.workload.ir import (
 from chipwise.workload.load import load_workload_model
 
 
+class KvDtypeChoice(StrEnum):
+    auto = "auto"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+
+
 class PhaseChoice(StrEnum):
     train = "train"
     infer = "infer"
@@ -135,6 +142,12 @@ def advise(
         min=0.0,
         max=MAX_LATENCY_MS,
         help="Infer: p99 time-per-output-token target in ms.",
+    ),
+    kv_dtype: KvDtypeChoice = typer.Option(
+        KvDtypeChoice.auto,
+        "--kv-dtype",
+        help="Infer, with --rps/--ttft/--tpot: the engine's KV-cache dtype (fp8 halves the "
+        "cache's bytes: more sequences per replica; auto: from --precision).",
     ),
     project: Path | None = typer.Option(
         None,
@@ -301,6 +314,7 @@ def advise(
         rps=rps,
         ttft_ms=ttft,
         tpot_ms=tpot,
+        kv_dtype=kv_dtype.value,
         project=project,
         allow_porting=allow_porting,
         as_is=as_is,

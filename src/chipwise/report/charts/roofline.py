@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 from chipwise.advise.candidates import Option
 from chipwise.errors import ChipwiseError
-from chipwise.perf import InferPrediction, OpTime, Plan, Predictor, TrainPrediction
+from chipwise.perf import (
+    InferPrediction,
+    OpTime,
+    Plan,
+    Predictor,
+    TrainPrediction,
+    compute_dtype,
+)
 from chipwise.workload.ir import Inference, TransformerSpec, Workload
 
 # where a roofline's points come from
@@ -126,7 +133,8 @@ def roofline_of(option: Option, workload: Workload) -> Roofline:
         "chip_id": chip.id,
         "chip_name": chip.name,
         "precision": pred.precision,
-        "peak_flops_per_s": chip.peak_flops_per_s(pred.precision),
+        # weight-only int4/w8a16 do their math in bf16: that is the roof
+        "peak_flops_per_s": chip.peak_flops_per_s(compute_dtype(pred.precision)),
         "hbm_bytes_per_s": chip.hbm_bytes_per_s,
     }
     if isinstance(pred, TrainPrediction) and pred.op_times:

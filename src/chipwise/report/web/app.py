@@ -76,7 +76,7 @@ from chipwise.report.web.pool import (
     SharedAnswers,
     TimeLimitExceeded,
 )
-from chipwise.units import parse_quantity
+from chipwise.units import SECONDS_PER_DAY, parse_quantity
 from chipwise.workload import accounting
 from chipwise.workload.config import check_config_object, load_config, parse_config_bytes
 from chipwise.workload.ir import Inference, Model, Training, TransformerSpec, Workload
@@ -213,12 +213,19 @@ def request_from_body(body: AdviseBody, *, scan_paths: bool = True) -> AdviseReq
             lora_rank=body.lora_rank,
         )
     else:
-        phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len)
+        kv_dtype = "" if body.kv_dtype == "auto" else body.kv_dtype
+        phase = Inference(batch=body.batch, input_len=body.input_len, output_len=body.output_len,
+                          kv_dtype=kv_dtype)  # fmt: skip
     per_day = (
         _quantity("requests_per_day", body.requests_per_day)
         if body.requests_per_day not in (None, "")
         else 1e5
     )
+    rps = body.rps
+    if rps is not None:
+        per_day = rps * SECONDS_PER_DAY
+    elif body.engine_load and body.ttft_ms is None and body.tpot_ms is None:
+        rps = per_day / SECONDS_PER_DAY  # load 'rps' without a rate: the daily load, evenly
     facts = None
     if body.project:
         if not scan_paths:
@@ -233,6 +240,9 @@ def request_from_body(body: AdviseBody, *, scan_paths: bool = True) -> AdviseReq
         workload=Workload(model=model, phase=phase),
         tokens=tokens if body.phase == "train" else None,
         requests_per_day=per_day if body.phase == "infer" else None,
+        rps=rps if body.phase == "infer" else None,
+        ttft_p99_s=body.ttft_ms / 1e3 if body.ttft_ms is not None else None,
+        tpot_p99_s=body.tpot_ms / 1e3 if body.tpot_ms is not None else None,
         cloud=body.cloud,
         pricing=body.pricing,
         own_hardware=body.own_hardware,

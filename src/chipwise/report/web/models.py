@@ -8,14 +8,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from chipwise.advise.defaults import DEFAULT_WORKLOAD
-from chipwise.advise.request import DEFAULT_MAX_CHIPS, Cloud, Framework, Objective, Pricing
+from chipwise.advise.request import (
+    DEFAULT_MAX_CHIPS,
+    Cloud,
+    Framework,
+    KvDtype,
+    Objective,
+    Pricing,
+)
 from chipwise.limits import (
     MAX_CHIPS,
     MAX_DAYS,
     MAX_JSON_DEPTH,
+    MAX_LATENCY_MS,
+    MAX_RPS,
     MAX_USD,
     json_all_finite,
     json_too_deep,
@@ -73,6 +89,33 @@ class AdviseBody(_Edge):
     requests_per_day: _Quantity | None = Field(
         None, description="Serving load, e.g. '1M'. Default 100k."
     )
+    load: Literal["batch", "rps"] | None = Field(
+        None,
+        description="Infer: 'batch' sizes static batches of 'batch' requests for "
+        "requests_per_day; 'rps' runs the continuous-batching engine at 'rps' Poisson "
+        "arrivals per second (else requests_per_day spread evenly) within the p99 targets. "
+        "null: 'rps' when rps, ttft_ms or tpot_ms is given, else 'batch' (as the CLI).",
+    )
+    rps: float | None = Field(
+        None, gt=0, le=MAX_RPS, description="Infer: requests per second (--rps)."
+    )
+    ttft_ms: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_LATENCY_MS,
+        description="Infer: p99 time-to-first-token target in ms (--ttft).",
+    )
+    tpot_ms: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_LATENCY_MS,
+        description="Infer: p99 time-per-output-token target in ms (--tpot).",
+    )
+    kv_dtype: KvDtype = Field(
+        "auto",
+        description="Infer, load 'rps': the engine's KV-cache dtype (--kv-dtype); auto: from "
+        "the precision.",
+    )
     cloud: Cloud = Field("any", description="Which cloud's prices (--cloud).")
     pricing: Pricing = Field(
         "on-demand",
@@ -95,7 +138,10 @@ class AdviseBody(_Edge):
         None, description="The code's framework; chips without it are excluded."
     )
     precision: str = Field(
-        "bf16", max_length=16, description="Matmul precision: bf16, fp8, int8, fp16, fp32."
+        "bf16",
+        max_length=16,
+        description="Matmul precision: bf16, fp8, int8, fp16, fp32, fp4 (NVFP4/MXFP4), int4 "
+        "or w8a16 (weight-only).",
     )
     seq_len: int = Field(4096, ge=1, le=1 << 21, description="Train: tokens per sequence.")
     global_batch: int | None = Field(
@@ -161,6 +207,38 @@ class AdviseBody(_Edge):
         if value is not None and not json_all_finite(value):
             raise ValueError("the config holds NaN or Infinity; numbers must be finite")
         return value
+
+    @model_validator(mode="after")
+    def _one_serving_load(self) -> AdviseBody:
+        """Serving options that contradict the phase, the load or each other are errors,
+        never silently ignored (as the CLI refuses them)."""
+        slo = [
+            name
+            for name, value in (("rps", self.rps), ("ttft_ms", self.ttft_ms),
+                                ("tpot_ms", self.tpot_ms))
+            if value is not None
+        ]  # fmt: skip
+        engine = slo + (["kv_dtype"] if self.kv_dtype != "auto" else [])
+        if self.phase == "train" and (engine or self.load is not None):
+            given = ", ".join(engine or ["load"])
+            raise ValueError(f"{given}: serving options; use phase 'infer' or drop them")
+        if self.load == "batch" and engine:
+            raise ValueError(
+                f"{', '.join(engine)} need load 'rps' (the continuous-batching engine); "
+                "load 'batch' sizes static batches"
+            )
+        if self.kv_dtype != "auto" and not slo and self.load != "rps":
+            raise ValueError("kv_dtype needs load 'rps' (or rps, ttft_ms or tpot_ms)")
+        if self.rps is not None and self.requests_per_day not in (None, ""):
+            raise ValueError("rps and requests_per_day both give the load; give one")
+        return self
+
+    @property
+    def engine_load(self) -> bool:
+        """Whether serving runs the continuous-batching engine (load 'rps')."""
+        if self.load is not None:
+            return self.load == "rps"
+        return any(v is not None for v in (self.rps, self.ttft_ms, self.tpot_ms))
 
 
 class ChartOut(_Edge):

@@ -90,6 +90,12 @@ function onPhase() {
   document.querySelectorAll(".infer-only").forEach((n) => { n.hidden = train; });
 }
 
+function onLoad() {
+  const rps = $("load").value === "rps";
+  document.querySelectorAll(".load-rps").forEach((n) => { n.hidden = !rps; });
+  document.querySelectorAll(".load-batch").forEach((n) => { n.hidden = rps; });
+}
+
 async function onUpload() {
   const file = $("upload").files[0];
   const status = $("upload-status");
@@ -154,6 +160,17 @@ function body() {
     porting: $("porting").value,
     chips: Array.from(document.querySelectorAll('input[name="chip"]:checked')).map((c) => c.value),
   };
+  if (b.phase === "infer" && $("load").value === "rps") {
+    // the engine: an arrival rate (else the daily load, evenly) and p99 targets
+    b.load = "rps";
+    b.requests_per_day = null;
+    b.rps = numberOrNull("rps");
+    b.ttft_ms = numberOrNull("ttft");
+    b.tpot_ms = numberOrNull("tpot");
+    b.kv_dtype = $("kv-dtype").value;
+  } else if (b.phase === "infer") {
+    b.load = "batch";
+  }
   if (workload === UPLOADED && state.upload) {
     b.config = state.upload.config;
     b.config_name = state.upload.name;
@@ -198,10 +215,22 @@ function planShort(plan) {
   return parts.join(",");
 }
 
+// "disaggregated: 2 prefill + 3 decode replicas of 4" (as the terminal table)
+function disaggregatedText(o) {
+  const d = o.disaggregated;
+  return "disaggregated: " + d.prefill_replicas + " prefill + " + d.decode_replicas
+    + " decode replicas of " + o.chips;
+}
+
 function optionLine(label, o, training) {
   const parts = [o.chip + " ×" + o.chips * o.replicas, "plan " + planShort(o.plan)];
   if (training) parts.push(fmt(o.days, 2) + " days");
-  else parts.push("TTFT " + seconds(o.ttft_s) + ", TPOT " + seconds(o.tpot_s));
+  else if (o.load === "batch") parts.push("TTFT " + seconds(o.ttft_s) + ", TPOT " + seconds(o.tpot_s));
+  else {
+    parts.push("TTFT p99 " + seconds(o.ttft_p99_s) + ", TPOT p99 " + seconds(o.tpot_p99_s));
+    if (o.disaggregated) parts.push(disaggregatedText(o));
+  }
+  if (!training && o.usd_per_million_output_tokens !== null) parts.push("$" + fmt(o.usd_per_million_output_tokens, 2) + " per 1M output tokens");
   if (o.usd !== null) parts.push("$" + fmt(o.usd) + (training ? "" : "/day"));
   parts.push(fmt(o.memory_per_chip_bytes / 1e9) + "/" + fmt(o.capacity_bytes / 1e9) + " GB per chip");
   const line = el("div");
@@ -263,7 +292,8 @@ function renderOptions(rec) {
   table.replaceChildren();
   const head = training
     ? ["#", "chip", "×n", "plan", "days", "tok/s/chip", "MFU", "$ total", "kWh", "price"]
-    : ["#", "chip", "×n", "plan", "TTFT", "out tok/s", "TPOT", "$/day", "kWh/day", "price"];
+    : ["#", "chip", "×n", "plan", "TTFT p99", "TPOT p99", "out tok/s/chip", "$/1M out", "$/day",
+       "kWh/day", "price"];
   const tr = el("tr");
   for (const h of head) tr.appendChild(el("th", {}, h));
   table.appendChild(el("thead")).appendChild(tr);
@@ -275,10 +305,14 @@ function renderOptions(rec) {
       ? [i + 1, o.chip + (isPick ? " ★" : ""), o.chips * o.replicas, planShort(o.plan), fmt(o.days, 2),
          fmt(o.tokens_per_s_per_chip), o.mfu === null ? "—" : fmt(o.mfu * 100) + "%", fmt(o.usd),
          fmt(o.kwh), o.price]
-      : [i + 1, o.chip + (isPick ? " ★" : ""), o.chips * o.replicas, planShort(o.plan), seconds(o.ttft_s),
-         fmt(o.output_tokens_per_s), seconds(o.tpot_s), fmt(o.usd), fmt(o.kwh), o.price];
+      : [i + 1, o.chip + (isPick ? " ★" : ""), o.chips * o.replicas,
+         planShort(o.plan) + (o.disaggregated ? "; " + disaggregatedText(o) : ""),
+         seconds(o.ttft_p99_s), seconds(o.tpot_p99_s), fmt(o.output_tokens_per_s_per_chip),
+         o.usd_per_million_output_tokens === null ? "—" : "$" + fmt(o.usd_per_million_output_tokens, 2),
+         fmt(o.usd), fmt(o.kwh), o.price];
+    const numbers = training ? [0, 2, 4, 5, 6, 7, 8] : [0, 2, 4, 5, 6, 7, 8, 9];
     cells.forEach((c, j) => {
-      const numeric = [0, 2, 4, 5, 6, 7, 8].includes(j);
+      const numeric = numbers.includes(j);
       row.appendChild(el("td", numeric ? { class: "num" } : {}, c));
     });
     tbody.appendChild(row);
@@ -333,8 +367,10 @@ async function start() {
   $("workload").addEventListener("change", () => {
     if ($("workload").value !== UPLOADED) $("upload-status").textContent = "";
   });
+  $("load").addEventListener("change", onLoad);
   $("advise-form").addEventListener("submit", onSubmit);
   onPhase();
+  onLoad();
   try {
     await Promise.all([loadWorkloads(), loadChips()]);
     document.body.setAttribute("data-ready", "true");
