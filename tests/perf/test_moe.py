@@ -181,3 +181,30 @@ def test_a_named_etp_is_kept_and_checked() -> None:
     assert "etp" not in plan_constraints("tp=2,pp=8,ep=32", 256)
     with pytest.raises(PlanError, match="etp=3 must divide tp=2"):
         plan_constraints("tp=2,ep=8,etp=3", 64)
+
+
+def test_the_planner_folds_expert_parallelism_over_tensor_parallel_ranks() -> None:
+    from chipwise.perf.plan.planner import _expert_parallel_sizes
+
+    # a stage of tp=2 x dp=16: whole experts (etp 1) let ep reach 32 (Megatron EP x ETP)
+    assert _expert_parallel_sizes(128, tp=2, cp=1, data=16, etp=0)[-1] == 32
+    # experts split like the dense layers (etp = tp): ep stays within the 16 data ranks
+    assert _expert_parallel_sizes(128, tp=2, cp=1, data=16, etp=2)[-1] == 16
+    assert _expert_parallel_sizes(128, tp=1, cp=1, data=16, etp=0)[-1] == 16
+    # only divisors of the experts
+    assert 3 not in _expert_parallel_sizes(128, tp=2, cp=1, data=12, etp=0)
+
+
+def test_the_planner_search_reaches_the_published_ep32_on_tp2_dp16_layout() -> None:
+    from chipwise.perf.plan.planner import _layouts
+    from chipwise.perf.predictor import Predictor
+    from chipwise.workload.ir import Training, Workload
+
+    spec = preset_spec("qwen3-235b-a22b")
+    work = Workload(model=spec, phase=Training(seq_len=4096, global_batch=2048))
+    model = Predictor(work, H100, "fp8").step_model()
+    fixed = {"tp": 2, "pp": 8, "vp": 4, "microbatch": 1}
+    eps = {p.ep for p in _layouts(model, 256, 4096, 2048, fixed)}
+    assert 32 in eps  # the Megatron-Bridge Qwen3-235B-A22B H100 plan (dp=16 < ep)
+    for ep in eps:
+        check_plan(Plan(dp=16, tp=2, pp=8, vp=4, ep=ep), 256, H100, spec)

@@ -1,8 +1,9 @@
 """Find the fastest parallelism plan that fits, for training and for serving.
 
 The search enumerates factorizations of the chip count into ``tp x cp x pp x fsdp x dp``
-(``ep`` out of ``fsdp x dp`` for MoE), micro-batch sizes that divide the per-rank batch,
-interleaving ``vp`` and recompute none/selective/full, subject to:
+(``ep`` out of ``fsdp x dp`` for MoE, or folded over ``tp x cp x fsdp x dp`` when the
+experts are whole on each rank: Megatron's EP x ETP), micro-batch sizes that divide the
+per-rank batch, interleaving ``vp`` and recompute none/selective/full, subject to:
 
 * ``tp`` within one scale-up domain and dividing the heads (Megatron practice: TP over
   NVLink/ICI only);
@@ -178,7 +179,7 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
                     per_rank = global_batch // data
                     eps = [1]
                     if spec.is_moe:
-                        eps = [e for e in divisors(data) if spec.n_experts % e == 0]
+                        eps = _expert_parallel_sizes(spec.n_experts, tp, cp, data, etp)
                     mbs = [b for b in divisors(per_rank) if b <= MAX_MICROBATCH]
                     for ep in allowed("ep", eps):
                         for vp in allowed("vp", vps):
@@ -187,6 +188,19 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
                                     continue
                                 yield Plan(dp=dp, fsdp=fsdp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
                                            microbatch=mb, etp=etp)  # fmt: skip
+
+
+def _expert_parallel_sizes(experts: int, tp: int, cp: int, data: int, etp: int) -> list[int]:
+    """Expert-parallel sizes a stage of ``tp x cp x data`` ranks can hold: divisors of the
+    experts that divide the data-parallel ranks, or, when the experts' tensor parallelism
+    is narrower than ``tp`` (``etp`` 1, automatic under expert parallelism), any that divide
+    the stage's ``tp x cp x data / etp`` ranks: Megatron regroups them as ``etp x ep x edp``,
+    so EP folds over the tensor-parallel ranks (EP32 on dp=16 x tp=2, as Megatron-Bridge's
+    Qwen3-235B-A22B H100 recipe runs; ``parallel.check_plan`` has the rule)."""
+    expert_tp = etp or 1
+    if expert_tp >= tp:  # experts split like the dense layers: ep within the data ranks
+        return [e for e in divisors(data) if experts % e == 0]
+    return [e for e in divisors(tp * cp * data // expert_tp) if experts % e == 0]
 
 
 def plan_training(
