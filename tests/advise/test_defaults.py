@@ -43,7 +43,7 @@ def test_the_library_and_the_cli_share_the_max_chips_default() -> None:
     option = inspect.signature(advise).parameters["max_chips"].default
     assert option.default is None
     assert max_chips_for(chip("h100-sxm"), None) == chip("h100-sxm").largest_job_chips
-    assert max_chips_for(chip("mi325x"), None) == DEFAULT_MAX_CHIPS  # none recorded
+    assert max_chips_for(chip("l40s"), None) == DEFAULT_MAX_CHIPS  # none recorded
     assert max_chips_for(chip("tpu-v6e"), 10**6) == chip("tpu-v6e").largest_job_chips
 
 

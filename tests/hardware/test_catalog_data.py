@@ -308,4 +308,17 @@ def test_largest_job_is_sourced_where_recorded() -> None:
         assert c.figures["scale_out.max_chips"].date
     # a TPU with no record falls back to its largest slice; a GPU with none has no limit
     assert chip("tpu-v7").largest_job_chips == chip("tpu-v7").scale_up.max_chips
-    assert chip("mi325x").largest_job_chips is None
+    assert chip("l40s").largest_job_chips is None
+
+
+def test_amd_mi3xx_chips_have_a_sourced_scale_out_network() -> None:
+    """MI300X/MI325X/MI355X clusters join 8-GPU nodes over one 400 Gb/s NIC per GPU (AMD's
+    MI3XX reference design, ROCm multi-node docs); without a scale-out tier the planner would
+    refuse every run beyond one node."""
+    from chipwise.hardware.catalog import chip
+
+    for chip_id in ("mi300x", "mi325x", "mi355x"):
+        out = chip(chip_id).scale_out
+        assert out is not None, chip_id
+        assert out.bytes_per_s_per_chip == 50e9, chip_id
+        assert out.max_chips >= 8192, chip_id
