@@ -42,11 +42,12 @@ def serving(
     requests_per_day: float = 1e5,
     chips: tuple[str, ...] = ("h100-sxm", "tpu-v6e"),
     max_chips: int = 8,
+    input_len: int = 1024,
     **kw: object,
 ) -> AdviseRequest:
     wl = Workload(
         model=load_workload_model(model),
-        phase=Inference(batch=32, input_len=1024, output_len=256),
+        phase=Inference(batch=32, input_len=input_len, output_len=256),
     )
     return AdviseRequest(
         workload=wl,

@@ -226,7 +226,7 @@ OPTION_KEYS = {
 TRAIN_KEYS = {"tokens_per_s_per_chip", "step_time_s", "mfu"}
 SERVE_KEYS = {
     "output_tokens_per_s", "output_tokens_per_s_per_chip", "ttft_s", "tpot_s", "ttft_p99_s",
-    "tpot_p99_s", "load", "usd_per_day", "usd_per_million_output_tokens",
+    "tpot_p99_s", "load", "usd_per_day", "usd_per_million_output_tokens", "disaggregated",
 }  # fmt: skip
 REASON_KEYS = {
     "rule", "situation", "favours", "text", "evidence", "agrees_with_article", "break_even",

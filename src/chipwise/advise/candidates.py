@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
 from chipwise.advise.request import AdviseRequest, max_chips_for
 from chipwise.cost import (
     NotPurchasable,
@@ -77,6 +78,9 @@ class Option:
     energy: RunEnergy | None
     kwh: float | None
     replicas: int = 1  # serving: replicas of ``chips`` chips
+    # serving, disaggregated (``advise.disaggregation``): of the replicas, how many only
+    # prefill (the rest only decode); 0: every replica prefills and decodes
+    prefill_replicas: int = 0
     excluded: str = ""  # why this option is not allowed; empty = allowed
 
     @property
@@ -86,6 +90,10 @@ class Option:
     @property
     def total_chips(self) -> int:
         return self.chips * self.replicas
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill_replicas > 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -391,7 +399,7 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
     fastest = math.inf
     strikes = planned = 0
     if isinstance(phase, Inference) and request.serving_slo:
-        return _search_slo(predictor, chip, counts, request, catalog)
+        return _search_slo(predictor, chip, counts, request, catalog, domain_cut)
     for n in counts:
         floor_why = _count_floor(predictor, n, request)
         if floor_why:
@@ -453,17 +461,25 @@ def _search_slo(
     counts: tuple[int, ...],
     request: AdviseRequest,
     catalog: Catalog,
+    domain_cut: str = "",
 ) -> ChipSearch:
     """Serving sized by an arrival rate and p99 targets: for each replica size (chips per
     replica, within one scale-up domain), as many replicas as keep every replica within the
-    targets (``Predictor.serve_slo``); a size that cannot meet them at any load is excluded
-    with the figure that missed."""
+    targets (``Predictor.serve_slo``); then, for each size, the fewest replicas of a
+    disaggregated deployment (separate prefill and decode pools, ``advise.disaggregation``)
+    that meets them with fewer chips than the best so far. A chip that cannot meet the
+    targets either way is excluded with the figure that missed."""
     out: list[Option] = []
     missed = ""
     planned = 0
+    sizes: list[int] = []
+    floor_why = ""
     for n in counts:
-        if _count_floor(predictor, n, request):
+        why_not = _count_floor(predictor, n, request)
+        if why_not:
+            floor_why = why_not
             continue
+        sizes.append(n)
         planned += 1
         try:
             ans = predictor.serve_slo(
@@ -477,10 +493,49 @@ def _search_slo(
             missed = f"misses the SLO on {n} chip(s) per replica: {ans.missed}"
             continue
         out.append(_priced_serving(ans.prediction, chip, request, catalog))
+    found, dis_missed = _disaggregated(chip, sizes, request, catalog, out)
+    planned += len(sizes)
+    out.extend(found)
     if not out:
-        why = missed or _none_reason("", chip, request)
+        why = missed or (floor_why + domain_cut if floor_why else _none_reason("", chip, request))
+        if dis_missed:
+            why += f"; disaggregated, {dis_missed}"
         return ChipSearch(chip=chip, options=(), why_none=why, counts_planned=planned)
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
+
+
+def _disaggregated(
+    chip: Chip,
+    sizes: list[int],
+    request: AdviseRequest,
+    catalog: Catalog,
+    colocated: list[Option],
+) -> tuple[list[Option], str]:
+    """Disaggregated deployments of ``chip`` that need fewer chips than any option found so
+    far (``colocated`` first), one per replica size; and, when none meets the targets, the
+    figure that missed at the largest size tried."""
+    search = DisaggregatedSearch(request.workload, chip, request.precision,
+                                 rps=request.serving_rps, ttft_p99_s=request.ttft_p99_s,
+                                 tpot_p99_s=request.tpot_p99_s)  # fmt: skip
+    bound = min((o.total_chips for o in colocated if o.allowed), default=None)
+    out: list[Option] = []
+    missed = ""
+    for n in sizes:
+        limit = replicas_below(bound, n)
+        if limit < 2:
+            continue
+        dis, why = search.fewest(n, limit)
+        if dis is None:
+            if why:
+                missed = f"up to {limit} replicas of {n}: {why}"
+            continue
+        option = _priced_serving(dis.prediction, chip, request, catalog)
+        option = replace(option, chips=n, replicas=dis.replicas,
+                         prefill_replicas=max(1, dis.prefill_replicas))  # fmt: skip
+        out.append(option)
+        if option.allowed:
+            bound = min(bound or option.total_chips, option.total_chips)
+    return out, missed
 
 
 def _too_slow(option: Option, request: AdviseRequest) -> bool:

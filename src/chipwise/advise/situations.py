@@ -115,7 +115,13 @@ def is_workstation_card(chip: Chip) -> bool:
 def describe(o: Option) -> str:
     """A short line with the numbers of an option."""
     parts = [f"{o.chip.id} ×{o.total_chips}"]
-    if o.replicas > 1:
+    if o.disaggregated:
+        decode = o.replicas - o.prefill_replicas
+        parts[0] += (
+            f" (disaggregated: {o.prefill_replicas} prefill + {decode} decode replicas of "
+            f"{o.chips})"
+        )
+    elif o.replicas > 1:
         parts[0] += f" ({o.replicas} replicas of {o.chips})"
     if o.days is not None:
         parts.append(format_run_time(o.days))

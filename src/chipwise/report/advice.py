@@ -31,8 +31,12 @@ JSON schema (``chipwise advise --json``), version 1::
               training: "tokens_per_s_per_chip", "step_time_s", "mfu";
               serving: "output_tokens_per_s", "output_tokens_per_s_per_chip", "ttft_s",
               "tpot_s", "ttft_p99_s", "tpot_p99_s", "load", "usd_per_day",
-              "usd_per_million_output_tokens"}
+              "usd_per_million_output_tokens",
+              "disaggregated": {"prefill_replicas", "decode_replicas", "prefill_chips",
+                                "decode_chips"} | null}
 
+``disaggregated`` (serving): the replicas split into a prefill pool and a decode pool
+(``advise.disaggregation``); null when every replica prefills and decodes.
 ``offer`` is the cloud price the option is ranked with (``chipwise prices --json`` offer:
 provider, pricing, usd_per_chip_hour, region, instance, source, date, note, confidence,
 stale, age_days), null when owned or unpriced. ``days`` is the training run's wall clock
@@ -125,6 +129,16 @@ def option_to_dict(o: Option) -> dict[str, Any]:
         out["usd_per_day"] = o.usd
         out["usd_per_million_output_tokens"] = getattr(
             o.cost, "usd_per_million_output_tokens", None
+        )
+        out["disaggregated"] = (
+            {
+                "prefill_replicas": o.prefill_replicas,
+                "decode_replicas": o.replicas - o.prefill_replicas,
+                "prefill_chips": o.prefill_replicas * o.chips,
+                "decode_chips": (o.replicas - o.prefill_replicas) * o.chips,
+            }
+            if o.disaggregated
+            else None
         )
     return out
 
@@ -426,7 +440,11 @@ def options_table(rec: Recommendation, limit: int = 12) -> Table:
         energy = format_energy(o.kwh) if o.kwh is not None else "—"
         usd = format_usd(o.usd) if o.usd is not None else "—"
         chip = o.chip.id + (" ★" if o is rec.pick else "")
-        table.add_row(str(i), chip, str(o.total_chips), *mid, usd, energy)
+        count = f"{o.total_chips} P/D" if o.disaggregated else str(o.total_chips)
+        table.add_row(str(i), chip, count, *mid, usd, energy)
+    if any(o.disaggregated for o in rec.options[:limit]):
+        table.caption = "P/D: disaggregated, separate prefill and decode replicas"
+        table.caption_justify = "left"
     return table
 
 
