@@ -53,17 +53,37 @@ from chipwise.perf.step.engine import (
     lengths_of,
 )
 from chipwise.perf.step.timing import Cost, StepTimer
-from chipwise.perf.step.train import TP_OVERLAP
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Inference, Op, OpKind
 
-# Host work per decode step (scheduling, sampling, detokenising, launching the step's
-# graph). vLLM's V1 re-architecture blog (2025-01-27) reports CPU overhead as the
-# bottleneck it removed; with CUDA graphs a step's fixed cost is ~1-3 ms in vLLM and
-# TensorRT-LLM traces. 2 ms assumed.
-DECODE_STEP_OVERHEAD_S = 2e-3
-# Each prefill step pays the same fixed host cost.
-PREFILL_STEP_OVERHEAD_S = 2e-3
+# Host (CPU) work per engine step: scheduling, preparing the step's inputs, sampling
+# bookkeeping, stop checks, detokenising, launching the step's CUDA graph. Measured
+# figures bracket it: vLLM V0 (mid-2024) left ~4 ms of GPU bubble per decode step (vLLM
+# RFC #6854, "Multi-Step Scheduling", 2024-07-26: "each highlighted redbox is about 4ms of
+# GPU bubble", 5-13 ms in the worst traces); vLLM V1 with its scheduler in a busy-loop
+# process still serves Llama-3.2-1B at 2.73 ms TPOT (vLLM PR #17866, 2025-05-08), of which
+# ~1.3 ms would be device time on an H100-class GPU (GPU not stated: 2.5 GB of weights at
+# ~3 TB/s plus ~160 kernel launches), so ~1.4 ms is host. 2 ms assumed for an engine
+# that runs it between steps.
+HOST_STEP_S = 2e-3
+DECODE_STEP_OVERHEAD_S = HOST_STEP_S  # the static-batch path pays it on every decode step
+# Each prefill step of a static batch pays the same fixed host cost.
+PREFILL_STEP_OVERHEAD_S = HOST_STEP_S
+# Continuous-batching engines run that host work for step n+1 while the device executes
+# step n, so a step costs max(device, host), not their sum: TensorRT-LLM's overlap
+# scheduler ("CPU work (step n) and GPU computation (step n+1) run concurrently", on by
+# default: nvidia.github.io/TensorRT-LLM features/overlap-scheduler, 2025), SGLang's
+# zero-overhead batch scheduler ("the scheduler runs one batch ahead", no GPU idle time
+# between consecutive decode batches in Nsight: lmsys.org/blog/2024-12-04-sglang-v0-4),
+# vLLM V1's ``--async-scheduling`` (the same one-step-ahead loop). A static batch
+# (``vllm benchmark_latency``, ``serve``) is timed with the host work in series.
+ENGINE_OVERLAPS_HOST = True
+# Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
+# all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
+# run on the critical path (neither engine overlaps TP communication with GEMMs by
+# default, unlike Megatron's userbuffers in training, ``train.TP_OVERLAP``), so prefill
+# and decode both pay all of it.
+SERVE_TP_OVERLAP = 0.0
 
 
 def kv_dtype_for(precision: str) -> str:
@@ -82,9 +102,21 @@ def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assu
     if engine:
         return (
             Assumption(
-                name="decode_step_overhead_s",
-                value=DECODE_STEP_OVERHEAD_S,
-                source="perf/step/serve.py (host cost per engine step, vLLM/TRT-LLM traces)",
+                name="host_step_s",
+                value=HOST_STEP_S,
+                source="perf/step/serve.py (vLLM RFC #6854 ~4 ms V0 bubble; ~1.4 ms V1, "
+                "PR #17866); hidden behind the device step"
+                + (
+                    " (overlap scheduler: TRT-LLM, SGLang, vLLM async scheduling)"
+                    if ENGINE_OVERLAPS_HOST
+                    else " (added to every step)"
+                ),
+            ),
+            Assumption(
+                name="serve_tp_overlap",
+                value=SERVE_TP_OVERLAP,
+                source="TP all-reduces on the critical path (vLLM custom, TRT-LLM fused "
+                "all-reduce+norm)",
             ),
             Assumption(
                 name="serving_engine",
@@ -103,7 +135,8 @@ def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assu
         Assumption(
             name="decode_step_overhead_s",
             value=DECODE_STEP_OVERHEAD_S,
-            source="perf/step/serve.py (host cost per decode step, vLLM/TRT-LLM traces)",
+            source="perf/step/serve.py (host cost per step of a static batch, in series: "
+            "vLLM RFC #6854 ~4 ms V0 bubble; ~1.4 ms V1, PR #17866)",
         ),
         Assumption(
             name="serving_steady_state",
@@ -148,7 +181,7 @@ class ServeModel(StepTimer):
         ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
         pre = pre + self._time(ends)
         tokens = b * input_len
-        comm_pre = self._comm(plan, g, tokens * spec.d_model * act) * (1 - TP_OVERLAP)
+        comm_pre = self._comm(plan, g, tokens * spec.d_model * act) * (1 - SERVE_TP_OVERLAP)
         ttft = pre.total_s + comm_pre + PREFILL_STEP_OVERHEAD_S
 
         # decode: one token for each of b requests at the mean context
@@ -346,6 +379,9 @@ class ServeModel(StepTimer):
         out_len = max(1.0, lengths.mean_out)
         batch = st.requests_per_s * (ttft_mean + out_len * rate.step_s) * replicas
         t0 = rate.t0_s
+        # host time the device waits for (none when the engine overlaps it and the step is
+        # longer than the host's work)
+        host = t0 - timer.device_s(rate.b, lengths.mean_context, 0.0, lengths.mean_in)
         return InferPrediction(
             workload=spec.name,
             chip_id=chip.id,
@@ -361,9 +397,9 @@ class ServeModel(StepTimer):
             capacity_bytes=chip.hbm_capacity_bytes,
             prefill=Breakdown(compute_s=st.prefill_s),
             decode=Breakdown(
-                memory_s=t0 - DECODE_STEP_OVERHEAD_S,
+                memory_s=t0 - host,
                 compute_s=rate.step_s - t0,
-                overhead_s=DECODE_STEP_OVERHEAD_S,
+                overhead_s=host,
             ),
             assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype) + self.model_assumptions,
             engine=result,
@@ -521,19 +557,26 @@ class EngineStepTimer:
         return cached
 
     def step_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
-        """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens."""
+        """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens; the
+        host's work either hidden behind the device's (``ENGINE_OVERLAPS_HOST``) or added."""
+        device = self.device_s(decode, context, prefill, prompt_len)
+        if ENGINE_OVERLAPS_HOST:
+            return max(device, HOST_STEP_S)
+        return device + HOST_STEP_S
+
+    def device_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
+        """Device time of one step (no host work)."""
         dec = max(0, round(decode))
         pre = max(0, round(prefill))
         tokens = dec + pre
-        t = self.linear_s(max(1, tokens)) + DECODE_STEP_OVERHEAD_S
+        t = self.linear_s(max(1, tokens))
         if dec:
             t += self.attention_s(dec, max(1, round(context)), decode=True)
         if pre:
             t += self.attention_s(pre, max(1, round(prompt_len)), decode=False)
         sampled = dec + (max(1, round(pre / max(1.0, prompt_len))) if pre else 0)
         t += self.logits_s(max(1, sampled))
-        comm = self.comm_s(tokens)
-        return t + (comm * (1 - TP_OVERLAP) if pre > dec else comm)
+        return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > dec else 0.0))
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes one token of context takes on one chip (all its layers)."""
