@@ -162,3 +162,21 @@ def test_fine_tune_rows_are_predicted_with_their_method_and_summarised_apart() -
     assert all(r.predicted is not None and r.predicted < 40e9 for r in memory[:6])
     summary = report.summary()
     assert "finetune" in summary and "train" not in summary
+
+
+def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
+    from chipwise.workload.ir import LOADS
+
+    serving = [c for c in load_cases() if c.id.startswith(("SV-", "SVM-", "SVN-"))]
+    assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
+    for c in serving:
+        assert c.load in LOADS, c.id
+        if c.load == "concurrency":
+            assert c.concurrency >= 1, c.id
+        if c.load == "server":
+            assert c.ttft_p99_target_s > 0 or c.tpot_p99_target_s > 0, c.id
+        if c.load == "rps":
+            assert c.rps > 0, c.id
+        if not c.usable:
+            why = run_case(c).why
+            assert why.startswith("marked usable=no") and len(why) > 40, c.id

@@ -223,7 +223,13 @@ def report_table(report: Report, *, wide: bool = False, held: Held | None = None
     if skipped:
         parts.append(Text("Rows not predicted:", style="bold"))
         for r in skipped:
-            parts.append(Text(f"  {r.case.id} ({r.case.workload} on {r.case.chip}): {r.why}"))
+            # the reason in full with --wide (and in --json); its first 160 characters here
+            why = (
+                r.why
+                if wide or len(r.why) <= SKIP_WHY_CHARS
+                else r.why[: SKIP_WHY_CHARS - 1] + "\u2026"
+            )
+            parts.append(Text(f"  {r.case.id} ({r.case.workload} on {r.case.chip}): {why}"))
     held = held or shipped_lopo(report)
     parts.append(summary_text(score_groups(report, held.results), held))
     return Group(*parts)
@@ -295,6 +301,7 @@ DB_HELP = (
     "Measurement store (SQLite) for --measured. Default: $CHIPWISE_DB, else the user data dir."
 )
 WIDE_MIN_COLUMNS = 200  # --wide never squeezes its plan and notes below this
+SKIP_WHY_CHARS = 160  # a row not predicted: this much of its reason without --wide
 
 
 @app.command("validate")
