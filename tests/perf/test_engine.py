@@ -15,8 +15,8 @@ from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.predict import predict
-from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, lengths_of
-from chipwise.perf.step.serve import EngineStepTimer, ServeModel
+from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, Engine, lengths_of
+from chipwise.perf.step.serve import HOST_STEP_S, EngineStepTimer, ServeModel
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
 
@@ -183,3 +183,62 @@ def test_disaggregation_takes_prefill_out_of_the_decode_steps() -> None:
     assert split.engine.tpot_p99_s < mixed.engine.tpot_p99_s
     with pytest.raises(PlanError, match="dp >= 2"):
         s.serve_engine(Plan(tp=8), Inference(disaggregated=True, **kw))  # type: ignore[arg-type]
+
+
+@settings(max_examples=10, deadline=None)
+@given(clients=st.integers(1, 256), more=st.integers(1, 256))
+def test_tpot_rises_with_the_clients_of_a_closed_loop(clients: int, more: int) -> None:
+    s = _serve()
+
+    def tpot(n: int) -> tuple[float, float]:
+        p = s.serve_engine(
+            Plan(), Inference(load="concurrency", concurrency=n, input_len=1024, output_len=256)
+        )
+        assert p.engine is not None
+        return p.engine.tpot_p50_s, p.engine.tpot_p99_s
+
+    few, many = tpot(clients), tpot(clients + more)
+    # the decode batch is solved to half a sequence: allow that much
+    assert many[0] >= few[0] * 0.995 and many[1] >= few[1] * 0.995
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    b=st.integers(1, 512),
+    db=st.integers(1, 512),
+    input_len=st.integers(16, 8192),
+    longer=st.integers(1, 8192),
+)
+def test_tpot_rises_with_the_decode_batch_and_the_context(
+    b: int, db: int, input_len: int, longer: int
+) -> None:
+    """At a given decode batch, the engine's mean step (its TPOT) and a static batch's TPOT
+    never fall with more sequences or a longer prompt (more KV cache to read, and in the
+    engine more prompt tokens to prefill per output token)."""
+    s = _serve()
+    timer = s.engine_timer(Plan(), "bf16")
+
+    def engine_tpot(batch: int, lin: int) -> float:
+        lens = lengths_of(Inference(input_len=lin, output_len=256))
+        engine = Engine(timer.step_s, lens, prefill_tokens_fraction=1.0, max_num_seqs=4096,
+                        max_num_tokens=16384, kv_capacity_tokens=1e12)  # fmt: skip
+        return engine.rate(batch).step_s
+
+    def static_tpot(batch: int, lin: int) -> float:
+        return s.serve(Plan(), batch=batch, input_len=lin, output_len=256).tpot_s
+
+    for tpot in (engine_tpot, static_tpot):
+        base = tpot(b, input_len)
+        assert tpot(b + db, input_len) >= base * 0.999
+        assert tpot(b, input_len + longer) >= base * 0.999
+
+
+def test_an_overlapping_engine_hides_host_work_a_static_batch_pays() -> None:
+    t = _timer()
+    device = t.device_s(1, 512, 0, 0)
+    assert device > HOST_STEP_S  # llama3-8b on an H100: the weights alone take ~5 ms
+    # continuous batching (overlap scheduler): the host's work runs during the device step
+    assert t.step_s(1, 512, 0, 0) == pytest.approx(device)
+    # a static batch (benchmark_latency) pays the host's work on every decode step
+    static = _serve().serve(Plan(), batch=1, input_len=512, output_len=2)
+    assert static.tpot_s >= device + HOST_STEP_S * 0.999

@@ -15,9 +15,11 @@ the tails come from queueing theory. The model, per replica:
   leave: ``P = b x L_in / L_out`` prefill tokens per step on average (``L_in`` after the
   prefix-cache hits). Prefill rides in chunks of ``c = min(budget - b, max(L_in, P))``
   tokens, so a share ``f = P / c`` of steps carries a chunk. Mean step
-  ``t = f t(b, c) + (1 - f) t(b, 0)`` (step times from ``serve.StepTimer``: weights once per
-  step, KV read per sequence, prefill attention, TP all-reduces, host overhead). Output
-  tokens/s = ``b / t``; requests/s ``X = b / (L_out t)``.
+  ``t = f t(b, c) + (1 - f) t(b, 0)`` (step times from ``serve.EngineStepTimer``: weights
+  once per step, KV read per sequence, prefill attention, TP all-reduces; the host's
+  per-step work runs while the device executes the previous step, as TensorRT-LLM's overlap
+  scheduler and SGLang's zero-overhead scheduler do, so a step costs
+  ``max(device, host)``). Output tokens/s = ``b / t``; requests/s ``X = b / (L_out t)``.
 * **Limits.** ``b`` is bounded by ``max_num_seqs``, by the KV cache (free HBM after weights
   at the engine's memory utilisation, over the length-biased mean context
   ``E[L_in L_out + L_out^2 / 2] / E[L_out]``: long answers hold their blocks longer), and by
@@ -33,6 +35,13 @@ the tails come from queueing theory. The model, per replica:
   ``lambda E[S^2] / (2 (1 - rho))``, exponential tail ``P(W > w) = rho exp(-w rho / E[W])``
   (Kingman's heavy-traffic form); percentiles of ``W + S`` over the length distribution by
   bisection on the mixture's tail (numpy, vectorised over the length points).
+* **Percentiles by load.** ``rps``: the M/G/1 wait above at ``rho = X E[S]``.
+  ``concurrency``: the mean wait is what Little's law leaves of ``N / X`` after service and
+  decode, with the same exponential tail. ``max_throughput`` (MLPerf Offline,
+  ``trtllm-bench``): every request is queued at once, so the reported TTFT is the prefill
+  service (the backlog's wait is the benchmark's length, not the engine's). ``server``
+  (MLPerf Server): the planner searches the highest ``rps`` whose p99 TTFT and TPOT from
+  this model meet the targets.
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
   approximation, mixed over output lengths.
