@@ -208,3 +208,26 @@ def test_the_planner_search_reaches_the_published_ep32_on_tp2_dp16_layout() -> N
     assert 32 in eps  # the Megatron-Bridge Qwen3-235B-A22B H100 plan (dp=16 < ep)
     for ep in eps:
         check_plan(Plan(dp=16, tp=2, pp=8, vp=4, ep=ep), 256, H100, spec)
+
+
+def test_group_limited_routing_reaches_fewer_nodes() -> None:
+    spec = preset_spec("deepseek-v3")  # n_group 8, topk_group 4 in its config
+    assert (spec.expert_groups, spec.expert_groups_per_token) == (8, 4)
+    free = remote_domains_per_token(256, 8, 8)
+    limited = remote_domains_per_token(256, 8, 8, groups=8, groups_per_token=4)
+    # one group per node: a token's 8 experts lie on at most 4 nodes (report §2.1.2)
+    assert limited < free and limited <= 4
+    # a node holding two whole groups: at most the nodes of the token's 4 groups
+    assert remote_domains_per_token(256, 8, 4, 8, 4) < remote_domains_per_token(256, 8, 4)
+    # no limit when every group may be used
+    assert remote_domains_per_token(256, 8, 8, 8, 8) == free
+    t = alltoall_time(H100, tokens=4096, k=8, bytes_per_copy=7168 * 2, group_size=64,
+                      in_domain=8, experts=256, groups=8, groups_per_token=4)  # fmt: skip
+    assert t.scale_out_bytes < _alltoall_bytes_out(64, 8)
+
+
+def _alltoall_bytes_out(group: int, in_domain: int) -> float:
+    return alltoall_time(
+        H100, tokens=4096, k=8, bytes_per_copy=7168 * 2, group_size=group,
+        in_domain=in_domain, experts=256,
+    ).scale_out_bytes  # fmt: skip

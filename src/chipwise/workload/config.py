@@ -17,7 +17,8 @@ MLP width ``intermediate_size | n_inner | d_ff | ffn_hidden_size | ffn_dim``; vo
 MoE: ``num_local_experts | num_experts | n_routed_experts``, ``num_experts_per_tok |
 experts_per_token``, ``moe_intermediate_size``, ``n_shared_experts``, and the family's
 layer pattern (``first_k_dense_replace``/``moe_layer_freq``, ``decoder_sparse_step``/
-``mlp_only_layers``, ``interleave_moe_layer_step``/``moe_layers``). MLA: ``q_lora_rank``,
+``mlp_only_layers``, ``interleave_moe_layer_step``/``moe_layers``), group-limited routing
+``n_group``/``topk_group`` (DeepSeek-V2/V3). MLA: ``q_lora_rank``,
 ``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``.
 
 Gated MLP (three matrices): an explicit ``"gated_mlp": true|false`` key wins; else the
@@ -249,7 +250,8 @@ _COUNT_KEYS: dict[str, int] = {  # 0 allowed: "none" for these
     ),
     **dict.fromkeys(_MAX_POS, MAX_POSITIONS),
     **dict.fromkeys(
-        (*_EXPERTS, *_TOP_K, "n_shared_experts", "num_shared_experts"), MAX_EXPERTS
+        (*_EXPERTS, *_TOP_K, "n_shared_experts", "num_shared_experts", "n_group",
+         "topk_group"), MAX_EXPERTS
     ),
     **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), MAX_WIDTH),
     **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), MAX_HEAD_DIM),
@@ -421,6 +423,8 @@ def spec_from_config(
         moe_d_ff=moe.moe_d_ff,
         first_dense_layers=moe.first_dense_layers,
         moe_layer_step=moe.moe_layer_step,
+        expert_groups=moe.expert_groups,
+        expert_groups_per_token=moe.expert_groups_per_token,
         q_lora_rank=_optional_int(cfg, ("q_lora_rank",), where) or 0,
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=qk_rope,
@@ -449,6 +453,8 @@ class _Moe:
     moe_d_ff: int = 0
     first_dense_layers: int = 0
     moe_layer_step: int = 1
+    expert_groups: int = 0
+    expert_groups_per_token: int = 0
 
 
 def _moe_fields(
@@ -474,6 +480,12 @@ def _moe_fields(
         # Qwen2-MoE: one shared expert of its own width, counted in expert-width units.
         shared = shared_width // moe_d_ff if shared_width else family.shared_experts
     first, step = _moe_pattern(_moe_layers(cfg, model_type, n_layers, where), n_layers, where)
+    # group-limited routing (DeepSeek-V2 "device-limited", V3 "node-limited": n_group groups,
+    # experts of at most topk_group of them per token); one group, or all, is no limit
+    groups = _optional_int(cfg, ("n_group",), where) or 0
+    per_token = _optional_int(cfg, ("topk_group",), where) or 0
+    if groups <= 1 or not 0 < per_token < groups or n_experts % groups:
+        groups = per_token = 0
     return _Moe(
         n_experts=n_experts,
         experts_per_token=top_k,
@@ -481,6 +493,8 @@ def _moe_fields(
         moe_d_ff=moe_d_ff,
         first_dense_layers=first,
         moe_layer_step=step,
+        expert_groups=groups,
+        expert_groups_per_token=per_token,
     )
 
 

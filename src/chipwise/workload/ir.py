@@ -134,7 +134,10 @@ class TransformerSpec:
 
     MoE: ``n_experts`` routed experts of width ``moe_d_ff``, ``experts_per_token`` active,
     plus ``n_shared_experts`` always active; the first ``first_dense_layers`` layers and
-    every layer not on ``moe_layer_step`` are dense with width ``d_ff``.
+    every layer not on ``moe_layer_step`` are dense with width ``d_ff``. Group-limited
+    routing (DeepSeek-V2/V3's ``n_group``/``topk_group``): the routed experts form
+    ``expert_groups`` contiguous groups and each token picks its experts from at most
+    ``expert_groups_per_token`` of them (0 = no limit).
     MLA (DeepSeek): ``kv_lora_rank`` > 0 switches attention to latent KV.
     Sliding-window attention: with ``sliding_window`` > 0, every ``sliding_window_pattern``-th
     layer (1-based, Gemma 3's convention: 6 = five local layers then one global) attends to
@@ -159,6 +162,8 @@ class TransformerSpec:
     moe_d_ff: int = 0
     first_dense_layers: int = 0
     moe_layer_step: int = 1  # every n-th layer is MoE (after first_dense_layers)
+    expert_groups: int = 0  # group-limited routing: groups of routed experts (0 = none)
+    expert_groups_per_token: int = 0  # groups one token's experts may come from
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
@@ -180,6 +185,15 @@ class TransformerSpec:
             raise WorkloadError(f"{self.name}: n_heads must be a multiple of n_kv_heads")
         if self.n_experts and not (0 < self.experts_per_token <= self.n_experts):
             raise WorkloadError(f"{self.name}: experts_per_token must be in 1..n_experts")
+        if self.expert_groups and (
+            self.n_experts % self.expert_groups
+            or not 0 < self.expert_groups_per_token <= self.expert_groups
+        ):
+            raise WorkloadError(
+                f"{self.name}: expert_groups={self.expert_groups} must divide the "
+                f"{self.n_experts} experts and expert_groups_per_token must be in "
+                f"1..{self.expert_groups}"
+            )
         if self.sliding_window < 0 or self.sliding_window_pattern < 0:
             raise WorkloadError(
                 f"{self.name}: sliding_window and sliding_window_pattern must be >= 0"

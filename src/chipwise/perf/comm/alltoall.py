@@ -17,6 +17,9 @@ it inside that domain over NVLink (DeepSeek-V3 report §3.2.2; github:deepseek-a
 README, "normal kernels ... forwarding from NVLink to RDMA"). A token's k experts, uniform
 over E experts on m domains, touch on average m (1 - C(E - E/m, k) / C(E, k)) domains
 (the chance that a domain holds none of them is the hypergeometric zero term).
+Group-limited routing narrows that: DeepSeek-V3 picks a token's experts from at most 4 of
+8 expert groups, so a token reaches at most 4 nodes (report §2.1.2, "node-limited
+routing"; its config's ``n_group``/``topk_group``): ``remote_domains_per_token``.
 
 TPU ICI torus: inside a slice the all-to-all is bisection-limited
 (``collectives._torus``); across slices the DCN is the scale-out network.
@@ -55,15 +58,40 @@ class AllToAllTime:
     scale_out_bytes: float  # bytes one rank sends over the scale-out network
 
 
-def remote_domains_per_token(experts: int, k: int, domains: int) -> float:
+def _touched(experts: int, k: int, domains: float) -> float:
+    """Expected domains (of ``domains``, each holding ``experts / domains`` of the experts)
+    that hold at least one of a token's ``k`` experts, chosen uniformly: the hypergeometric
+    zero term C(E - E/m, k) / C(E, k) is the chance a given domain holds none."""
+    if domains <= 1:
+        return 1.0
+    per = experts / domains
+    none = math.comb(int(experts - per), k) / math.comb(experts, k) if k <= experts else 0.0
+    return domains * (1.0 - none)
+
+
+def remote_domains_per_token(
+    experts: int, k: int, domains: int, groups: int = 0, groups_per_token: int = 0
+) -> float:
     """Expected number of OTHER domains a token's ``k`` experts fall in, with ``experts``
-    spread evenly over ``domains`` domains (the token's own domain excluded)."""
+    spread evenly (contiguously, as expert parallelism places them) over ``domains``
+    domains, the token's own domain excluded (it is any domain with equal chance).
+
+    Group-limited routing (``groups`` contiguous groups of experts, a token's experts from
+    at most ``groups_per_token`` of them: DeepSeek-V3's node-limited routing, 8 groups, at
+    most 4 per token, so "each token will be sent to at most 4 nodes", report §2.1.2)
+    narrows the domains a token can reach: when each group spans whole domains, its experts
+    come from ``groups_per_token`` groups' domains; when a domain holds whole groups, it
+    touches at most the domains of its ``groups_per_token`` groups."""
     if domains <= 1 or experts <= 0 or k <= 0:
         return 0.0
-    per = experts / domains
-    # P(a given domain holds none of the k experts) = C(E - E/m, k) / C(E, k)
-    none = math.comb(int(experts - per), k) / math.comb(experts, k) if k <= experts else 0.0
-    return (domains - 1) * (1.0 - none)
+    touched = _touched(experts, k, domains)
+    if 0 < groups_per_token < groups:
+        if domains % groups == 0:  # a group spans domains / groups domains
+            pool = experts * groups_per_token // groups
+            touched = min(touched, _touched(pool, k, domains * groups_per_token / groups))
+        elif groups % domains == 0:  # a domain holds groups / domains whole groups
+            touched = min(touched, _touched(groups, groups_per_token, domains))
+    return touched * (domains - 1) / domains
 
 
 def alltoall_time(
@@ -77,10 +105,13 @@ def alltoall_time(
     experts: int,
     efficiency: Efficiency | None = None,
     dedup: bool = CROSS_DOMAIN_DEDUP,
+    groups: int = 0,
+    groups_per_token: int = 0,
 ) -> AllToAllTime:
     """Time of one dispatch (or combine) over an expert-parallel group of ``group_size``
     ranks, ``in_domain`` of them per scale-up domain; each rank routes ``tokens`` tokens to
-    ``k`` experts of ``experts``, ``bytes_per_copy`` bytes each."""
+    ``k`` experts of ``experts``, ``bytes_per_copy`` bytes each (``groups`` and
+    ``groups_per_token``: group-limited routing, see ``remote_domains_per_token``)."""
     n, d = group_size, max(1, min(in_domain, group_size))
     if n <= 1 or tokens <= 0:
         return AllToAllTime(seconds=0.0, scale_up_s=0.0, scale_out_s=0.0, latency_s=0.0,
@@ -90,8 +121,8 @@ def alltoall_time(
     sent = tokens * k * bytes_per_copy
     up_bytes = sent * (d - 1) / n
     if m > 1 and dedup:
-        out_bytes = tokens * bytes_per_copy * min(remote_domains_per_token(experts, k, m),
-                                                  k * (n - d) / n)  # fmt: skip
+        remote = remote_domains_per_token(experts, k, m, groups, groups_per_token)
+        out_bytes = tokens * bytes_per_copy * min(remote, k * (n - d) / n)
     else:
         out_bytes = sent * (n - d) / n
     alpha = eff.collective_latency_s

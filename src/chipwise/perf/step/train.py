@@ -464,7 +464,8 @@ class StepModel(StepTimer):
                 self.chip, tokens=max(1, tokens * plan.expert_tp // plan.tp),
                 k=spec.experts_per_token, bytes_per_copy=spec.d_model * act,
                 group_size=group.size, in_domain=group.in_domain, experts=spec.n_experts,
-                efficiency=self.network.efficiency,
+                efficiency=self.network.efficiency, groups=spec.expert_groups,
+                groups_per_token=spec.expert_groups_per_token,
             ).seconds  # fmt: skip
             self._comm[key] = t
         return t
