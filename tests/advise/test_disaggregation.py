@@ -9,7 +9,7 @@ from chipwise.advise.candidates import search_chip
 from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
 from chipwise.advise.situations import describe
 from chipwise.hardware import default_catalog
-from chipwise.perf import InferPrediction
+from chipwise.perf import InferPrediction, Predictor
 from chipwise.report.advice import option_to_dict
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.load import load_workload_model
@@ -30,11 +30,9 @@ def _request(input_len: int, output_len: int, *, rps: float, ttft_s: float, tpot
 
 
 def _search(request: AdviseRequest) -> DisaggregatedSearch:
-    chip = default_catalog().chip("h100-sxm")
+    colocated = Predictor(request.workload, "h100-sxm", request.precision)
     return DisaggregatedSearch(
-        request.workload,
-        chip,
-        request.precision,
+        colocated,
         rps=request.serving_rps,
         ttft_p99_s=request.ttft_p99_s,
         tpot_p99_s=request.tpot_p99_s,
@@ -49,8 +47,13 @@ def test_long_prompts_under_a_tight_tpot_are_served_disaggregated() -> None:
     found = search_chip(catalog.chip("h100-sxm"), request, catalog).options
     colocated = [o for o in found if not o.disaggregated]
     assert colocated and any(o.disaggregated for o in found)
-    pick = recommend(request).pick
+    rec = recommend(request)
+    pick = rec.pick
     assert pick is not None and pick.disaggregated
+    why = next(r for r in rec.reasons if r.rule == "disaggregated-serving")
+    colocated_chips = min(o.total_chips for o in colocated)
+    assert f"on {pick.total_chips} chips instead of {colocated_chips} colocated" in why.text
+    assert any(e.startswith("colocated: ") for e in why.evidence)
     assert pick.usd is not None and all(o.usd is not None for o in colocated)
     assert pick.usd < min(o.usd for o in colocated if o.usd is not None)
     assert pick.total_chips < min(o.total_chips for o in colocated)
@@ -66,8 +69,10 @@ def test_long_prompts_under_a_tight_tpot_are_served_disaggregated() -> None:
 
 def test_short_prompts_stay_colocated_because_disaggregation_needs_more_chips() -> None:
     request = _request(128, 512, rps=20.0, ttft_s=2.0, tpot_s=0.05)
-    pick = recommend(request).pick
+    rec = recommend(request)
+    pick = rec.pick
     assert pick is not None and not pick.disaggregated
+    assert all(r.rule != "disaggregated-serving" for r in rec.reasons)
     # not ignored: the best disaggregated deployment of that replica size, unbounded, needs
     # more chips than the colocated pick
     dis, why = _search(request).fewest(pick.chips, 64)

@@ -231,7 +231,9 @@ SERVE_KEYS = {
 REASON_KEYS = {
     "rule", "situation", "favours", "text", "evidence", "agrees_with_article", "break_even",
 }  # fmt: skip
-CONFIDENCE_KEYS = {"kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error"}
+CONFIDENCE_KEYS = {
+    "kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error", "note", "latency",
+}  # fmt: skip
 NON_ML_KEYS = {"workload", "capable_chips", "basis", "work", "options"}
 
 

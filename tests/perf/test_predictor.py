@@ -96,3 +96,16 @@ def test_serving_layer_op_times_cover_prefill_and_decode() -> None:
     prefill, decode = p.serving_layer_op_times(pred)
     assert prefill and decode
     assert sum(t.op.flops for t in prefill) > sum(t.op.flops for t in decode)
+
+
+def test_a_predictor_for_another_phase_shares_the_serving_model_and_predicts_the_same() -> None:
+    model = load_workload_model("llama3-8b")
+    colocated = Predictor(Workload(model=model, phase=Inference(load="rps", rps=4.0)), "h100-sxm")
+    colocated.serve(2)
+    phase = Inference(load="rps", rps=4.0, disaggregated=True)
+    shared = colocated.for_phase(phase)
+    assert shared.serve_model() is colocated.serve_model()
+    fresh = Predictor(Workload(model=model, phase=phase), "h100-sxm")
+    assert shared.serve(2, plan_keys={"tp": 1, "dp": 2}) == fresh.serve(
+        2, plan_keys={"tp": 1, "dp": 2}
+    )

@@ -490,10 +490,11 @@ def _search_slo(
             missed = missed or str(err)
             continue
         if ans.prediction is None:
-            missed = f"misses the SLO on {n} chip(s) per replica: {ans.missed}"
+            figure = _slo_figure(predictor, n, request, ans.missed)
+            missed = f"misses the SLO on {n} chip(s) per replica: {figure}"
             continue
         out.append(_priced_serving(ans.prediction, chip, request, catalog))
-    found, dis_missed = _disaggregated(chip, sizes, request, catalog, out)
+    found, dis_missed = _disaggregated(predictor, sizes, request, catalog, out)
     planned += len(sizes)
     out.extend(found)
     if not out:
@@ -504,8 +505,27 @@ def _search_slo(
     return ChipSearch(chip=chip, options=tuple(out), counts_planned=planned)
 
 
+def _has_figure(why: str) -> bool:
+    """Whether a miss names a latency figure or saturation (not a plan that does not fit)."""
+    return any(w in why for w in ("TTFT p99", "TPOT p99", "saturat"))
+
+
+def _slo_figure(predictor: Predictor, n: int, request: AdviseRequest, missed: str) -> str:
+    """The figure a replica of ``n`` chips misses by: the planner's first miss may be a plan
+    with no room for a KV cache (tensor parallelism below ``n``); one tensor-parallel group
+    over all ``n`` chips says which target it misses, and by how much."""
+    if _has_figure(missed):
+        return missed
+    try:
+        whole = predictor.serve_slo(n, rps=request.serving_rps, ttft_p99_s=request.ttft_p99_s,
+                                    tpot_p99_s=request.tpot_p99_s, plan_keys={"tp": n})  # fmt: skip
+    except ChipwiseError:
+        return missed
+    return whole.missed if _has_figure(whole.missed) else missed
+
+
 def _disaggregated(
-    chip: Chip,
+    predictor: Predictor,
     sizes: list[int],
     request: AdviseRequest,
     catalog: Catalog,
@@ -514,19 +534,22 @@ def _disaggregated(
     """Disaggregated deployments of ``chip`` that need fewer chips than any option found so
     far (``colocated`` first), one per replica size; and, when none meets the targets, the
     figure that missed at the largest size tried."""
-    search = DisaggregatedSearch(request.workload, chip, request.precision,
-                                 rps=request.serving_rps, ttft_p99_s=request.ttft_p99_s,
+    chip = predictor.chip
+    search = DisaggregatedSearch(predictor, rps=request.serving_rps,
+                                 ttft_p99_s=request.ttft_p99_s,
                                  tpot_p99_s=request.tpot_p99_s)  # fmt: skip
     bound = min((o.total_chips for o in colocated if o.allowed), default=None)
     out: list[Option] = []
     missed = ""
-    for n in sizes:
+    for n in sorted(sizes, reverse=True):  # big replicas need few: the bound tightens fast
         limit = replicas_below(bound, n)
         if limit < 2:
             continue
         dis, why = search.fewest(n, limit)
         if dis is None:
-            if why:
+            # the first (largest) size's figure; a plan error only when no size has one
+            figure = _has_figure(why) and not _has_figure(missed)
+            if why and (figure or not missed):
                 missed = f"up to {limit} replicas of {n}: {why}"
             continue
         option = _priced_serving(dis.prediction, chip, request, catalog)
@@ -535,7 +558,7 @@ def _disaggregated(
         out.append(option)
         if option.allowed:
             bound = min(bound or option.total_chips, option.total_chips)
-    return out, missed
+    return sorted(out, key=lambda o: o.chips), missed
 
 
 def _too_slow(option: Option, request: AdviseRequest) -> bool:

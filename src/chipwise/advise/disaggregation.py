@@ -23,9 +23,8 @@ import math
 from dataclasses import dataclass, replace
 
 from chipwise.errors import ChipwiseError
-from chipwise.hardware import Chip
 from chipwise.perf import InferPrediction, Predictor
-from chipwise.workload.ir import Inference, Workload
+from chipwise.workload.ir import Inference
 
 # The most replicas one disaggregated deployment is sized to when no colocated deployment
 # bounds it: Dynamo's published xPyD examples stay within a few dozen workers; beyond this
@@ -63,21 +62,18 @@ class DisaggregatedSearch:
 
     def __init__(
         self,
-        workload: Workload,
-        chip: Chip,
-        precision: str,
+        colocated: Predictor,
         *,
         rps: float,
         ttft_p99_s: float | None,
         tpot_p99_s: float | None,
     ) -> None:
-        phase = workload.phase
+        phase = colocated.workload.phase
         if not isinstance(phase, Inference):
             raise ChipwiseError("disaggregated serving sizes an inference workload")
         self.phase = replace(phase, load="rps", rps=rps, disaggregated=True)
-        self.workload = replace(workload, phase=self.phase)
-        self.chip = chip
-        self.precision = precision
+        self.colocated = colocated
+        self.chip = colocated.chip
         self.ttft_p99_s = ttft_p99_s
         self.tpot_p99_s = tpot_p99_s
         self._predictor: Predictor | None = None
@@ -85,8 +81,10 @@ class DisaggregatedSearch:
 
     @property
     def predictor(self) -> Predictor:
+        """The disaggregated phase's predictor, sharing the colocated one's cached op
+        timings (built on first use)."""
         if self._predictor is None:
-            self._predictor = Predictor(self.workload, self.chip, self.precision)
+            self._predictor = self.colocated.for_phase(self.phase)
         return self._predictor
 
     def _try(self, n: int, replicas: int) -> tuple[InferPrediction | None, str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
-from chipwise.advise.confidence import Confidence, confidence_for_chip
+from chipwise.advise.confidence import Confidence, confidence_for_chip, latency_confidence
 from chipwise.advise.nonml import NonMLOption, non_ml_options, work_of
 from chipwise.advise.nonml import bottleneck as bottleneck_of
 from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
@@ -71,6 +71,9 @@ class Recommendation:
     smallest_gpu: Option | None = None  # the least-memory single GPU the job fits on
     ownership: OwnershipAdvice | None = None  # --own-hardware: what to buy, payback
     single_card: SingleCard | None = None  # LoRA/QLoRA: the best one-card run, picked or why not
+    # serving sized by p99 targets: the TTFT and TPOT bands of the picked chip, where the
+    # confidence table has latency rows
+    latency_confidence: tuple[Confidence, ...] = ()
 
 
 def _blockers(proj: ProjectFacts, platform: Platform) -> str:
@@ -268,6 +271,7 @@ def recommend(
         pick=pick,
         single_chip_gpu=min(single_gpu, key=key, default=None),
         catalog=cat,
+        considered=tuple(considered),
     )
     owning = None
     if request.own_hardware and pick is not None and pick.days is not None:
@@ -296,6 +300,9 @@ def recommend(
         else confidence_for_chip(
             pick.chip, "infer" if isinstance(request.workload.phase, Inference) else "train"
         ),
+        latency_confidence=latency_confidence(pick.chip)
+        if pick is not None and request.serving_slo
+        else (),
         notes=tuple(notes),
         considered=tuple(considered),
         ownership=owning,

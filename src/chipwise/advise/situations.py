@@ -99,6 +99,7 @@ class Context:
     best_tpu: Option | None
     pick: Option | None
     single_chip_gpu: Option | None  # the best allowed 1-chip option on a purchasable GPU
+    considered: tuple[Option, ...] = ()  # every allowed chip x count the search planned
     catalog: Catalog | None = None  # for facts about chips outside the options
 
 
@@ -368,6 +369,52 @@ def production_serving(ctx: Context) -> Reason | None:
     )
 
 
+def disaggregated_serving(ctx: Context) -> Reason | None:
+    """The pick serves prompts and generation on separate pools: say what it saves against
+    the best colocated deployment of the same chip, and what it pays (the KV transfer)."""
+    pick, req = ctx.pick, ctx.request
+    if pick is None or not pick.disaggregated or not isinstance(req.workload.phase, Inference):
+        return None
+    key = objective_key(req)
+    colocated = min(
+        (o for o in ctx.considered if o.chip.id == pick.chip.id and not o.disaggregated),
+        key=key,
+        default=None,
+    )
+    phase = req.workload.phase
+    targets = " and ".join(
+        f"{name} p99 <= {format_seconds(v)}"
+        for name, v in (("TTFT", req.ttft_p99_s), ("TPOT", req.tpot_p99_s))
+        if v is not None
+    )
+    link = (pick.chip.scale_out or pick.chip.scale_up).name
+    evidence = [f"disaggregated: {_serving_line(pick)}"]
+    if colocated is None:
+        text = (
+            f"No colocated deployment of {pick.chip.id} meets {targets or 'the load'}: decode "
+            f"steps that also carry {phase.input_len}-token prompt chunks miss it."
+        )
+    else:
+        evidence.append(f"colocated: {_serving_line(colocated)}")
+        text = (
+            f"With {phase.input_len}-token prompts, decode steps without prefill chunks meet "
+            f"{targets or 'the load'} on {pick.total_chips} chips instead of "
+            f"{colocated.total_chips} colocated."
+        )
+    evidence.append(
+        f"each prompt's KV cache moves from a prefill to a decode replica over {link} "
+        "(counted in TTFT)"
+    )
+    return Reason(
+        rule="disaggregated-serving",
+        situation="Long prompts under a tight TPOT: separate prefill and decode pools "
+        "(NVIDIA Dynamo, AIConfigurator's xPyD)",
+        favours="tpu" if pick.chip.kind == "tpu" else "gpu",
+        text=text,
+        evidence=tuple(evidence),
+    )
+
+
 def _ports(
     findings: tuple[Finding, ...], keys: tuple[str, ...], platform: Platform = "google-tpu"
 ) -> list[str]:
@@ -494,6 +541,7 @@ RULES: tuple[Callable[[Context], Reason | None], ...] = (
     massive_training,
     local_development,
     production_serving,
+    disaggregated_serving,
     cuda_libraries,
     google_ecosystem,
     own_hardware,

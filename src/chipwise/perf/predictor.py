@@ -133,6 +133,16 @@ class Predictor:
         self._step: StepModel | None = None
         self._serve: ServeModel | None = None
 
+    def for_phase(self, phase: Training | Inference) -> Predictor:
+        """A predictor of the same model, chip and precision under another ``phase`` (e.g.
+        a disaggregated serving load beside a colocated one) that shares this one's per-op
+        model, network and serving model (which does not depend on the phase), so op
+        timings cached by one are reused by the other."""
+        other = Predictor(replace(self.workload, phase=phase), self.chip, self.precision,
+                          efficiency=self.efficiency, network=self.network)  # fmt: skip
+        other._perf, other._serve = self.perf_model, self._serve
+        return other
+
     # ---- the pieces, built once ---------------------------------------------------------
 
     @property

@@ -20,8 +20,12 @@ JSON schema (``chipwise advise --json``), version 1::
      "reasons": [{"rule", "situation", "favours", "text", "evidence", "agrees_with_article",
                   "break_even": {"side", "chip", "provider", "pricing", "usd_per_chip_hour",
                                  "today_usd_per_chip_hour", "rests_on"} | null}],
-     "confidence": {"kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error"}
-                   | null,  (what: training-throughput | serving-throughput)
+     "confidence": {"kind", "scope", "what", "rows", "median_abs_error", "p90_abs_error",
+                    "note", "latency": [{"kind", "scope", "what", "rows",
+                                         "median_abs_error", "p90_abs_error", "note"}]}
+                   | null,  (what: training-throughput | serving-throughput | serving-TTFT
+                             | serving-TPOT; note: why the rows are not the chip's own;
+                             latency: TTFT/TPOT bands when sized by p99 targets)
      "notes": [...],
      "non_ml": {"workload", "capable_chips", "basis", "work",
                 "options": [{"chip", "rate_per_s", "hours", "usd", "usd_per_chip_hour", "price",
@@ -55,6 +59,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chipwise.advise.candidates import Option
+from chipwise.advise.confidence import Confidence
 from chipwise.advise.defaults import DEADLINE_SOURCE
 from chipwise.advise.display import format_energy, format_run_time, format_usd
 from chipwise.advise.recommend import Recommendation
@@ -143,6 +148,18 @@ def option_to_dict(o: Option) -> dict[str, Any]:
     return out
 
 
+def _confidence_dict(c: Confidence) -> dict[str, Any]:
+    return {
+        "kind": c.kind,
+        "scope": c.scope,
+        "what": c.what,
+        "rows": c.rows,
+        "median_abs_error": c.median_abs_error,
+        "p90_abs_error": c.p90_abs_error,
+        "note": c.note,
+    }
+
+
 def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
     req = rec.request
     phase = req.workload.phase
@@ -196,12 +213,8 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
         "confidence": None
         if rec.confidence is None
         else {
-            "kind": rec.confidence.kind,
-            "scope": rec.confidence.scope,
-            "what": rec.confidence.what,
-            "rows": rec.confidence.rows,
-            "median_abs_error": rec.confidence.median_abs_error,
-            "p90_abs_error": rec.confidence.p90_abs_error,
+            **_confidence_dict(rec.confidence),
+            "latency": [_confidence_dict(c) for c in rec.latency_confidence],
         },
         "notes": list(rec.notes),
         "non_ml": None
@@ -518,15 +531,7 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
     parts.extend(_run_terms(rec))
     parts.extend(_tradeoff(rec))
     if rec.confidence is not None:
-        c = rec.confidence
-        on = c.scope or c.kind
-        parts.append(
-            Text(
-                f"Confidence: {c.what} predictions are within ±{c.median_abs_error:.0%}"
-                f" (median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
-                f"measurements ({on})."
-            )
-        )
+        parts.extend(Text(line) for line in confidence_lines(rec))
     if rec.reasons:
         parts.append(Text("Why:", style="bold"))
         for r in rec.reasons:
@@ -540,6 +545,27 @@ def render_recommendation(rec: Recommendation, *, verbose: bool = False) -> Rend
     for n in rec.notes:
         parts.append(_indented(n, 0, "Note:", style="yellow"))
     return Group(*parts)
+
+
+def confidence_lines(rec: Recommendation) -> list[str]:
+    """'Confidence: serving-throughput predictions are within ±22% (median) and ...', the
+    reason when the rows are not the chip's own, and the latency bands."""
+    c = rec.confidence
+    if c is None:
+        return []
+    on = c.scope or c.kind
+    lines = [
+        f"Confidence: {c.what} predictions are within ±{c.median_abs_error:.0%} (median) and "
+        f"±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published measurements ({on})"
+        + (f"; {c.note}." if c.note else ".")
+    ]
+    for lat in rec.latency_confidence:
+        lines.append(
+            f"  {lat.what}: ±{lat.median_abs_error:.0%} (median), ±{lat.p90_abs_error:.0%} "
+            f"(p90) of {lat.rows} measurements ({lat.scope})"
+            + (f"; {lat.note}" if lat.note else "")
+        )
+    return lines
 
 
 def _rate_text(rate: float, unit: str) -> str:

@@ -219,8 +219,15 @@ def confidence_html(rec: Recommendation) -> str:
     text = (
         f"Confidence: {c.what} predictions are within ±{c.median_abs_error:.0%} "
         f"(median) and ±{c.p90_abs_error:.0%} (90th percentile) of {c.rows} published "
-        f"measurements ({c.kind}; {c.source})."
+        f"measurements ({c.scope or c.kind}; {c.source})."
     )
+    if c.note:
+        text += f" The band is {c.note}."
+    for lat in rec.latency_confidence:
+        text += (
+            f" {lat.what}: ±{lat.median_abs_error:.0%} (median), ±{lat.p90_abs_error:.0%} "
+            f"(p90) of {lat.rows} measurements ({lat.scope})."
+        )
     o = rec.pick
     if o is not None:
         bands = []

@@ -263,7 +263,10 @@ function renderAnswer(rec) {
   $("confidence").textContent = c
     ? "Confidence: " + (c.what || "training-throughput") + " predictions are within ±" + fmt(c.median_abs_error * 100)
       + "% (median) and ±" + fmt(c.p90_abs_error * 100) + "% (90th percentile) of " + c.rows
-      + " published measurements (" + c.kind + ")."
+      + " published measurements (" + (c.scope || c.kind) + ")."
+      + (c.note ? " The band is " + c.note + "." : "")
+      + (c.latency || []).map((l) => " " + l.what + ": ±" + fmt(l.median_abs_error * 100) + "% (median), ±"
+        + fmt(l.p90_abs_error * 100) + "% (p90) of " + l.rows + " measurements (" + l.scope + ").").join("")
     : "Confidence: no validation data was found, so no band is given.";
   $("answer").hidden = false;
 }
