@@ -242,3 +242,16 @@ def test_an_overlapping_engine_hides_host_work_a_static_batch_pays() -> None:
     # a static batch (benchmark_latency) pays the host's work on every decode step
     static = _serve().serve(Plan(), batch=1, input_len=512, output_len=2)
     assert static.tpot_s >= device + HOST_STEP_S * 0.999
+
+
+def test_expert_parallelism_over_the_tp_ranks_adds_no_all_to_all_in_serving() -> None:
+    """Every tp rank holds the step's tokens after attention's all-reduce: experts spread
+    over those ranks need no dispatch (the combine is the MLP all-reduce); experts spread
+    over replicas (data-parallel attention) exchange tokens."""
+    qwen = load_preset("qwen3-235b-a22b")
+    s = _serve(qwen, "fp8", chip("h200-sxm"))
+    folded = s.engine_timer(Plan(tp=8, ep=8), "fp8").comm_s(1024)
+    plain = s.engine_timer(Plan(tp=8), "fp8").comm_s(1024)
+    assert folded == pytest.approx(plain)
+    over_replicas = s.engine_timer(Plan(dp=8, ep=8), "fp8").comm_s(1024)
+    assert over_replicas > 0

@@ -415,9 +415,29 @@ class ServeModel(StepTimer):
         if plan.pp > 1:
             t += (plan.pp - 1) * self.network.time_s("p2p", n_bytes / plan.tp, g["pp"])
         if spec.is_moe and plan.ep > 1:
-            a2a = self.network.time_s("all_to_all", n_bytes * spec.experts_per_token, g["ep"])
-            t += 2 * spec.n_moe_layers * a2a
+            # Serving runs no sequence parallelism: after attention's all-reduce every tp
+            # rank holds all of the step's tokens. Where expert parallelism folds over the tp
+            # ranks (etp < tp), a rank picks its own experts' tokens locally and the combine
+            # is the MLP all-reduce counted above (TensorRT-LLM's MoE with moe_tp_size x
+            # moe_ep_size = tp_size, vLLM's --enable-expert-parallel without data-parallel
+            # attention); only ep ranks that hold other tokens (ep over replicas, i.e.
+            # data-parallel attention) exchange them, each sending the share of its k copies
+            # bound for those ranks.
+            holders = plan.ep // min(plan.ep, self._token_sharing_ep_ranks(plan))
+            if holders > 1:
+                share = (1 - 1 / holders) / (1 - 1 / plan.ep)
+                a2a = self.network.time_s(
+                    "all_to_all", n_bytes * spec.experts_per_token * share, g["ep"]
+                )
+                t += 2 * spec.n_moe_layers * a2a
         return t
+
+    @staticmethod
+    def _token_sharing_ep_ranks(plan: Plan) -> int:
+        """Ranks of one ep group that hold the same tokens: the tp ranks it folds over
+        (``tp / etp`` of them, at stride ``etp``), 1 when ep spans replicas only."""
+        etp = plan.expert_tp
+        return 1 if etp == plan.tp else plan.tp // etp
 
 
 # Token counts at which the token-proportional part of a step (every op but attention) is
