@@ -69,3 +69,23 @@ def test_any_slo_option_switches_serving_to_the_engine(option: dict[str, float])
     assert rec.pick is not None
     pred = rec.pick.prediction
     assert isinstance(pred, InferPrediction) and pred.engine is not None
+
+
+def test_weight_only_int4_shrinks_a_decode_bound_deployment() -> None:
+    """Short prompts: decode reads the weights every step, so W4A16 (a quarter of the bytes)
+    serves the same load within the targets on fewer chips, and the answer is cheaper."""
+
+    def answer(precision: str) -> dict[str, tuple[int, float]]:
+        rec = recommend(
+            serving("llama3-70b", chips=("h100-sxm", "tpu-v6e"), max_chips=None, rps=5.0,
+                    ttft_p99_s=2.0, tpot_p99_s=0.05, precision=precision, input_len=128)
+        )  # fmt: skip
+        assert rec.pick is not None and rec.pick.usd is not None
+        out = {o.chip.id: (o.total_chips, o.usd or 0.0) for o in rec.options}
+        out["pick"] = (rec.pick.total_chips, rec.pick.usd)
+        return out
+
+    bf16, int4 = answer("bf16"), answer("int4")
+    for chip in ("h100-sxm", "tpu-v6e"):
+        assert int4[chip][0] < bf16[chip][0], (chip, bf16, int4)
+    assert int4["pick"][1] < bf16["pick"][1]
