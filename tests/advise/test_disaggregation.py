@@ -11,6 +11,7 @@ from chipwise.advise.situations import describe
 from chipwise.hardware import default_catalog
 from chipwise.perf import InferPrediction, Predictor
 from chipwise.report.advice import option_to_dict
+from chipwise.report.html import options_section
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.load import load_workload_model
 
@@ -65,6 +66,10 @@ def test_long_prompts_under_a_tight_tpot_are_served_disaggregated() -> None:
     assert "prefill +" in describe(pick) and "decode replicas of" in describe(pick)
     shown = option_to_dict(pick)["disaggregated"]
     assert shown["prefill_chips"] + shown["decode_chips"] == pick.total_chips
+    html = options_section(rec)
+    decode = pick.replicas - pick.prefill_replicas
+    assert f"{pick.total_chips} ({pick.prefill_replicas}P+{decode}D ×{pick.chips})" in html
+    assert "TTFT p99" in html and "$/1M out" in html
 
 
 def test_short_prompts_stay_colocated_because_disaggregation_needs_more_chips() -> None:

@@ -186,3 +186,20 @@ def test_a_bad_serving_field_shows_the_servers_one_line(page: Any) -> None:
     page.click("#advise")
     page.wait_for_selector("#status.error", timeout=ADVISE_TIMEOUT_MS)
     assert page.inner_text("#status") == "tpot_ms: Input should be greater than 0"
+
+
+def test_a_disaggregated_pick_shows_its_prefill_and_decode_pools(page: Any) -> None:
+    page.select_option("#workload", "llama3-70b")
+    page.check('input[name="phase"][value="infer"]')
+    page.select_option("#load", "rps")
+    page.fill("#input-len", "8192")
+    page.fill("#rps", "10")
+    page.fill("#ttft", "2000")
+    page.fill("#tpot", "30")
+    page.check('input[name="chip"][value="h100-sxm"]')
+    page.click("#advise")
+    page.wait_for_selector("body[data-answered=true]", timeout=ADVISE_TIMEOUT_MS)
+    row = page.inner_text("#options-table tbody tr.pick")
+    assert "disaggregated: " in row and " prefill + " in row and " decode replicas of " in row
+    assert "disaggregated: " in page.inner_text("#alternatives")
+    assert page.errors == []

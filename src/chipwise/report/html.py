@@ -137,7 +137,11 @@ def options_section(rec: Recommendation) -> str:
     """Every chip's best option, best first; the pick's row highlighted."""
     training = is_training(rec)
     header = ["#", "chip", "×n", "plan"]
-    header += ["days", "tok/s/chip", "MFU"] if training else ["request", "out tok/s", "TPOT"]
+    header += (
+        ["days", "tok/s/chip", "MFU"]
+        if training
+        else ["TTFT p99", "TPOT p99", "out tok/s/chip", "$/1M out"]
+    )
     header += ["$ total" if training else "$/day", "kWh" if training else "kWh/day", "price"]
     rows = []
     for i, o in enumerate(rec.options, 1):
@@ -146,12 +150,21 @@ def options_section(rec: Recommendation) -> str:
             mid = [_days(o), f"{p.tokens_per_s_per_chip:,.0f}", _mfu(o)]
         else:
             assert isinstance(p, InferPrediction)
-            mid = [_days(o), f"{p.output_tokens_per_s:,.0f}", format_seconds(p.tpot_s)]
+            per_m = getattr(o.cost, "usd_per_million_output_tokens", None)
+            mid = [
+                format_seconds(p.ttft_p99_s) if p.ttft_p99_s != float("inf") else "∞",
+                format_seconds(p.tpot_p99_s),
+                f"{p.output_tokens_per_s_per_chip:,.0f}",
+                f"${per_m:,.2f}" if per_m is not None else "—",
+            ]
+        count = str(o.total_chips)
+        if o.disaggregated:  # P prefill + D decode replicas of n chips
+            count += f" ({o.prefill_replicas}P+{o.replicas - o.prefill_replicas}D ×{o.chips})"
         rows.append(
             [
                 str(i),
                 o.chip.id + (" ★" if o is rec.pick else ""),
-                str(o.total_chips),
+                count,
                 plan_text(p.plan),
                 *mid,
                 f"{o.usd:,.0f}" if o.usd is not None else "—",
@@ -160,7 +173,8 @@ def options_section(rec: Recommendation) -> str:
             ]
         )
     pick = next((i for i, o in enumerate(rec.options) if o is rec.pick), None)
-    table = _table(header, rows, numeric={0, 2, 4, 5, 6, 7, 8}, highlight=pick)
+    numeric = {0, 2, 4, 5, 6, 7, 8} if training else {0, 2, 4, 5, 6, 7, 8, 9}
+    table = _table(header, rows, numeric=numeric, highlight=pick)
     return f'<h2>Every chip\'s best option</h2><section id="options">{table}</section>'
 
 
