@@ -255,3 +255,24 @@ def test_expert_parallelism_over_the_tp_ranks_adds_no_all_to_all_in_serving() ->
     assert folded == pytest.approx(plain)
     over_replicas = s.engine_timer(Plan(dp=8, ep=8), "fp8").comm_s(1024)
     assert over_replicas > 0
+
+
+def test_a_closed_loop_prompt_waits_only_for_the_prompts_being_prefilled() -> None:
+    """One client never queues; more clients (still within the engine's limits) find the
+    prefill slot busy more often, so mean TTFT rises above the prefill service."""
+    s = _serve(LLAMA70, "fp8")
+    kw = {"load": "concurrency", "input_len": 5000, "output_len": 500}
+
+    def at(n: int) -> InferPrediction:
+        p = s.serve_engine(Plan(tp=2), Inference(concurrency=n, **kw))  # type: ignore[arg-type]
+        assert p.engine is not None
+        assert n == 1 or p.engine.limit == "concurrency"  # within the engine's limits
+        return p
+
+    one, some, many = at(1), at(10), at(40)
+    assert one.engine is not None and one.ttft_s == pytest.approx(one.engine.ttft_p50_s)
+    assert one.ttft_s < some.ttft_s < many.ttft_s
+    # Little's law still holds: clients = decoding + waiting or in prefill
+    assert many.engine is not None
+    decoding = many.engine.decode_batch_per_replica
+    assert decoding + many.engine.requests_per_s * many.ttft_s == pytest.approx(40, rel=0.01)

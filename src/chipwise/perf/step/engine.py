@@ -36,8 +36,11 @@ the tails come from queueing theory. The model, per replica:
   (Kingman's heavy-traffic form); percentiles of ``W + S`` over the length distribution by
   bisection on the mixture's tail (numpy, vectorised over the length points).
 * **Percentiles by load.** ``rps``: the M/G/1 wait above at ``rho = X E[S]``.
-  ``concurrency``: the mean wait is what Little's law leaves of ``N / X`` after service and
-  decode, with the same exponential tail. ``max_throughput`` (MLPerf Offline,
+  ``concurrency`` N below the engine's limits: the same M/G/1 wait with the arrival theorem
+  of closed queueing networks (an arriving client sees the other ``N - 1``: the rate scaled
+  by ``(N - 1) / N``), solved jointly with ``b + X (S + W) = N``; at the limits the clients
+  beyond them queue for a slot and the mean wait is what Little's law leaves of ``N / X``
+  after service and decode, with the same exponential tail. ``max_throughput`` (MLPerf Offline,
   ``trtllm-bench``): every request is queued at once, so the reported TTFT is the prefill
   service (the backlog's wait is the benchmark's length, not the engine's). ``server``
   (MLPerf Server): the planner searches the highest ``rps`` whose p99 TTFT and TPOT from
@@ -204,7 +207,10 @@ class Engine:
         self._rates: dict[float, Rate] = {}
 
     def rate(self, b: float) -> Rate:
-        b = float(max(1, round(b)))
+        # b is a time average (Little's law), not a count: kept fractional so that the
+        # balance equations have a continuous root (a rounded b pushed its remainder into
+        # the closed loop's wait, so TTFT could fall as clients were added)
+        b = max(1.0, float(b))
         cached = self._rates.get(b)
         if cached is not None:
             return cached
@@ -255,12 +261,14 @@ class Engine:
             if n <= 1:
                 b = 1.0
             else:
-                # b + X(b) S(b) = N; g increasing in b
+                # b + X(b) (S(b) + W(b)) = N: clients decode, wait for the prefill slot or
+                # are prefilled (Little's law); g increasing in b
                 def g(x: float) -> float:
-                    return x + self.requests_per_s(x) * self._mean_service(x) - n
+                    rate, s = self.requests_per_s(x), self._mean_service(x)
+                    return x + rate * (s + _closed_loop_wait(rate, s, s * s, n)[1]) - n
 
                 hi = min(float(cap), n)
-                b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi)
+                b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
                 limit = self.limit if b >= cap and n > cap else "concurrency"
         elif load == "rps":
             if self.requests_per_s(cap) < value:
@@ -290,7 +298,10 @@ class Engine:
             x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
         else:
             x_pool = x
-        if load == "concurrency":
+        if load == "concurrency" and limit == "concurrency" and not self.disaggregated:
+            # below the engine's limits a prompt waits only for the prompts being prefilled
+            rho, wait_mean = _closed_loop_wait(x_pool, es, es2, value)
+        elif load == "concurrency":
             wait_mean = max(0.0, value / x - decode_s - es)
             rho = min(0.999, x_pool * es) if wait_mean > 0 else 0.0
         elif load == "rps" and not saturated:
@@ -321,8 +332,21 @@ class Engine:
         )
 
 
-def _bisect(fn: Callable[[float], float], lo: float, hi: float, iters: int = 20) -> float:
-    """Root of an increasing ``fn`` on [lo, hi] (clamped to the ends)."""
+def _closed_loop_wait(rate: float, es: float, es2: float, clients: float) -> tuple[float, float]:
+    """(Utilisation, mean wait) of the prefill slot of a closed loop of ``clients``: the
+    Pollaczek-Khinchine M/G/1 wait ``lambda E[S^2] / (2 (1 - rho))`` with the arrival
+    theorem of closed queueing networks (Lavenberg and Reiser 1980: an arriving client sees
+    the loop as it is with the other ``N - 1``), i.e. the rate scaled by ``(N - 1) / N``:
+    no wait for one client, the open-loop wait as ``N`` grows."""
+    seen = rate * max(0.0, clients - 1.0) / max(1.0, clients)
+    rho = min(0.999, seen * es)
+    return rho, seen * es2 / (2.0 * (1.0 - rho))
+
+
+def _bisect(
+    fn: Callable[[float], float], lo: float, hi: float, iters: int = 20, tol: float = 0.5
+) -> float:
+    """Root of an increasing ``fn`` on [lo, hi] (clamped to the ends), to ``tol``."""
     if fn(lo) >= 0:
         return lo
     if fn(hi) <= 0:
@@ -333,7 +357,7 @@ def _bisect(fn: Callable[[float], float], lo: float, hi: float, iters: int = 20)
             lo = mid
         else:
             hi = mid
-        if hi - lo < 0.5:
+        if hi - lo < tol:
             break
     return (lo + hi) / 2
 

@@ -503,7 +503,7 @@ class EngineStepTimer:
         self._linear[tokens] = t
         return t
 
-    def attention_s(self, seqs: int, context: int, *, decode: bool) -> float:
+    def attention_s(self, seqs: float, context: int, *, decode: bool) -> float:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
         read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound);
         interpolated between grid points in ``seqs`` like ``linear_s``."""
@@ -543,7 +543,7 @@ class EngineStepTimer:
         self._attn[key] = total.total_s
         return total.total_s
 
-    def logits_s(self, seqs: int) -> float:
+    def logits_s(self, seqs: float) -> float:
         """Final norm and LM head for ``seqs`` sampled tokens (interpolated on the grid)."""
         if seqs <= 1:
             return self._logits_at(1)
@@ -586,16 +586,16 @@ class EngineStepTimer:
 
     def device_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         """Device time of one step (no host work)."""
-        dec = max(0, round(decode))
-        pre = max(0, round(prefill))
+        dec = max(0.0, decode)
+        pre = max(0.0, prefill)
         tokens = dec + pre
-        t = self.linear_s(max(1, tokens))
-        if dec:
+        t = self.linear_s(max(1.0, tokens))
+        if dec > 0:
             t += self.attention_s(dec, max(1, round(context)), decode=True)
-        if pre:
+        if pre > 0:
             t += self.attention_s(pre, max(1, round(prompt_len)), decode=False)
-        sampled = dec + (max(1, round(pre / max(1.0, prompt_len))) if pre else 0)
-        t += self.logits_s(max(1, sampled))
+        sampled = dec + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
+        t += self.logits_s(max(1.0, sampled))
         return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > dec else 0.0))
 
     def kv_bytes_per_token(self) -> float:
