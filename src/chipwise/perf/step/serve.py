@@ -52,7 +52,7 @@ from chipwise.perf.step.engine import (
     Engine,
     lengths_of,
 )
-from chipwise.perf.step.timing import Cost, StepTimer
+from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Inference, Op, OpKind
 
@@ -147,7 +147,17 @@ def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assu
 
 
 class ServeModel(StepTimer):
-    """Times serving of one model on one chip type, caching op times."""
+    """Times serving of one model on one chip type, caching op times.
+
+    The sustained tensor rate (``sustained_tensor_fraction``, fitted to whole training steps:
+    among other things clocks under a full load's power cap) limits every serving op the
+    per-op model finds compute-bound, prefill or decode alike: a decode step of hundreds of
+    sequences runs its GEMMs at the same throttled rate as a prefill. A memory-bound op (a skinny decode GEMM
+    streaming its weights, a KV-cache read) is limited by HBM, not by the tensor rate, and
+    is left as the per-op model times it."""
+
+    def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
+        return time_ops(ops, self.model, sustained=sustained, compute_bound_only=True)
 
     def _time(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
         return self.cost(ops, sustained=sustained)
@@ -192,11 +202,11 @@ class ServeModel(StepTimer):
                                              moe=moe, sliding=sliding)
             for moe, sliding in kinds
         }  # fmt: skip
-        dec = self._layers(dec_ops, sustained=False)
+        dec = self._layers(dec_ops, sustained=True)
         kw1 = {"b": b, "seq_len": 1, "shard": shard, "precision": self.precision}
         dec = dec + self._time(
             embedding_ops(spec, **kw1) + head_ops(spec, loss=False, **kw1),  # type: ignore[arg-type]
-            sustained=False,
+            sustained=True,
         )
         comm_dec = self._comm(plan, g, b * spec.d_model * act)
         tpot = dec.total_s + comm_dec + DECODE_STEP_OVERHEAD_S
@@ -498,7 +508,7 @@ class EngineStepTimer:
         for moe, sliding, count in self.kinds:
             ops = layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
             ops = tuple(op for op in ops if op.kind is not OpKind.ATTENTION)
-            total = total + sv._time(ops, sustained=tokens > 1).scaled(count)
+            total = total + sv._time(ops).scaled(count)
         t = total.total_s + sv._time(embedding_ops(spec, **kw)).total_s  # type: ignore[arg-type]
         self._linear[tokens] = t
         return t
@@ -539,7 +549,7 @@ class EngineStepTimer:
                                   window=window)
                 )  # fmt: skip
             core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
-            total = total + sv._time(core, sustained=not decode).scaled(count)
+            total = total + sv._time(core).scaled(count)
         self._attn[key] = total.total_s
         return total.total_s
 
@@ -565,7 +575,7 @@ class EngineStepTimer:
         sv, spec = self.serve, self.serve.spec
         kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
         ends = head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
-        return sv._time(ends, sustained=False).total_s
+        return sv._time(ends).total_s
 
     def comm_s(self, tokens: float) -> float:
         """TP all-reduces (2 per layer), PP hand-offs and EP all-to-alls for the step."""

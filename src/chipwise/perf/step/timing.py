@@ -58,9 +58,13 @@ def cost_of(times: list[OpTime]) -> Cost:
     return Cost(c, m, o)
 
 
-def _sustain(t: OpTime, fraction: float) -> OpTime:
-    """Stretch the compute time of a tensor op to the sustained rate."""
+def _sustain(t: OpTime, fraction: float, *, compute_bound_only: bool = False) -> OpTime:
+    """Stretch the compute time of a tensor op to the sustained rate (``compute_bound_only``:
+    only an op the per-op model finds compute-bound; a memory-bound one streams at the HBM
+    rate whatever its tensor rate)."""
     if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0:
+        return t
+    if compute_bound_only and t.compute_s < t.memory_s:
         return t
     compute = t.compute_s / fraction
     per = t.op.count or 1
@@ -70,14 +74,24 @@ def _sustain(t: OpTime, fraction: float) -> OpTime:
     return replace(t, compute_s=compute, seconds=one * per, bound=bound, efficiency=eff)
 
 
-def time_ops(ops: tuple[Op, ...], model: PerfModel, *, sustained: bool = True) -> list[OpTime]:
+def time_ops(
+    ops: tuple[Op, ...],
+    model: PerfModel,
+    *,
+    sustained: bool = True,
+    compute_bound_only: bool = False,
+) -> list[OpTime]:
     """Time an op sequence with the per-op model (its fusion rule applies, via
     ``graph.time_graph``; ``TpuModel`` pads attention head dims to the MXU side).
     ``sustained`` applies the model's ``sustained_tensor_fraction`` (training and prefill;
     decode is memory-bound and its skinny GEMMs are not limited by sustained tensor
-    throughput)."""
+    throughput). ``compute_bound_only`` limits it to the ops the per-op model finds
+    compute-bound (serving: see ``ServeModel``)."""
     f = model.sustained_tensor_fraction() if sustained else 1.0
-    return [_sustain(t, f) for t in time_graph(Graph(name="step", ops=ops), model).op_times]
+    return [
+        _sustain(t, f, compute_bound_only=compute_bound_only)
+        for t in time_graph(Graph(name="step", ops=ops), model).op_times
+    ]
 
 
 class StepTimer:
