@@ -2,6 +2,7 @@
 
     python benchmarks/validate.py [--kind train|infer|microbench] [--json]
     python benchmarks/validate.py --fit-sustained
+    python benchmarks/validate.py --fit-moe-host
     python benchmarks/validate.py --write-confidence [PATH]
 
 Prints every row (predicted ones with their error, the rest with why they were not
@@ -16,6 +17,12 @@ and cross-checks it by leaving one publication out at a time (the shared cases f
 as one): fitted on the others, the error on the rows left out, then over all rows so
 predicted out of sample (``chipwise.validate.lopo`` does the work). It prints the values to
 put in the TOML; it writes nothing.
+
+``--fit-moe-host`` refits ``MOE_LAYER_HOST_S`` (perf/step/train.py): on each row that
+``validate/data/in_sample.toml`` lists for it, the step predicted without the host term is
+compared with the measured one, the gap divided by the MoE-layer passes of the busiest
+stage (micro-batches plus the bubble's share, times its MoE layers); it prints the median
+and each row's gap. It writes nothing.
 
 ``--write-confidence`` predicts every row and writes the confidence table ``advise`` quotes
 (default: the package's ``validate/data/confidence.json``); run it after any model or
@@ -75,6 +82,38 @@ def fit_sustained() -> None:
     print("  all rows out of sample:", _stats(Report(results=lopo.results)))
 
 
+def fit_moe_host() -> None:
+    """Print the median per-MoE-layer gap over the rows MOE_LAYER_HOST_S is fitted to."""
+    from unittest import mock
+
+    from chipwise.perf import parse_plan
+    from chipwise.perf.plan.memory import stage_layer_kinds
+    from chipwise.perf.plan.parallel import layers_per_stage
+    from chipwise.perf.step import train
+    from chipwise.validate import in_sample_constants, load_model
+    from chipwise.validate.run import run_case
+
+    rows = next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S")
+    cases = {c.id: c for c in load_cases()}
+    gaps = []
+    with mock.patch.object(train, "MOE_LAYER_HOST_S", 0.0):
+        for row in rows:
+            case = cases[row]
+            result = run_case(case)
+            assert result.predicted is not None, result.why
+            plan = parse_plan(result.plan)
+            spec = load_model(case.workload, case.base_dir, case.precision)
+            tokens = (case.global_batch or 1) * (case.seq_len or 4096) / case.chips
+            m = (case.global_batch or 1) // plan.data_parallel // plan.microbatch
+            layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)  # type: ignore[union-attr]
+            moe = sum(n for is_moe, _, n in stage_layer_kinds(spec, layers, plan.pp) if is_moe)  # type: ignore[arg-type]
+            passes = (m + (plan.pp - 1) / plan.vp) * moe
+            gap = (tokens / case.value - tokens / result.predicted) / passes
+            gaps.append(gap)
+            print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({result.plan})")
+    print(f"MOE_LAYER_HOST_S = {float(np.median(gaps)):.2e}  # median of {len(gaps)} rows")
+
+
 def write_confidence(path: Path) -> None:
     """Predict every row (and the training rows leave-one-publication-out) and write the
     confidence table to ``path``."""
@@ -91,6 +130,7 @@ def main() -> None:
     parser.add_argument("--kind", choices=("train", "infer", "microbench"), default=None)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--fit-sustained", action="store_true", help="refit and cross-check")
+    parser.add_argument("--fit-moe-host", action="store_true", help="refit MOE_LAYER_HOST_S")
     parser.add_argument(
         "--write-confidence", nargs="?", const=str(confidence_path()), default=None,
         metavar="PATH", help="write the confidence table advise reads (default: package data)",
@@ -101,6 +141,9 @@ def main() -> None:
         return
     if args.fit_sustained:
         fit_sustained()
+        return
+    if args.fit_moe_host:
+        fit_moe_host()
         return
     report = run_validation(args.kind)
     if args.json:
