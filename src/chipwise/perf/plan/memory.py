@@ -85,6 +85,16 @@ PREFILL_CHUNK_TOKENS = 8192
 OFFLOAD_KINDS = frozenset({"tpu"})
 OFFLOAD_LAYERS_IN_HBM = 2
 
+# ZeRO-3 on XLA (MaxText's ``fsdp`` axis, on the same chips as OFFLOAD_KINDS) gathers each
+# weight tensor just before the matmul that uses it (jax-ml/scaling-book, training.md,
+# "FSDP": the weights are AllGathered "just-in-time" before each matmul; GSPMD, Xu et al.
+# 2021, arXiv 2105.04663 §3: the partitioner inserts the collective per operator), with the
+# latency-hiding scheduler prefetching the next one: the transient is two tensors, not the
+# whole layer (and the next layer) that PyTorch FSDP's per-block units gather. Whole-layer
+# granularity is also ruled out by a published run: Llama 3.1 405B on 512 v6e (32 GB each,
+# tpu-recipes, fsdp 512) holds 12.7 GB of fp32 states, and two gathered 405B layers are
+# another 12.9 GB, with their full-size gradients 6.4 GB more, before any activation.
+
 
 def offloads(chip: Chip) -> bool:
     """Whether training on ``chip`` offloads full-recompute checkpoints to host memory."""
@@ -360,9 +370,39 @@ def train_memory_parts(
     if recompute == "full":
         acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe, f8) * tokens
     logits = tokens * (-(-spec.vocab_size // tp)) * LOGITS_BYTES_PER_ELEMENT
-    # ZeRO-3 gathers a layer (and prefetches the next) at full size.
-    gather = 2 * p / layers * WEIGHT_BYTES[key] if fsdp > 1 and layers else 0.0
+    gather = 0.0
+    if fsdp > 1 and layers:
+        if maxtext:
+            # XLA gathers each weight just before its matmul: the largest tensor in use
+            # plus the next layer tensor being prefetched (GATHER_PER_TENSOR_KINDS)
+            largest, largest_layer = _gathered_tensors(spec, tp, ep, etp)
+            gather = (largest + largest_layer) * WEIGHT_BYTES[key]
+        else:
+            # PyTorch FSDP gathers a layer (and prefetches the next) at full size.
+            gather = 2 * p / layers * WEIGHT_BYTES[key]
     return weights, grads, optimizer, acts + logits, gather
+
+
+@cache
+def _gathered_tensors(spec: TransformerSpec, tp: int, ep: int, etp: int) -> tuple[float, float]:
+    """(largest weight tensor, largest decoder-layer weight tensor) one chip gathers under
+    ZeRO-3 on XLA, in parameters, after tensor and expert sharding. The unembedding (LM
+    head, or the tied embedding) is one [d_model, vocab] tensor; routed experts are stacked
+    into one [experts, d_model, width] tensor per projection (MaxText's ``MoeBlock``)."""
+    d, dh = spec.d_model, spec.head_dim
+    layer = [
+        d * spec.n_heads * dh / tp,  # query and output projections
+        d * spec.n_kv_heads * dh / tp,
+        d * spec.d_ff / tp,  # one dense MLP projection
+    ]
+    if spec.uses_mla:
+        layer.append(attention_params(spec) / 4 / tp)  # no single MLA tensor is larger
+    if spec.is_moe:
+        width = spec.moe_d_ff or spec.d_ff
+        layer.append(spec.n_experts * d * width / (etp * max(ep, 1)))
+    head = spec.vocab_size * d / tp
+    largest_layer = max(layer)
+    return max(head, largest_layer), largest_layer
 
 
 def frozen_bytes_per_param(method: str, precision: str) -> float:
