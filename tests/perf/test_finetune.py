@@ -75,7 +75,9 @@ def test_qlora_stores_the_base_matmuls_in_about_half_a_byte() -> None:
 
 def test_lora_is_faster_than_full_and_qlora_pays_for_dequantization() -> None:
     full, lora, qlora = _train("full", "b200"), _train("lora", "b200"), _train("qlora", "b200")
-    assert lora.step_time_s < 0.85 * full.step_time_s
+    # LoRA drops the base weights' gradient GEMMs (a third of the GEMM FLOPs) and their
+    # optimizer update; the forward, the data-gradient GEMMs and attention remain
+    assert lora.step_time_s < 0.9 * full.step_time_s
     assert lora.step_time_s < qlora.step_time_s
 
 

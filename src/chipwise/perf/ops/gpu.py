@@ -16,11 +16,19 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   last wave may leave SMs idle (utilisation = tiles / (waves x SMs)).
 - **Pipeline fill.** Each tile's K loop pays a prologue and epilogue worth ``K_FILL`` extra
   K elements: efficiency K / (K + K_FILL).
-- **Kernel choice.** Like cuBLAS's heuristics, the model takes the fastest of a few tile
-  shapes and split-K factors. Smaller tiles reuse operands less, so they run at
-  intensity(tile) / intensity(largest tile) of the rate (see ``_tile_rate_factor``); split-K
-  adds fp32 partial-sum traffic. This makes skinny GEMMs (decode, GEMV) memory-bound, as
-  they are in practice.
+- **Kernel choice.** Like cuBLAS's and hipBLASLt's heuristics, the model takes the fastest
+  of a few tile shapes and split-K factors (``plan_gemm``). A tile reuses each operand
+  element it loads intensity(tile) = tm tn / (tm + tn) times; the tensor units run at full
+  rate only while the L2 -> SM operand feed keeps up, i.e. intensity(tile) >= the
+  architecture's *balance* = MACs per clock per SM / operand elements per clock per SM
+  from L2 (``balance_intensity``; vendor-stated L2 bandwidths in ``_L2_FEED_BYTES_PER_CLK``).
+  A tile below the balance runs at intensity / balance of the rate (``tile_rate_factor``).
+  Where no L2 figure is published, the balance is taken as the intensity of the largest tile
+  the vendor libraries use for peak-rate GEMMs (a library sizes that tile to keep the tensor
+  units fed), so the feed figure only ever refines it downward. Split-K adds fp32
+  partial-sum traffic, which reaches HBM only for the part that does not stay in L2
+  (``SPLIT_K_L2_SHARE``). This makes skinny GEMMs (decode, GEMV) stream their weights near
+  HBM bandwidth on every vendor, as the small-M kernels of cuBLAS/hipBLASLt do.
 - **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
   the CUDA cores / vector units (``vector_flops_per_s``).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
@@ -73,12 +81,34 @@ DEFAULT_TILE = (128, 128)  # CUTLASS's generic default; used for architectures n
 _SMALL_TILES: tuple[tuple[int, int], ...] = (
     (128, 128), (64, 128), (128, 64), (64, 64), (16, 128), (16, 256),
 )  # fmt: skip
+# Operand feed from L2 to the SMs/CUs, bytes per clock per SM (CU), where the vendor states
+# it. Sources: NVIDIA A100 Tensor Core GPU Architecture white paper (2020): L2 read bandwidth
+# 5120 B/clk on A100 (108 SMs) vs 2048 B/clk on V100 (80 SMs); AMD CDNA 3 white paper
+# (2023): each XCD's 4 MB L2 has 16 channels delivering 2 KB/clk to its 38 CUs (34.4 TB/s
+# aggregate on MI300X/MI325X); AMD CDNA 2 white paper (2021): a GCD's 8 MB L2 has 32
+# channels of 128 B/clk (4 KB/clk) for its 110 CUs; CDNA 4 (MI350X/MI355X) keeps the 4 MB
+# 16-channel L2 per XCD (ROCm "AMD GPU specifications", 2025) for 32 CUs: assumed the same
+# 2 KB/clk per XCD as CDNA 3 (no separate figure stated). Hopper, Blackwell, Ada, Gaudi:
+# no per-clock L2 figure published; the largest-tile rule applies (module doc).
+_L2_FEED_BYTES_PER_CLK: dict[str, float] = {
+    "volta": 2048.0 / 80,
+    "ampere": 5120.0 / 108,
+    "cdna2": 4096.0 / 110,
+    "cdna3": 2048.0 / 38,
+    "cdna4": 2048.0 / 32,
+}
+# Split-K partial sums (serial split-K accumulates into the output tile in turn; stream-K
+# exchanges partial tiles through a workspace: CUTLASS gemm/kernel/gemm_universal and
+# sm90_tile_scheduler_stream_k) are written and read back within the kernel, so they stay in
+# L2 while they fit. The share of L2 they may use (the rest holds the streamed operands) is
+# a round estimate, not a fitted value.
+SPLIT_K_L2_SHARE = 0.5
 TILE_K = 64  # K step of one main-loop iteration (CUTLASS tk for 16-bit types); K pads to it
 # Prologue + epilogue of a tile in K elements: ~one main-loop step waiting on global memory
 # latency (~1 us HBM round trip ~= one 64-deep step on H100/A100) plus one step of epilogue
 # (converting and storing the accumulators). An estimate, not a fitted value.
 K_FILL = 2 * TILE_K
-SPLIT_K_FACTORS = (1, 2, 4, 8, 16)
+SPLIT_K_FACTORS = (1, 2, 3, 4, 6, 8, 12, 16)
 PARTIAL_SUM_BYTES = 4.0  # split-K partial products are fp32
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
@@ -93,6 +123,27 @@ def _intensity(tile: tuple[int, int]) -> float:
     """Operand reuse of a tile: output elements per operand element loaded per K step."""
     tm, tn = tile
     return tm * tn / (tm + tn)
+
+
+def balance_intensity(chip: Chip) -> float:
+    """Tile intensity (MACs per operand element) at which the L2 feed just keeps the tensor
+    units of one SM busy: MACs/clk/SM over operand elements/clk/SM from L2, in 16-bit terms
+    (an fp8 or fp4 rate is 2x or 4x the 16-bit one for 1/2 or 1/4 the bytes, so the balance
+    is the same). Capped by the largest tile's intensity, and that intensity where the
+    vendor states no L2 bandwidth or the catalog no clock (module doc)."""
+    largest = _intensity(_LARGEST_TILE.get(chip.architecture, DEFAULT_TILE))
+    feed = _L2_FEED_BYTES_PER_CLK.get(chip.architecture)
+    dtype = "bf16" if chip.supports("bf16") else "fp16"
+    if feed is None or not chip.clock_hz or not chip.units or not chip.supports(dtype):
+        return largest
+    macs_per_clk = chip.peak_flops_per_s(dtype) / 2.0 / chip.units / chip.clock_hz
+    return min(largest, macs_per_clk / (feed / 2.0))
+
+
+def tile_rate_factor(chip: Chip, tile: tuple[int, int]) -> float:
+    """Share of the tensor rate a tile sustains: 1 at or above the balance intensity, else
+    intensity(tile) / balance (the SM waits on its operands)."""
+    return min(1.0, _intensity(tile) / balance_intensity(chip))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,16 +175,19 @@ def gemm_candidate(
     ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``)."""
     m, n, k, batch = gemm
     sms = max(chip.units, 1)
-    largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tm, tn = tile
-    rate_factor = min(1.0, _intensity(tile) / _intensity(largest))
+    rate_factor = tile_rate_factor(chip, tile)
     frac = eff.gemm_peak_fraction if fraction is None else fraction
     per_sm_flops_per_s = peak * frac / sms * rate_factor
     k_pad = _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
     tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
     waves = _ceil_div(tiles, sms)
     compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
-    partials = 0.0 if split == 1 else 2.0 * batch * m * n * split * PARTIAL_SUM_BYTES
+    partials = 0.0
+    if split > 1:
+        # written once and read back once; only what spills out of L2 reaches HBM
+        workspace = batch * m * n * split * PARTIAL_SUM_BYTES
+        partials = 2.0 * max(0.0, workspace - SPLIT_K_L2_SHARE * (chip.l2_bytes or 0.0))
     return GemmPlan(
         tile=tile,
         split_k=split,
@@ -277,4 +331,12 @@ def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> 
     return 2.0 * m * n * k / t.seconds / chip.peak_flops_per_s(dtype) if t.seconds else 0.0
 
 
-__all__ = ["GemmPlan", "GpuModel", "gemm_candidate", "gemm_efficiency", "plan_gemm"]
+__all__ = [
+    "GemmPlan",
+    "GpuModel",
+    "balance_intensity",
+    "gemm_candidate",
+    "gemm_efficiency",
+    "plan_gemm",
+    "tile_rate_factor",
+]
