@@ -28,8 +28,11 @@ import time
 TARGET_S = 5.0
 
 
-def _time_search(input_len: int, tpot_s: float, repeat: int) -> tuple[list[float], str]:
-    """Seconds of each run of the whole-catalog search, and what the last one found."""
+def _time_search(
+    input_len: int, tpot_s: float, repeat: int
+) -> tuple[list[float], list[float], str]:
+    """Wall and CPU seconds of each run of the whole-catalog search (CPU time is what a
+    shared machine does not inflate), and what the last one found."""
     from chipwise.advise import AdviseRequest
     from chipwise.advise import disaggregation as dis
     from chipwise.advise.candidates import search_chip
@@ -51,6 +54,7 @@ def _time_search(input_len: int, tpot_s: float, repeat: int) -> tuple[list[float
 
     dis.DisaggregatedSearch.fewest = counted  # type: ignore[method-assign]
     times: list[float] = []
+    cpu: list[float] = []
     found = []
     for _ in range(repeat):
         solved[0] = 0
@@ -60,15 +64,20 @@ def _time_search(input_len: int, tpot_s: float, repeat: int) -> tuple[list[float
             ttft_p99_s=2.0,
             tpot_p99_s=tpot_s,
         )
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         found = [search_chip(c, request, catalog) for c in catalog.chips]  # fresh models
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     dis.DisaggregatedSearch.fewest = fewest  # type: ignore[method-assign]
     options = [o for f in found for o in f.options]
     n_dis = sum(o.disaggregated for o in options)
-    return times, (
-        f"{len(catalog.chips)} chips, {len(options)} options ({n_dis} disaggregated; "
-        f"{solved[0]} disaggregated deployments solved)"
+    return (
+        times,
+        cpu,
+        (
+            f"{len(catalog.chips)} chips, {len(options)} options ({n_dis} disaggregated; "
+            f"{solved[0]} disaggregated deployments solved)"
+        ),
     )
 
 
@@ -79,19 +88,21 @@ def main() -> int:
     from chipwise.advise.confidence import confidence_for_chip
     from chipwise.hardware import default_catalog
 
-    times, what = _time_search(1024, 0.05, args.repeat)
+    times, cpu, what = _time_search(1024, 0.05, args.repeat)
     best, median = min(times), statistics.median(times)
     start = time.perf_counter()
     confidence_for_chip(default_catalog().chip("h100-sxm"), "infer")
     conf_s = time.perf_counter() - start
     print(
         f"SLO search llama3-70b --rps 20 --ttft 2000 --tpot 50, {what}: best {best:.2f} s, "
-        f"median {median:.2f} s (target < {TARGET_S:g} s); confidence band {conf_s:.2f} s"
+        f"median {median:.2f} s, best CPU {min(cpu):.2f} s (target < {TARGET_S:g} s); "
+        f"confidence band {conf_s:.2f} s"
     )
-    long_times, long_what = _time_search(8192, 0.03, args.repeat)
+    long_times, long_cpu, long_what = _time_search(8192, 0.03, args.repeat)
     print(
         f"SLO search llama3-70b --input-len 8192 --rps 20 --ttft 2000 --tpot 30, {long_what}: "
-        f"best {min(long_times):.2f} s, median {statistics.median(long_times):.2f} s"
+        f"best {min(long_times):.2f} s, median {statistics.median(long_times):.2f} s, best "
+        f"CPU {min(long_cpu):.2f} s"
     )
     return 0 if best < TARGET_S else 1
 
