@@ -233,6 +233,18 @@ def test_fp8_matmul_on_hopper_reaches_its_own_mamf_share() -> None:
     assert fp8 == pytest.approx(bf16 * 0.709 / 0.803, rel=0.02)
 
 
+@pytest.mark.parametrize("cid", ["b200", "gb200"])
+def test_fp4_matmul_on_blackwell_is_bounded_by_the_measured_cublaslt_share(cid: str) -> None:
+    # FP4-MM (efficiency.toml): cuBLASLt MXF4 8192^3 on B200 at 5239 of 9000 TFLOP/s
+    gpu = chip(cid)
+    fp4 = gemm_efficiency(gpu, 8192, 8192, 8192, "fp4")
+    fp8 = gemm_efficiency(gpu, 8192, 8192, 8192, "fp8")
+    assert fp4 <= 0.582 * 1.001
+    assert fp4 < fp8  # block scales: a lower share of the doubled peak than fp8
+    # ... yet still faster in FLOP/s than fp8 for a large GEMM
+    assert fp4 * gpu.peak_flops_per_s("fp4") > fp8 * gpu.peak_flops_per_s("fp8")
+
+
 def test_attention_backward_is_slower_per_flop_than_forward_on_gpus() -> None:
     h100 = chip("h100-sxm")
     op = Op(name="a", kind=OpKind.ATTENTION, flops=1e13, bytes_read=1e6, bytes_written=1e6)

@@ -44,16 +44,17 @@ PARAMETERS: tuple[str, ...] = (
     "sustained_tensor_fraction",
     "attention_backward_ratio",
     "fp8_gemm_peak_fraction",
+    "fp4_gemm_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
-     "fp8_gemm_peak_fraction"}
+     "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
-_ZERO_OK = frozenset({"nvls_fraction", "fp8_gemm_peak_fraction"})
+_ZERO_OK = frozenset({"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +85,9 @@ class Efficiency:
         fp8_gemm_peak_fraction: ``gemm_peak_fraction`` for fp8 GEMMs where it was measured
             separately (fp8 MAMF is a lower share of its doubled peak); 0 = not measured,
             use ``gemm_peak_fraction``.
+        fp4_gemm_peak_fraction: the same for block-scaled fp4 GEMMs (NVFP4/MXFP4: a scale
+            per 16 or 32 elements read and applied beside the tensor-core math, so the share
+            of the doubled peak is lower again); 0 = not measured, use ``gemm_peak_fraction``.
     """
 
     gemm_peak_fraction: float
@@ -97,6 +101,7 @@ class Efficiency:
     sustained_tensor_fraction: float = 1.0
     attention_backward_ratio: float = 1.0
     fp8_gemm_peak_fraction: float = 0.0
+    fp4_gemm_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -114,6 +119,8 @@ class Efficiency:
         """The achievable share of the dense peak for a GEMM in ``dtype``."""
         if dtype == "fp8" and self.fp8_gemm_peak_fraction:
             return self.fp8_gemm_peak_fraction
+        if dtype == "fp4" and self.fp4_gemm_peak_fraction:
+            return self.fp4_gemm_peak_fraction
         return self.gemm_peak_fraction
 
     def attention_fraction(self, *, backward: bool) -> float:
@@ -166,6 +173,7 @@ class _Entry(_Frozen):
     sustained_tensor_fraction: _Value | None = None
     attention_backward_ratio: _Value | None = None
     fp8_gemm_peak_fraction: _Value | None = None
+    fp4_gemm_peak_fraction: _Value | None = None
     note: str = ""
 
 
