@@ -15,7 +15,7 @@ from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.predict import predict
-from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, Engine, lengths_of
+from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, Engine, kv_pool_bytes, lengths_of
 from chipwise.perf.step.serve import HOST_STEP_S, EngineStepTimer, ServeModel
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
@@ -296,3 +296,52 @@ def test_the_sustained_rate_limits_compute_bound_serving_ops_only() -> None:
         bare = s.model.op_time(g.op)
         assert g.compute_s == pytest.approx(bare.compute_s / f)
     assert one.tpot_s < many.tpot_s
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected_gb"),
+    [
+        ("vllm", 0.9 * 80 - 40),  # a share of TOTAL memory, less the rest
+        ("sglang", 0.9 * 80 - 40),
+        ("trtllm", 0.9 * (80 - 40)),  # a share of the memory FREE after the rest
+    ],
+)
+def test_each_engine_sizes_its_kv_pool_by_its_own_rule(engine: str, expected_gb: float) -> None:
+    gb = 1e9
+    assert kv_pool_bytes(engine, 80 * gb, 40 * gb) == pytest.approx(expected_gb * gb)
+
+
+def test_trtllm_holds_more_kv_than_vllm_by_a_tenth_of_what_is_not_kv() -> None:
+    s = _serve(LLAMA70, "fp8")
+    plan = Plan(tp=2)
+    timer = s.engine_timer(plan, "fp8")
+    vllm = s.kv_capacity_tokens(plan, "fp8", timer, "vllm")
+    trt = s.kv_capacity_tokens(plan, "fp8", timer, "trtllm")
+    assert trt > vllm
+    # 0.9 (C - N) - (0.9 C - N) = 0.1 N: N is at least the weights (35 GB per chip at TP2)
+    assert (trt - vllm) * timer.kv_bytes_per_token() > 0.1 * 35e9
+
+
+def test_a_kv_bound_closed_loop_waits_less_under_trtllm_sizing() -> None:
+    s = _serve(LLAMA70, "fp8")
+    runs = {
+        e: s.serve_engine(
+            Plan(tp=2),
+            Inference(
+                load="concurrency", concurrency=100, input_len=5000, output_len=500, engine=e
+            ),
+        )
+        for e in ("vllm", "trtllm")
+    }
+    vllm, trt = runs["vllm"].engine, runs["trtllm"].engine
+    assert vllm is not None and trt is not None
+    assert trt.kv_capacity_tokens_per_replica > vllm.kv_capacity_tokens_per_replica
+    assert trt.decode_batch_per_replica >= vllm.decode_batch_per_replica
+    assert trt.ttft_p50_s < vllm.ttft_p50_s
+    names = {a.name for a in runs["trtllm"].assumptions}
+    assert "kv_cache_free_memory_fraction" in names
+
+
+def test_an_unknown_engine_is_rejected_naming_the_choices() -> None:
+    with pytest.raises(WorkloadError, match="trtllm"):
+        Inference(load="max_throughput", engine="tgi")

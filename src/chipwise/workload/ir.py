@@ -352,7 +352,9 @@ class Inference:
     ``lengths`` gives a histogram of (input_len, output_len, count) rows. Engine knobs:
     ``max_num_seqs`` and ``max_num_tokens`` per step (0 = the engine default), ``kv_dtype``
     ("" = from the precision), ``prefix_hit_rate`` (share of prompt tokens served from the
-    prefix cache), ``disaggregated`` (separate prefill and decode pools).
+    prefix cache), ``disaggregated`` (separate prefill and decode pools), ``engine`` (the
+    serving engine, for how it sizes its KV cache: ``vllm`` and ``sglang`` take a share of
+    the GPU's total memory, ``trtllm`` a share of what is free after the weights load).
     """
 
     batch: int = 1
@@ -373,6 +375,7 @@ class Inference:
     # highest rate whose p99 TTFT and TPOT meet them (MLPerf Inference's Server scenario)
     ttft_p99_s: float = 0.0
     tpot_p99_s: float = 0.0
+    engine: str = "vllm"
 
     def __post_init__(self) -> None:
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
@@ -382,6 +385,8 @@ class Inference:
         check_whole("output_len", self.output_len, low=0, high=MAX_SEQ_LEN, error=WorkloadError)
         if self.load not in LOADS:
             raise WorkloadError(f"load {self.load!r}: choose one of {', '.join(LOADS)}")
+        if self.engine not in ENGINES:
+            raise WorkloadError(f"engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
         if self.load == "concurrency" and self.concurrency < 1:
             raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
         if self.load == "server" and not (self.ttft_p99_s > 0 or self.tpot_p99_s > 0):
@@ -405,6 +410,8 @@ class Inference:
 
 # How a serving load is stated (see ``Inference``).
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
+# Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
+ENGINES = ("vllm", "sglang", "trtllm")
 
 
 Phase = Training | Inference

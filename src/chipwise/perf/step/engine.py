@@ -20,8 +20,9 @@ the tails come from queueing theory. The model, per replica:
   per-step work runs while the device executes the previous step, as TensorRT-LLM's overlap
   scheduler and SGLang's zero-overhead scheduler do, so a step costs
   ``max(device, host)``). Output tokens/s = ``b / t``; requests/s ``X = b / (L_out t)``.
-* **Limits.** ``b`` is bounded by ``max_num_seqs``, by the KV cache (free HBM after weights
-  at the engine's memory utilisation, over the length-biased mean context
+* **Limits.** ``b`` is bounded by ``max_num_seqs``, by the KV cache (``kv_pool_bytes``: a
+  share of total HBM less the weights for vLLM and SGLang, a share of the HBM free after
+  the weights for TensorRT-LLM, over the length-biased mean context
   ``E[L_in L_out + L_out^2 / 2] / E[L_out]``: long answers hold their blocks longer), and by
   the token budget (``b <= budget x L_out / (L_in + L_out)``). A load beyond them queues
   (vLLM preempts and recomputes when the cache runs out; at steady state the running set is
@@ -78,9 +79,20 @@ MAX_THROUGHPUT_MAX_SEQS = 2048
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
-# Share of HBM the engine may use for weights, activations and KV cache: vLLM's
-# --gpu-memory-utilization default 0.9; TensorRT-LLM's kv_cache free_gpu_memory_fraction 0.9.
+# How much HBM the KV cache gets. Two rules (the same two NVIDIA's aisimulate models for
+# Dynamo's mocker, ai-dynamo/aisimulate crates/core/src/perfmodel/memory.rs: "TRT-LLM
+# free-fraction vs vLLM/SGLang total-fraction"):
+# * vLLM: --gpu-memory-utilization (default 0.9) is the share of the GPU's TOTAL memory the
+#   engine may use for weights, activations and KV cache; the KV cache gets what is left of
+#   it after the weights and the profiled activation peak (docs.vllm.ai, Engine Arguments).
+#   SGLang's --mem-fraction-static is the same kind of share of total memory (weights + KV
+#   pool); it is picked at start-up from the GPU's memory and TP, 0.9 assumed as vLLM's.
+# * TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction (default 0.9) is the share of the
+#   memory still FREE after the weights and activations are allocated ("TensorRT LLM will
+#   try to allocate 90% of free GPU memory for KV cache": nvidia.github.io/TensorRT-LLM,
+#   "How to Change KV Cache Behavior"; trtllm-bench runs at 0.90-0.95, perf-overview.md).
 ENGINE_MEMORY_UTILIZATION = 0.9
+KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9}
 # Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
 LENGTH_POINTS = 48
 _Z99 = NormalDist().inv_cdf(0.99)
@@ -107,6 +119,15 @@ class Lengths:
         """Mean context of a running sequence: time-weighted by its output length."""
         w, i, o = self.weights, self.inputs, self.outputs
         return float(w @ (i * o + o * o / 2.0)) / max(1e-9, float(w @ o))
+
+
+def kv_pool_bytes(engine: str, capacity_bytes: float, non_kv_bytes: float) -> float:
+    """Bytes of KV cache one chip gets under ``engine``'s sizing rule (see the constants
+    above): ``non_kv_bytes`` are the weights, activation peak and runtime reserve."""
+    free_share = KV_FREE_MEMORY_FRACTION.get(engine)
+    if free_share is not None:  # a share of what is free after the rest is allocated
+        return max(0.0, free_share * (capacity_bytes - non_kv_bytes))
+    return max(0.0, ENGINE_MEMORY_UTILIZATION * capacity_bytes - non_kv_bytes)
 
 
 def _lognormal_points(mean: float, std: float, n: int) -> FloatArray:
@@ -424,6 +445,7 @@ def _ndtr(z: FloatArray) -> FloatArray:
 
 __all__ = [
     "ENGINE_MEMORY_UTILIZATION",
+    "KV_FREE_MEMORY_FRACTION",
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
@@ -431,5 +453,6 @@ __all__ = [
     "EngineState",
     "Lengths",
     "Rate",
+    "kv_pool_bytes",
     "lengths_of",
 ]

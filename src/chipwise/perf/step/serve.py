@@ -46,10 +46,12 @@ from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_l
 from chipwise.perf.plan.parallel import Group, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
+    KV_FREE_MEMORY_FRACTION,
     MAX_NUM_SEQS_DEFAULT,
     MAX_NUM_TOKENS_DEFAULT,
     MAX_THROUGHPUT_MAX_SEQS,
     Engine,
+    kv_pool_bytes,
     lengths_of,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
@@ -98,7 +100,26 @@ def kv_dtype_for(precision: str) -> str:
     return "bf16"
 
 
-def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assumption, ...]:
+def _kv_sizing(engine: str) -> Assumption:
+    free_share = KV_FREE_MEMORY_FRACTION.get(engine)
+    if free_share is not None:
+        return Assumption(
+            name="kv_cache_free_memory_fraction",
+            value=free_share,
+            source=f"{engine}: KV cache = this share of HBM free after weights and activations "
+            "(TRT-LLM KvCacheConfig.free_gpu_memory_fraction default)",
+        )
+    return Assumption(
+        name="engine_memory_utilization",
+        value=ENGINE_MEMORY_UTILIZATION,
+        source=f"{engine}: weights + activations + KV cache within this share of total HBM "
+        "(vLLM --gpu-memory-utilization default; SGLang --mem-fraction-static assumed equal)",
+    )
+
+
+def serve_assumptions(
+    *, engine: bool = False, kv_dtype: str = "", engine_name: str = "vllm"
+) -> tuple[Assumption, ...]:
     if engine:
         return (
             Assumption(
@@ -124,11 +145,7 @@ def serve_assumptions(*, engine: bool = False, kv_dtype: str = "") -> tuple[Assu
                 "queue; see perf/step/engine.py",
                 source="perf/step/engine.py",
             ),
-            Assumption(
-                name="engine_memory_utilization",
-                value=ENGINE_MEMORY_UTILIZATION,
-                source="vLLM --gpu-memory-utilization / TRT-LLM free_gpu_memory_fraction",
-            ),
+            _kv_sizing(engine_name),
             Assumption(name="kv_cache_dtype", value=kv_dtype, source="--kv-dtype or precision"),
         )
     return (
@@ -272,18 +289,21 @@ class ServeModel(StepTimer):
         )
         return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
-    def kv_capacity_tokens(self, plan: Plan, kv_dtype: str, timer: EngineStepTimer) -> float:
-        """Tokens of KV cache one replica holds: HBM at the engine's memory utilisation less
-        weights, one chunk's activations and the runtime's fixed reserve."""
+    def kv_capacity_tokens(
+        self, plan: Plan, kv_dtype: str, timer: EngineStepTimer, engine: str = "vllm"
+    ) -> float:
+        """Tokens of KV cache one replica holds: what ``engine``'s sizing rule leaves after
+        the weights, one chunk's activations and the runtime's fixed reserve
+        (``engine.kv_pool_bytes``)."""
         chip = self.chip
         base = serve_memory(
             self.spec, plan, batch=1, context=0, precision=self.precision, kv_dtype=kv_dtype,
             prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
         )  # fmt: skip
         fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
-        free = ENGINE_MEMORY_UTILIZATION * chip.hbm_capacity_bytes - fixed
-        free -= base.weights_bytes + base.activations_bytes
-        return max(0.0, free / timer.kv_bytes_per_token())
+        non_kv = fixed + base.weights_bytes + base.activations_bytes
+        pool = kv_pool_bytes(engine, chip.hbm_capacity_bytes, non_kv)
+        return pool / timer.kv_bytes_per_token()
 
     def _kv_transfer_s_per_token(self, timer: EngineStepTimer) -> float:
         """Seconds to move one token's KV cache from a prefill to a decode replica: each
@@ -311,7 +331,7 @@ class ServeModel(StepTimer):
         default_seqs = (
             MAX_THROUGHPUT_MAX_SEQS if phase.load == "max_throughput" else MAX_NUM_SEQS_DEFAULT
         )
-        capacity = self.kv_capacity_tokens(plan, kv_dtype, timer)
+        capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
                 f"the engine solves concurrency, rps and max_throughput loads, not "
@@ -411,7 +431,8 @@ class ServeModel(StepTimer):
                 compute_s=rate.step_s - t0,
                 overhead_s=host,
             ),
-            assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype) + self.model_assumptions,
+            assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype, engine_name=phase.engine)
+            + self.model_assumptions,
             engine=result,
         )
 
