@@ -345,3 +345,27 @@ def test_a_kv_bound_closed_loop_waits_less_under_trtllm_sizing() -> None:
 def test_an_unknown_engine_is_rejected_naming_the_choices() -> None:
     with pytest.raises(WorkloadError, match="trtllm"):
         Inference(load="max_throughput", engine="tgi")
+
+
+def test_a_finite_max_throughput_run_never_beats_the_endless_backlog_and_holds_at_most_n() -> None:
+    s = _serve()
+    plan = Plan()
+
+    def run(n: int) -> InferPrediction:
+        return s.serve_engine(
+            plan, Inference(load="max_throughput", input_len=128, output_len=2048, num_requests=n)
+        )
+
+    endless = run(0)
+    assert endless.engine is not None
+    cap = endless.engine.decode_batch_per_replica
+    few, many = run(int(cap // 2)), run(int(cap * 100))
+    assert few.engine is not None and many.engine is not None
+    assert few.engine.decode_batch_per_replica <= cap // 2
+    rate = endless.engine.output_tokens_per_s
+    assert few.engine.output_tokens_per_s < rate
+    # 1.5 waves: the half-full last wave costs less than a full one, more than nothing
+    one_and_half = run(int(cap * 1.5))
+    assert one_and_half.engine is not None
+    assert 0.75 * rate < one_and_half.engine.output_tokens_per_s < rate
+    assert many.engine.output_tokens_per_s == pytest.approx(rate, rel=0.01)

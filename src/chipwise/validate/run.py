@@ -119,6 +119,7 @@ class Case:
     ttft_p99_target_s: float = 0.0  # a server load's p99 targets (MLPerf Server)
     tpot_p99_target_s: float = 0.0
     engine: str = "vllm"  # the serving engine (its KV-cache sizing rule); "" in the CSV = vllm
+    num_requests: int = 0  # requests in a max_throughput run; 0 = steady state
 
     @property
     def metric_family(self) -> str:
@@ -310,6 +311,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     ttft_p99_target_s=_float(raw.get("ttft_p99_target_s") or ""),
                     tpot_p99_target_s=_float(raw.get("tpot_p99_target_s") or ""),
                     engine=(raw.get("engine") or "").strip() or "vllm",
+                    num_requests=_int(raw.get("num_requests") or ""),
                 )
             )
     return tuple(rows)
@@ -358,7 +360,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
                 ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
-                engine=case.engine,
+                engine=case.engine, num_requests=case.num_requests,
             )  # fmt: skip
         else:
             phase = _training(case)

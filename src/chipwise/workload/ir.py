@@ -376,6 +376,9 @@ class Inference:
     ttft_p99_s: float = 0.0
     tpot_p99_s: float = 0.0
     engine: str = "vllm"
+    # requests in a max_throughput run (benchmarks state it: trtllm-bench's --num_requests,
+    # MLPerf Offline's sample count); 0 = an endless backlog (the engine's steady state)
+    num_requests: int = 0
 
     def __post_init__(self) -> None:
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
@@ -399,6 +402,8 @@ class Inference:
             raise WorkloadError("length standard deviations must be >= 0")
         if not 0 <= self.prefix_hit_rate < 1:
             raise WorkloadError(f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate}")
+        if self.num_requests < 0:
+            raise WorkloadError(f"num_requests must be >= 0 (0 = endless), got {self.num_requests}")
         if self.max_num_seqs < 0 or self.max_num_tokens < 0:
             raise WorkloadError("max_num_seqs and max_num_tokens must be >= 0 (0 = default)")
         for row in self.lengths:

@@ -27,7 +27,9 @@ the tails come from queueing theory. The model, per replica:
   the token budget (``b <= budget x L_out / (L_in + L_out)``). A load beyond them queues
   (vLLM preempts and recomputes when the cache runs out; at steady state the running set is
   the capacity).
-* **Load.** ``max_throughput``: ``b`` at the limits. ``concurrency`` N (closed loop):
+* **Load.** ``max_throughput``: ``b`` at the limits; a run of ``N`` requests (``num_requests``,
+  as benchmarks state it) holds at most ``N`` and runs in ``ceil(N / b)`` waves, the last
+  one smaller, so its rate is ``N`` over the waves' time. ``concurrency`` N (closed loop):
   ``b + X(b) TTFT(b) = N`` by Little's law (bisection), TTFT = ``N / X - L_out t``.
   ``rps`` R (open loop, Poisson): ``X(b) = R`` (bisection); above ``X`` at the limits the
   replica is saturated.
@@ -276,7 +278,9 @@ class Engine:
         saturated = False
         limit = self.limit
         if load == "max_throughput":
-            b = float(cap)
+            # value: the run's requests per replica (0 = an endless backlog); a run of N
+            # requests never holds more than N at once
+            b = float(min(cap, value)) if value >= 1 else float(cap)
         elif load == "concurrency":
             n = value
             if n <= 1:
@@ -301,7 +305,22 @@ class Engine:
             raise ValueError(f"unknown engine load {load!r}")
         rate = self.rate(b)
         x = self.requests_per_s(b) if (load != "rps" or saturated) else value
+        if load == "max_throughput" and value >= 1:
+            x = self._finite_run_rate(value, b)
         return self._state(load, value, rate, x, saturated, limit)
+
+    def _finite_run_rate(self, n: float, b: float) -> float:
+        """Requests/s over a run of ``n`` requests all queued at once (``trtllm-bench
+        throughput``, ``vllm bench throughput``: the reported rate is the run's requests over
+        its wall time). Requests of one length are admitted together and finish together, so
+        the run is ``floor(n / b)`` full waves at ``b`` and a last, smaller one; with
+        ``n >> b`` this is the steady-state rate."""
+        full = math.floor(n / b)
+        rest = n - full * b
+        seconds = full * b / self.requests_per_s(b)
+        if rest >= 0.5:
+            seconds += rest / self.requests_per_s(rest)
+        return n / seconds
 
     def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
                limit: str) -> EngineState:  # fmt: skip

@@ -361,7 +361,7 @@ class ServeModel(StepTimer):
             value = {
                 "concurrency": phase.concurrency / replicas,
                 "rps": phase.rps / replicas,
-                "max_throughput": 0.0,
+                "max_throughput": phase.num_requests / replicas,
             }[phase.load]
             cand = engine.solve(phase.load, value)
             # rps: the split that keeps up with the lowest p99 TTFT; else the most requests/s
