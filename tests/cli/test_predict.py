@@ -160,3 +160,19 @@ def test_json_stays_clean_when_the_planner_runs() -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout)["schema_version"] == 1
     assert result.stderr == ""
+
+
+def test_engine_trtllm_sizes_a_larger_kv_cache_and_cuts_a_kv_bound_loops_ttft() -> None:
+    base = ["llama3-70b", "--chip", "h100", "--chips", "2", "--phase", "infer",
+            "--precision", "fp8", "--concurrency", "100", "--input-len", "5000",
+            "--output-len", "500"]  # fmt: skip
+    vllm = _json([*base, "--engine", "vllm"])
+    trt = _json([*base, "--engine", "trtllm"])
+    assert trt["kv_capacity_tokens_per_replica"] > vllm["kv_capacity_tokens_per_replica"]
+    assert trt["ttft_s"] < vllm["ttft_s"]
+
+
+def test_num_requests_bounds_a_max_throughput_runs_batch() -> None:
+    data = _json(["llama3-8b", "--chip", "h100", "--phase", "infer",
+                  "--max-throughput", "--num-requests", "100"])  # fmt: skip
+    assert data["decode_batch_per_replica"] <= 100

@@ -91,6 +91,12 @@ class PrecisionChoice(StrEnum):
     w8a16 = "w8a16"
 
 
+class EngineChoice(StrEnum):
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "trtllm"
+
+
 class KvDtypeChoice(StrEnum):
     auto = "auto"
     bf16 = "bf16"
@@ -214,6 +220,19 @@ def predict_command(
     kv_dtype: KvDtypeChoice = typer.Option(
         KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
     ),
+    engine_name: EngineChoice = typer.Option(
+        EngineChoice.vllm,
+        "--engine",
+        help="Infer: serving engine, for how it sizes its KV cache (vllm, sglang: a share of "
+        "total HBM; trtllm: a share of the HBM free after the weights).",
+    ),
+    num_requests: int = typer.Option(
+        0,
+        "--num-requests",
+        min=0,
+        max=MAX_SERVE_BATCH,
+        help="Infer: requests in a --max-throughput run (0 = an endless backlog).",
+    ),
     disaggregated: bool = typer.Option(
         False,
         "--disaggregated",
@@ -294,6 +313,8 @@ def predict_command(
             max_num_seqs=max_num_seqs,
             max_num_tokens=max_num_tokens,
             kv_dtype="" if kv_dtype is KvDtypeChoice.auto else kv_dtype.value,
+            engine=engine_name.value,
+            num_requests=num_requests,
             prefix_hit_rate=prefix_hit_rate,
             disaggregated=disaggregated,
         ),
