@@ -10,7 +10,7 @@ from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
 from chipwise.advise.situations import describe
 from chipwise.hardware import default_catalog
 from chipwise.perf import InferPrediction, Predictor
-from chipwise.report.advice import option_to_dict
+from chipwise.report.advice_json import option_to_dict
 from chipwise.report.html import options_section
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.load import load_workload_model

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from chipwise.advise import recommend
 from chipwise.advise.candidates import TIE_TOLERANCE
 from chipwise.perf import InferPrediction
-from chipwise.report.advice import recommendation_to_dict
+from chipwise.report.advice_json import recommendation_to_dict
 from tests.advise.factories import serving
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chipwise.cli import app
-from chipwise.report import advice
+from chipwise.report import advice_json
 
 FIXTURES = Path(__file__).parents[1] / "compat" / "fixtures"
 runner = CliRunner()
@@ -238,7 +238,7 @@ NON_ML_KEYS = {"workload", "capable_chips", "basis", "work", "options"}
 
 
 def test_every_key_in_these_sets_is_documented() -> None:
-    doc = advice.__doc__ or ""
+    doc = advice_json.__doc__ or ""
     for key in (TOP_KEYS | CONSTRAINT_KEYS | OPTION_KEYS | TRAIN_KEYS | SERVE_KEYS | REASON_KEYS
                 | CONFIDENCE_KEYS | NON_ML_KEYS | TRAINING_KEYS):  # fmt: skip
         assert f'"{key}"' in doc, key

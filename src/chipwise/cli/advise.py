@@ -36,7 +36,8 @@ from chipwise.limits import (
     MAX_WIDTH,
     check_quantity,
 )
-from chipwise.report.advice import recommendation_to_dict, render_recommendation
+from chipwise.report.advice import render_recommendation
+from chipwise.report.advice_json import recommendation_to_dict
 from chipwise.units import parse_quantity
 from chipwise.workload.ir import (
     LORA_DEFAULT_RANK,
@@ -289,7 +290,7 @@ def advise(
         None, "--html", help="Also write a self-contained HTML report to this file."
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="Print JSON (schema_version 1, documented in report/advice.py)."
+        False, "--json", help="Print JSON (schema_version 1, documented in report/advice_json.py)."
     ),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Everything: plan, price sources, all evidence and reasons."

@@ -49,7 +49,8 @@ from chipwise.errors import ChipwiseError, WorkloadError
 from chipwise.hardware import Catalog, default_catalog
 from chipwise.hardware.prices import UserPrices, load_prices_text, run_catalog
 from chipwise.limits import check_quantity
-from chipwise.report.advice import recommendation_to_dict, render_recommendation
+from chipwise.report.advice import render_recommendation
+from chipwise.report.advice_json import recommendation_to_dict
 from chipwise.report.charts import WEB_EXTRA_HINT, ReportError, charts_for, figure_json
 from chipwise.report.web.docs import docs_page
 from chipwise.report.web.guard import LOOPBACK_HOSTS, Guard
