@@ -68,6 +68,14 @@ RESERVE_FRACTION = {"gpu": 0.05, "tpu": 0.02, "asic": 0.05}
 # Logits stay alive for the loss: bf16 logits plus their bf16 gradient (the fp32 upcast is
 # fused into the loss in Megatron's fused cross-entropy, MaxText and torch.compile).
 LOGITS_BYTES_PER_ELEMENT = 4.0
+# LoRA/QLoRA fine-tunes run in Hugging Face Transformers (PEFT, TRL, LLaMA-Factory, Axolotl),
+# whose causal-LM loss is not fused: LlamaForCausalLM.forward (transformers 4.40-4.45,
+# models/llama/modeling_llama.py) returns `logits.float()` (fp32, kept alive in the output),
+# makes a contiguous fp32 copy of the shifted logits for CrossEntropyLoss, whose log-softmax
+# output (fp32) is saved for backward: 12 bytes per logit at the end of the forward, and the
+# backward's fp32 logit gradient adds 4 more while they live. (Unsloth's chunked cross-entropy
+# removes exactly this term, which is why its maximum contexts are several times longer.)
+LOGITS_BYTES_PER_ELEMENT_HF = 16.0
 # Serving engines prefill in chunks, so the prefill's transient activations are bounded by
 # one chunk (vLLM's default max_num_batched_tokens with chunked prefill: 8192; TRT-LLM's
 # max_num_tokens default: 8192).
@@ -369,7 +377,12 @@ def train_memory_parts(
     acts = per_token_layer * kept_layers * tokens * _in_flight(pp, vp, microbatches)
     if recompute == "full":
         acts += _activation_bytes(spec, tp, "none", precision, spec.is_moe, f8) * tokens
-    logits = tokens * (-(-spec.vocab_size // tp)) * LOGITS_BYTES_PER_ELEMENT
+    per_logit = (
+        LOGITS_BYTES_PER_ELEMENT_HF
+        if method != "full" and not maxtext
+        else (LOGITS_BYTES_PER_ELEMENT)
+    )
+    logits = tokens * (-(-spec.vocab_size // tp)) * per_logit
     gather = 0.0
     if fsdp > 1 and layers:
         if maxtext:
