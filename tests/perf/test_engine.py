@@ -143,6 +143,17 @@ def test_fp4_needs_a_chip_with_an_fp4_rate() -> None:
         predict(Workload(model=LLAMA70, phase=phase), H100, 1, "fp4")
 
 
+@pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
+def test_an_engine_at_its_kv_limit_fits_the_memory_its_own_rule_sized(engine: str) -> None:
+    # TensorRT-LLM perf-overview ran Llama-3.3-70B fp8 on one H200 at 128/128 (SV-011): the
+    # KV pool is 0.9 of the free memory, so the deployment fits by construction
+    phase = Inference(load="max_throughput", input_len=128, output_len=128, engine=engine)
+    pred = predict(Workload(model=LLAMA70, phase=phase), chip("h200-sxm"), 1, "fp8")
+    assert isinstance(pred, InferPrediction) and pred.engine is not None
+    assert pred.engine.limit == "kv_cache"
+    assert pred.fits and pred.memory.total_bytes <= pred.capacity_bytes
+
+
 @pytest.mark.parametrize(
     ("tokens", "expected"),
     [(1, 8), (2, 16), (1000, 128)],  # k=8 of 128: one token touches 8 experts

@@ -380,11 +380,16 @@ class ServeModel(StepTimer):
             spec, plan, batch=max(1, round(rate.b)), context=0, precision=self.precision,
             kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
         )  # fmt: skip
+        # The engine pre-allocates its KV pool by its own rule (kv_pool_bytes), whose
+        # headroom (10 % of total for vLLM/SGLang, of free for TRT-LLM) is where allocator
+        # slack goes: only the fixed runtime reserve is counted beside it, as in the sizing.
+        # (Adding the caching allocator's 5 % of capacity on top said published TRT-LLM runs
+        # at the default free_gpu_memory_fraction did not fit.)
         memory = MemoryUse(
             weights_bytes=base.weights_bytes,
             kv_cache_bytes=kv_used,
             activations_bytes=base.activations_bytes,
-            other_bytes=base.other_bytes,
+            other_bytes=RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"]),
         )
         in_system = st.in_system if st.in_system != float("inf") else rate.b
         result = ServingLoadResult(
