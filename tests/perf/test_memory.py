@@ -140,3 +140,41 @@ def test_published_maxtext_405b_fits_and_a_smaller_slice_does_not() -> None:
     assert train_memory(spec, Plan(fsdp=256, recompute="full"), **kw).total_bytes > (
         v6e.hbm_capacity_bytes
     )
+
+
+def test_the_fragmentation_allowance_is_a_margin_not_a_requirement() -> None:
+    m = train_memory(GPT, Plan(), seq_len=2048, microbatches=1, precision="bf16", chip=H100)
+    assert m.slack_bytes == pytest.approx(0.05 * 80e9)  # RESERVE_FRACTION of capacity
+    assert m.slack_bytes < m.other_bytes  # part of the reserve, not beside it
+    inside = m.total_bytes - m.slack_bytes / 2  # a capacity the total overshoots by half
+    assert m.fits_in(inside) and m.tight_in(inside)
+    assert m.fits_in(m.total_bytes) and not m.tight_in(m.total_bytes)
+    assert not m.fits_in(m.total_bytes - m.slack_bytes - 1)
+
+
+def test_published_mpt_run_at_its_largest_microbatch_fits_tight_and_the_planner_finds_it() -> None:
+    """llm-foundry ran MPT-1B on 128 x A100 40GB at micro-batch 10, seq 2048, FSDP, no
+    activation checkpointing (CW-088): it needs part of the fragmentation allowance; the
+    planner, finding nothing with the allowance kept free at that micro-batch, returns the
+    tight plan instead of refusing it."""
+    from importlib import resources
+
+    from chipwise.perf.base import TrainPrediction
+    from chipwise.perf.predict import predict
+    from chipwise.workload.ir import Training, Workload
+    from chipwise.workload.load import load_workload_model
+
+    path = resources.files("chipwise.validate") / "data" / "configs" / "mpt-1b.json"
+    spec = load_workload_model(str(path))
+    a100 = chip("a100-sxm-40gb")
+    wl = Workload(model=spec, phase=Training(seq_len=2048, global_batch=1280))
+    pinned = predict(wl, a100, 128, plan=Plan(fsdp=128, microbatch=10))
+    assert isinstance(pinned, TrainPrediction) and pinned.fits and pinned.tight
+    # held to that micro-batch and no recompute, the planner returns the tight plan
+    from chipwise.perf import Predictor
+
+    keys = {"fsdp": 128, "dp": 1, "tp": 1, "pp": 1, "microbatch": 10, "recompute": "none"}
+    chosen = Predictor(wl, a100).train(128, plan_keys=keys)
+    assert chosen.plan == pinned.plan and chosen.tight
+    # free to choose, it keeps the allowance: a plan that is not tight
+    assert not Predictor(wl, a100).train(128).tight

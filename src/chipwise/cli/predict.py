@@ -617,7 +617,13 @@ def _table(pred: Prediction, data: dict[str, Any]) -> Table:
         else:
             b = Breakdown(**{k: v for k, v in data["breakdown"].items() if k != "total_s"})
             rows += _serving_rows(pred)
-        fits = "fits" if pred.fits else "DOES NOT FIT"
+        fits = (
+            "fits only inside the allocator's fragmentation allowance"
+            if pred.tight
+            else "fits"
+            if pred.fits
+            else "DOES NOT FIT"
+        )
         rows += [
             (
                 "memory per chip",

@@ -206,6 +206,19 @@ class MemoryUse:
     activations_bytes: float = 0.0
     kv_cache_bytes: float = 0.0
     other_bytes: float = 0.0  # workspace, fragmentation, framework reserve
+    # The part of other_bytes that is the caching allocator's fragmentation allowance: a
+    # margin the planner keeps free when it can, not memory a run must have (published runs
+    # tuned to the largest micro-batch that fits use it). A total inside capacity + slack
+    # fits, "tight".
+    slack_bytes: float = 0.0
+
+    def fits_in(self, capacity_bytes: float) -> bool:
+        """Whether this fits ``capacity_bytes``, the fragmentation allowance included."""
+        return self.total_bytes - self.slack_bytes <= capacity_bytes
+
+    def tight_in(self, capacity_bytes: float) -> bool:
+        """Fits only by using (part of) the fragmentation allowance."""
+        return self.fits_in(capacity_bytes) and self.total_bytes > capacity_bytes
 
     @property
     def total_bytes(self) -> float:
@@ -269,7 +282,12 @@ class TrainPrediction:
 
     @property
     def fits(self) -> bool:
-        return self.memory.total_bytes <= self.capacity_bytes
+        return self.memory.fits_in(self.capacity_bytes)
+
+    @property
+    def tight(self) -> bool:
+        """Fits only inside the allocator's fragmentation allowance (``MemoryUse``)."""
+        return self.memory.tight_in(self.capacity_bytes)
 
     @property
     def achieved_flops_per_s_per_chip(self) -> float:
@@ -371,7 +389,12 @@ class InferPrediction:
 
     @property
     def fits(self) -> bool:
-        return self.memory.total_bytes <= self.capacity_bytes
+        return self.memory.fits_in(self.capacity_bytes)
+
+    @property
+    def tight(self) -> bool:
+        """Fits only inside the allocator's fragmentation allowance (``MemoryUse``)."""
+        return self.memory.tight_in(self.capacity_bytes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,7 +41,7 @@ from chipwise.perf.ops.layers import compute_dtype
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.primitives import predict_primitive
 from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
-from chipwise.perf.plan.memory import reserve_bytes
+from chipwise.perf.plan.memory import reserve_bytes, slack_bytes
 from chipwise.perf.plan.parallel import Group, Network, check_plan
 from chipwise.perf.plan.planner import (
     ServeChoice,
@@ -436,6 +436,7 @@ class Predictor:
                 grads_bytes=graph.params * 2,
                 optimizer_bytes=graph.params * 12,
                 other_bytes=reserve_bytes(chip),
+                slack_bytes=slack_bytes(chip),
             ),
             capacity_bytes=chip.hbm_capacity_bytes,
             breakdown=Breakdown(

@@ -291,7 +291,14 @@ def _in_flight(pp: int, vp: int, microbatches: int) -> float:
 
 def reserve_bytes(chip: Chip) -> float:
     kind = chip.kind if chip.kind in RESERVE_FIXED_BYTES else "gpu"
-    return RESERVE_FIXED_BYTES[kind] + RESERVE_FRACTION[kind] * chip.hbm_capacity_bytes
+    return RESERVE_FIXED_BYTES[kind] + slack_bytes(chip)
+
+
+def slack_bytes(chip: Chip) -> float:
+    """The fragmentation part of the reserve (``RESERVE_FRACTION`` of capacity): kept free
+    by the planner when it can, but a margin, not a requirement (``MemoryUse.slack_bytes``)."""
+    kind = chip.kind if chip.kind in RESERVE_FRACTION else "gpu"
+    return RESERVE_FRACTION[kind] * chip.hbm_capacity_bytes
 
 
 def train_memory(
@@ -317,6 +324,7 @@ def train_memory(
         optimizer_bytes=o,
         activations_bytes=a,
         other_bytes=other + reserve_bytes(chip),
+        slack_bytes=slack_bytes(chip),
     )
 
 
@@ -482,4 +490,5 @@ def serve_memory(
         kv_cache_bytes=kv,
         activations_bytes=transient + logits,
         other_bytes=reserve_bytes(chip),
+        slack_bytes=slack_bytes(chip),
     )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction, plan_values
-from chipwise.perf.plan.memory import offloads, reserve_bytes, train_memory_parts
+from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
@@ -225,63 +225,75 @@ def plan_training(
     recomputes: tuple[Recompute, ...] = RECOMPUTE_ORDER
     if "recompute" in fixed:
         recomputes = (str(fixed["recompute"]),)  # type: ignore[assignment]
-    best: TrainPrediction | None = None
-    second: TrainPrediction | None = None
     least: tuple[float, Plan] | None = None
-    candidates = fitting = pruned = 0
-    blocked = ""  # why the last layout that fits in memory could not run
     spec, precision = model.spec, model.precision
     reserve = reserve_bytes(model.chip)
+    # First with the allocator's fragmentation allowance kept free; only when no layout fits
+    # so, again letting plans use it ("tight": how published runs at their largest
+    # micro-batch sit). The first pass prunes nothing while nothing fits, so ``least`` is
+    # then the true least need and says whether a second pass can find anything.
+    limits = (capacity, capacity + slack_bytes(model.chip))
     offload = offloads(model.chip)
-    for layout in _layouts(model, chips, seq_len, global_batch, fixed):
-        try:
-            check_plan(layout, chips, model.chip, spec)
-        except PlanError:
-            continue
-        candidates += 1
-        if (
-            second is not None
-            and model.lower_bound_s(layout, seq_len=seq_len, global_batch=global_batch)
-            >= second.step_time_s
-        ):
-            # no recompute makes it faster than its recompute-free work: not among the two
-            # fastest whatever memory it needs, so its memory is never computed
-            pruned += 1
-            continue
-        m = global_batch // layout.data_parallel // layout.microbatch
-        chosen: Recompute | None = None
-        for rc in recomputes:
-            need = reserve + sum(
-                train_memory_parts(
-                    spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
-                    layout.vp, layout.microbatch, rc, seq_len, m, precision,
-                    method=model.training.method, lora_params=model.lora_params,
-                    etp=layout.etp, maxtext=offload,
-                )
-            )  # fmt: skip
-            if least is None or need < least[0]:
-                least = (need, replace(layout, recompute=rc))
-            if need <= capacity:
-                chosen = rc
-                break
-        if chosen is None:
-            continue
-        plan = replace(layout, recompute=chosen)
-        if second is not None:
-            bound = model.lower_bound_s(plan, seq_len=seq_len, global_batch=global_batch)
-            if bound >= second.step_time_s:
-                fitting += 1  # fits, and provably not among the two fastest
+    best: TrainPrediction | None = None
+    second: TrainPrediction | None = None
+    candidates = fitting = pruned = 0
+    blocked = ""  # why the last layout that fits in memory could not run
+    for limit in limits:
+        if limit > capacity and (least is None or least[0] > limit):
+            break
+        best = second = None
+        candidates = fitting = pruned = 0
+        for layout in _layouts(model, chips, seq_len, global_batch, fixed):
+            try:
+                check_plan(layout, chips, model.chip, spec)
+            except PlanError:
                 continue
-        try:
-            pred = model.train(plan, seq_len=seq_len, global_batch=global_batch)
-        except PlanError as err:
-            blocked = f"{plan}: {err}"  # fits in memory, but cannot run (network, sizes)
-            continue
-        fitting += 1
-        if best is None or pred.step_time_s < best.step_time_s:
-            best, second = pred, best
-        elif second is None or pred.step_time_s < second.step_time_s:
-            second = pred
+            candidates += 1
+            if (
+                second is not None
+                and model.lower_bound_s(layout, seq_len=seq_len, global_batch=global_batch)
+                >= second.step_time_s
+            ):
+                # no recompute makes it faster than its recompute-free work: not among the two
+                # fastest whatever memory it needs, so its memory is never computed
+                pruned += 1
+                continue
+            m = global_batch // layout.data_parallel // layout.microbatch
+            chosen: Recompute | None = None
+            for rc in recomputes:
+                need = reserve + sum(
+                    train_memory_parts(
+                        spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
+                        layout.vp, layout.microbatch, rc, seq_len, m, precision,
+                        method=model.training.method, lora_params=model.lora_params,
+                        etp=layout.etp, maxtext=offload,
+                    )
+                )  # fmt: skip
+                if least is None or need < least[0]:
+                    least = (need, replace(layout, recompute=rc))
+                if need <= limit:
+                    chosen = rc
+                    break
+            if chosen is None:
+                continue
+            plan = replace(layout, recompute=chosen)
+            if second is not None:
+                bound = model.lower_bound_s(plan, seq_len=seq_len, global_batch=global_batch)
+                if bound >= second.step_time_s:
+                    fitting += 1  # fits, and provably not among the two fastest
+                    continue
+            try:
+                pred = model.train(plan, seq_len=seq_len, global_batch=global_batch)
+            except PlanError as err:
+                blocked = f"{plan}: {err}"  # fits in memory, but cannot run (network, sizes)
+                continue
+            fitting += 1
+            if best is None or pred.step_time_s < best.step_time_s:
+                best, second = pred, best
+            elif second is None or pred.step_time_s < second.step_time_s:
+                second = pred
+        if best is not None or blocked:
+            break
     if best is None and blocked:
         raise PlanError(
             f"no plan of {chips} x {model.chip.id} can run {model.spec.name}: the layouts that "
