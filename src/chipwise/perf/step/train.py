@@ -92,8 +92,14 @@ DATA_PARALLEL_OVERLAP = 0.9
 # are exposed (DeepSeek-V3's DualPipe overlap is not a default anywhere).
 EP_OVERLAP = 0.0
 # Whether frameworks hide expert all-to-alls behind another micro-batch's compute where the
-# schedule allows it (``ep_comm_overlaps``). Megatron-Bridge's MoE performance recipes turn
-# ``overlap_moe_expert_parallel_comm`` on; MaxText overlaps via XLA's async collectives.
+# schedule allows it (``ep_comm_overlaps``). An assumption, not a framework default:
+# Megatron-Bridge's performance recipes enable ``overlap_moe_expert_parallel_comm`` per recipe
+# (``moe_a2a_overlap``, default False in scripts/performance WorkloadBaseConfig; on for e.g.
+# Qwen3-235B on H100 and gpt-oss-120b V2 on GB200, explicitly off for Qwen3-235B on B200 and
+# Qwen3-30B on H100). A row does not say which it ran, so the model keeps one setting: off
+# everywhere (with MOE_LAYER_HOST_S refitted to 4.5-5.5 ms) scored train-moe 14.6-16.6 %
+# median vs 9.0 % on 2026-12-03, because 1024+-GPU DeepSeek-V3 rows (-36 %) and the
+# DualPipe H800 row (-46 %) then expose their cross-node all-to-alls in full.
 EP_COMM_OVERLAP = True
 # Device time a GPU loses per MoE layer per micro-batch (forward + backward) to the host:
 # Megatron's token dispatcher copies the per-expert token counts to the host every layer
