@@ -66,3 +66,15 @@ def test_predict_plans_serving_and_reports_fit() -> None:
     w = Workload(model=load_preset("llama3-70b"), phase=Inference(batch=16))
     p = predict(w, H100, 8)
     assert p.fits and p.plan.chips == 8  # type: ignore[union-attr]
+
+
+def test_expert_parallel_serving_reads_every_local_expert_whole() -> None:
+    """Under expert parallelism folded over the tensor-parallel ranks (vLLM's
+    --enable-expert-parallel) each chip holds E / ep whole experts: a decode step that touches
+    nearly all of them reads all of its share of the expert weights, not a tp-th of it."""
+    mixtral = load_preset("mixtral-8x7b")
+    s = ServeModel(mixtral, H100, "bf16", model_for(H100), Network(H100))
+    plan = Plan(tp=4, ep=4)
+    p = s.serve(plan, batch=64, input_len=128, output_len=128)
+    weights_s = p.memory.weights_bytes / H100.hbm_bytes_per_s
+    assert p.tpot_s > weights_s

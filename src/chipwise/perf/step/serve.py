@@ -193,7 +193,7 @@ class ServeModel(StepTimer):
         check_plan(plan, plan.chips, chip, spec)
         g = groups(plan, chip)
         b = -(-batch // plan.dp)  # requests per replica
-        shard = Shard(tp=plan.tp, ep=plan.ep)
+        shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
         act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
         kv_dtype = kv_dtype_for(self.precision)
         kw = {"b": b, "seq_len": input_len, "shard": shard, "precision": self.precision}
@@ -272,7 +272,7 @@ class ServeModel(StepTimer):
         """Per-op times of one typical prefill layer and one decode layer under ``plan``
         (an MoE model's typical layer is an MoE layer), for a roofline chart."""
         spec = self.spec
-        shard = Shard(tp=plan.tp, ep=plan.ep)
+        shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
         b = -(-batch // plan.dp)  # requests per replica, as ``serve`` counts them
         moe = spec.is_moe
         prefill = layer_ops(
@@ -502,7 +502,7 @@ class EngineStepTimer:
         self.serve = serve
         self.plan = plan
         self.kv_dtype = kv_dtype
-        self.shard = Shard(tp=plan.tp, ep=plan.ep)
+        self.shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
         self.groups = groups(plan, serve.chip)
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
