@@ -178,3 +178,38 @@ def test_published_mpt_run_at_its_largest_microbatch_fits_tight_and_the_planner_
     assert chosen.plan == pinned.plan and chosen.tight
     # free to choose, it keeps the allowance: a plan that is not tight
     assert not Predictor(wl, a100).train(128).tight
+
+
+def test_bf16_states_keep_eight_bytes_per_parameter_not_sixteen() -> None:
+    """MaxText weight_dtype bfloat16: bf16 weights, gradients, mu (inherits weight_dtype)
+    and nu (optax keeps it in the weights' dtype); no fp32 master copy."""
+    p = 4 * LAYER_PARAMS + 2 * EMBED
+    kw = {"seq_len": 2048, "microbatches": 1, "precision": "bf16", "chip": H100}
+    mixed = train_memory(GPT, Plan(), **kw)
+    bf16 = train_memory(GPT, Plan(states="bf16"), **kw)
+    assert mixed.weights_bytes + mixed.grads_bytes + mixed.optimizer_bytes == 16 * p
+    assert bf16.weights_bytes + bf16.grads_bytes + bf16.optimizer_bytes == 8 * p
+    assert bf16.activations_bytes == mixed.activations_bytes
+
+
+def test_the_published_70b_run_on_32_v6e_fits_with_bf16_states_and_gpus_never_use_them() -> None:
+    """tpu-recipes ran Llama 3.1 70B on v6e-32 (fsdp 32, per-device batch 2, seq 8192,
+    weight_dtype bfloat16; CW-027): with fp32 states the 16 bytes per parameter alone need
+    35 GB of the 32; the planner falls back to bf16 states only when nothing else fits, and
+    only on TPUs (MaxText), never for GPUs."""
+    from chipwise.perf import Predictor
+    from chipwise.perf.base import parse_plan
+    from chipwise.workload.ir import Training, Workload
+    from chipwise.workload.load import load_workload_model
+
+    spec = load_workload_model("llama3-70b")
+    wl = Workload(model=spec, phase=Training(seq_len=8192, global_batch=64))
+    ran = Predictor(wl, chip("tpu-v6e")).train(32, plan_keys={"fsdp": 32, "dp": 1})
+    assert ran.fits and ran.plan.states == "bf16"
+    assert "states=bf16" in str(ran.plan) and parse_plan(str(ran.plan)) == ran.plan
+    big = Workload(model=spec, phase=Training(seq_len=8192, global_batch=256))
+    roomy = Predictor(big, chip("tpu-v6e")).train(256, plan_keys={"fsdp": 256, "dp": 1})
+    assert roomy.plan.states == "fp32" and "states" not in str(roomy.plan)
+    h100 = Predictor(wl, chip("h100-sxm")).train(32, plan_keys={"fsdp": 32, "dp": 1},
+                                                 allow_unfit=True)  # fmt: skip
+    assert h100.plan.states == "fp32"

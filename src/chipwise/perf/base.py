@@ -19,6 +19,8 @@ from chipwise.workload.ir import Op
 
 Bound = Literal["compute", "memory", "overhead", "communication"]
 Recompute = Literal["none", "selective", "full"]
+# The dtype of the kept weights and Adam moments (see Plan.states).
+States = Literal["fp32", "bf16"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +83,13 @@ class Plan:
     over its group; ``vp`` is virtual pipeline stages per rank (interleaving);
     ``microbatch`` is sequences per micro-batch on one data-parallel rank.
 
+    ``states`` is the dtype of the weights and Adam moments kept between steps: ``fp32``
+    (mixed precision, 16 bytes per parameter with the gradients: an fp32 master copy and fp32
+    moments beside the bf16 compute copy; MaxText's default ``weight_dtype: float32`` costs
+    the same) or ``bf16`` (MaxText ``weight_dtype: bfloat16``, as the TPU recipes for large
+    models set it: weights, gradients and both moments in bf16, 8 bytes per parameter; mu
+    inherits weight_dtype and optax keeps nu in the weights' dtype, maxtext configs/base.yml).
+
     ``etp`` is the tensor-parallel width of the routed experts (Megatron's
     ``--expert-tensor-parallel-size``): the ``tp x cp x dp x fsdp`` ranks of a pipeline stage
     are regrouped as ``etp x ep x edp`` for the experts, so expert parallelism can fold over
@@ -98,15 +107,18 @@ class Plan:
     microbatch: int = 1
     recompute: Recompute = "none"
     etp: int = 0
+    states: States = "fp32"
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if f.name not in ("recompute", "etp") and getattr(self, f.name) < 1:
+            if f.name not in ("recompute", "etp", "states") and getattr(self, f.name) < 1:
                 raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
         if self.etp < 0:
             raise PlanError(f"plan: etp must be >= 1 (or 0 = automatic), got {self.etp}")
         if self.recompute not in ("none", "selective", "full"):
             raise PlanError(f"plan: recompute must be none|selective|full, got {self.recompute}")
+        if self.states not in ("fp32", "bf16"):
+            raise PlanError(f"plan: states must be fp32|bf16, got {self.states}")
 
     @property
     def chips(self) -> int:
@@ -126,7 +138,8 @@ class Plan:
         parts = [
             f"{f.name}={getattr(self, f.name)}"
             for f in fields(self)
-            if f.name != "etp" or self.etp  # automatic etp is left out
+            # automatic etp and the default fp32 states are left out
+            if (f.name != "etp" or self.etp) and (f.name != "states" or self.states != "fp32")
         ]
         return ",".join(parts)
 
@@ -152,7 +165,7 @@ _PLAN_MAX: dict[str, int] = {
     "microbatch": MAX_GLOBAL_BATCH,
 }
 _PLAN_FIX = "each axis is a count of chips >= 1, e.g. 'tp=8,pp=2'"
-# A --plan string names nine keys at most; 512 characters is far more than that needs.
+# A --plan string names eleven keys at most; 512 characters is far more than that needs.
 MAX_PLAN_CHARS = 512
 
 
@@ -173,7 +186,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
         if key in values:
             raise PlanError(f"plan: {key} is given twice; give each key once")
-        if key == "recompute":
+        if key in ("recompute", "states"):
             values[key] = raw
         else:
             try:

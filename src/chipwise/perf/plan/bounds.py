@@ -5,7 +5,7 @@ before planning them; being lower bounds, they never skip a count that could qua
 from __future__ import annotations
 
 from chipwise.hardware.chip import Chip
-from chipwise.perf.plan.memory import frozen_bytes_per_param, reserve_bytes
+from chipwise.perf.plan.memory import frozen_bytes_per_param, offloads, reserve_bytes, slack_bytes
 from chipwise.perf.step.train import training_flops_per_token
 from chipwise.units import dtype_bytes
 from chipwise.workload.accounting import matmul_params
@@ -28,14 +28,15 @@ def memory_floor_bytes(
     across the chips, so the fullest chip holds at least 1/``chips`` of it, plus the
     framework reserve every chip keeps. Embeddings, activations and the KV cache only add
     to this. Routed experts count too: ``perf.plan.memory.sharded_params`` never shards
-    them more than ``chips`` ways.
+    them more than ``chips`` ways. The reserve counts without its fragmentation allowance
+    (a tight plan may use it) and TPU plans may keep bf16 states (``Plan.states``).
     """
     if training:  # LoRA/QLoRA: only the frozen base as stored (``method``)
-        per_param = frozen_bytes_per_param(method, precision)
+        per_param = frozen_bytes_per_param(method, precision, bf16_states=offloads(chip))
     else:  # serving keeps weights in the serving precision (perf.plan.memory.serve_memory)
         per_param = 4.0 if precision == "fp32" else dtype_bytes(precision)
     params = matmul_params(spec)
-    return params * per_param / chips + reserve_bytes(chip)
+    return params * per_param / chips + reserve_bytes(chip) - slack_bytes(chip)
 
 
 def _floor_peak_flops_per_s(chip: Chip, precision: str) -> float:

@@ -59,6 +59,9 @@ from chipwise.workload.ir import TransformerSpec
 WEIGHT_BYTES = {"fp32": 4.0, "default": 2.0}  # the compute copy (bf16; fp8 casts per step)
 GRAD_BYTES = {"fp32": 4.0, "default": 2.0}
 OPTIMIZER_BYTES = {"fp32": 8.0, "default": 12.0}  # (master) + Adam m + v
+# Plan.states == "bf16" (MaxText weight_dtype bfloat16): bf16 weights, gradients, m and v,
+# no master copy.
+BF16_STATE_BYTES = {"weights": 2.0, "grads": 2.0, "optimizer": 4.0}
 # Framework reserve. GPU: CUDA context, cuBLAS/NCCL workspaces (~1.5 GB measured by
 # `torch.cuda.mem_get_info` before/after init on H100, PyTorch forum reports 0.5-2 GB) plus
 # caching-allocator fragmentation (~5 % of capacity, PyTorch memory docs' "reserved but
@@ -317,6 +320,7 @@ def train_memory(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
         method=method, lora_params=lora_params, etp=plan.etp, maxtext=offloads(chip),
+        states=plan.states,
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -347,11 +351,13 @@ def train_memory_parts(
     lora_params: float = 0.0,
     etp: int = 0,
     maxtext: bool = False,
+    states: str = "fp32",
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
     plain arguments so the planner can call it for thousands of layouts cheaply.
     ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters;
-    ``maxtext``: a TPU run (MaxText's host offload, bf16 residuals under fp8)."""
+    ``maxtext``: a TPU run (MaxText's host offload, bf16 residuals under fp8); ``states``
+    the kept weights' and moments' dtype (``Plan.states``)."""
     key = "fp32" if precision == "fp32" else "default"
     etp = expert_tp(tp, dp * fsdp, ep, etp)
     p = _stage_params(spec, pp, vp, tp, ep, etp).total
@@ -363,6 +369,10 @@ def train_memory_parts(
     weights = held * WEIGHT_BYTES[key]
     grads = held * GRAD_BYTES[key]
     optimizer = opt_held * OPTIMIZER_BYTES[key]
+    if states == "bf16" and key == "default":
+        weights = held * BF16_STATE_BYTES["weights"]
+        grads = held * BF16_STATE_BYTES["grads"]
+        optimizer = opt_held * BF16_STATE_BYTES["optimizer"]
     if method != "full":
         weights, grads, optimizer = _adapter_state(
             spec, held, pp, tp, shard3, fsdp * dp * cp, method, lora_params, WEIGHT_BYTES[key]
@@ -426,14 +436,17 @@ def _gathered_tensors(spec: TransformerSpec, tp: int, ep: int, etp: int) -> tupl
     return max(head, largest_layer), largest_layer
 
 
-def frozen_bytes_per_param(method: str, precision: str) -> float:
+def frozen_bytes_per_param(method: str, precision: str, *, bf16_states: bool = False) -> float:
     """Bytes every matmul parameter costs at least when training by ``method``: 16 (mixed
-    precision Adam) for full training, the frozen base's storage for LoRA/QLoRA."""
+    precision Adam) for full training, 8 where bf16 states are allowed (``bf16_states``:
+    ``Plan.states``, MaxText), the frozen base's storage for LoRA/QLoRA."""
     key = "fp32" if precision == "fp32" else "default"
     if method == "qlora":
         return QLORA_WEIGHT_BYTES
     if method == "lora":
         return WEIGHT_BYTES[key]
+    if bf16_states and key == "default":
+        return sum(BF16_STATE_BYTES.values())
     return WEIGHT_BYTES[key] + GRAD_BYTES[key] + OPTIMIZER_BYTES[key]
 
 

@@ -23,7 +23,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 
 from chipwise.errors import DoesNotFitError, PlanError
-from chipwise.perf.base import InferPrediction, Plan, Recompute, TrainPrediction, plan_values
+from chipwise.perf.base import (
+    InferPrediction,
+    Plan,
+    Recompute,
+    States,
+    TrainPrediction,
+    plan_values,
+)
 from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
 from chipwise.perf.step.serve import ServeModel
@@ -48,7 +55,7 @@ def divisors(n: int) -> list[int]:
 
 LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
 # How the layout is run rather than where ranks sit: free unless a plan names them.
-SCHEDULE_KEYS = ("vp", "microbatch", "recompute")
+SCHEDULE_KEYS = ("vp", "microbatch", "recompute", "states")
 
 
 def given_keys(text: str) -> dict[str, int | str]:
@@ -225,22 +232,31 @@ def plan_training(
     recomputes: tuple[Recompute, ...] = RECOMPUTE_ORDER
     if "recompute" in fixed:
         recomputes = (str(fixed["recompute"]),)  # type: ignore[assignment]
+    # MaxText runs (TPUs) may keep bf16 weights and moments (weight_dtype bfloat16, as the
+    # TPU recipes for large models do) when no plan with fp32 states fits.
+    states: tuple[States, ...] = ("fp32",)
+    if "states" in fixed:
+        states = (str(fixed["states"]),)  # type: ignore[assignment]
+    elif offloads(model.chip) and not model.training.adapters and model.precision != "fp32":
+        states = ("fp32", "bf16")
     least: tuple[float, Plan] | None = None
+    least_of: dict[str, float] = {}  # the least need of each states dtype, once searched
     spec, precision = model.spec, model.precision
     reserve = reserve_bytes(model.chip)
-    # First with the allocator's fragmentation allowance kept free; only when no layout fits
-    # so, again letting plans use it ("tight": how published runs at their largest
-    # micro-batch sit). The first pass prunes nothing while nothing fits, so ``least`` is
-    # then the true least need and says whether a second pass can find anything.
+    # Passes, each only when the ones before found nothing: fp32 states, then bf16 (TPU),
+    # with the allocator's fragmentation allowance kept free; then the same letting plans
+    # use it ("tight": how published runs at their largest micro-batch sit). A pass that
+    # finds nothing prunes nothing, so its least need says whether a later pass can help.
     limits = (capacity, capacity + slack_bytes(model.chip))
+    passes = [(lim, st) for lim in limits for st in states]
     offload = offloads(model.chip)
     best: TrainPrediction | None = None
     second: TrainPrediction | None = None
     candidates = fitting = pruned = 0
     blocked = ""  # why the last layout that fits in memory could not run
-    for limit in limits:
-        if limit > capacity and (least is None or least[0] > limit):
-            break
+    for limit, st in passes:
+        if least_of.get(st, 0.0) > limit:
+            continue  # an earlier pass of these states, which pruned nothing, found none
         best = second = None
         candidates = fitting = pruned = 0
         for layout in _layouts(model, chips, seq_len, global_batch, fixed):
@@ -266,17 +282,19 @@ def plan_training(
                         spec, layout.dp, layout.fsdp, layout.tp, layout.pp, layout.cp, layout.ep,
                         layout.vp, layout.microbatch, rc, seq_len, m, precision,
                         method=model.training.method, lora_params=model.lora_params,
-                        etp=layout.etp, maxtext=offload,
+                        etp=layout.etp, maxtext=offload, states=st,
                     )
                 )  # fmt: skip
                 if least is None or need < least[0]:
-                    least = (need, replace(layout, recompute=rc))
+                    least = (need, replace(layout, recompute=rc, states=st))
+                if st not in least_of or need < least_of[st]:
+                    least_of[st] = need
                 if need <= limit:
                     chosen = rc
                     break
             if chosen is None:
                 continue
-            plan = replace(layout, recompute=chosen)
+            plan = replace(layout, states=st, recompute=chosen)
             if second is not None:
                 bound = model.lower_bound_s(plan, seq_len=seq_len, global_batch=global_batch)
                 if bound >= second.step_time_s:

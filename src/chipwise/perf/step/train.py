@@ -121,6 +121,10 @@ P2P_OVERLAP_INTERLEAVED = 1.0
 # and the bf16 compute copy (mixed precision).
 ADAM_READ_BYTES = 4 + 4 + 4 + 2
 ADAM_WRITE_BYTES = 4 + 4 + 4 + 2
+# Plan.states "bf16" (MaxText weight_dtype bfloat16): read weights, m, v and the grad, write
+# weights, m and v, all bf16.
+ADAM_BF16_READ_BYTES = 2 + 2 + 2 + 2
+ADAM_BF16_WRITE_BYTES = 2 + 2 + 2
 
 
 def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
@@ -547,13 +551,14 @@ class StepModel(StepTimer):
         if self.training.adapters:  # Adam over the adapters only (fp32, no master copy)
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers
             params = self.lora_params * share / plan.tp / zero_shards(plan)[1]
+        bf16 = plan.states == "bf16" and not self.training.adapters
         op = Op(
             name="adam",
             kind=OpKind.ELEMENTWISE,
             dtype="fp32",
             flops=12.0 * params,
-            bytes_read=ADAM_READ_BYTES * params,
-            bytes_written=ADAM_WRITE_BYTES * params,
+            bytes_read=(ADAM_BF16_READ_BYTES if bf16 else ADAM_READ_BYTES) * params,
+            bytes_written=(ADAM_BF16_WRITE_BYTES if bf16 else ADAM_WRITE_BYTES) * params,
             shape=(int(params),),
         )
         return cost_of([self.time_op(op)])
