@@ -78,3 +78,18 @@ def test_expert_parallel_serving_reads_every_local_expert_whole() -> None:
     p = s.serve(plan, batch=64, input_len=128, output_len=128)
     weights_s = p.memory.weights_bytes / H100.hbm_bytes_per_s
     assert p.tpot_s > weights_s
+
+
+def test_a_tpu_engine_step_pays_for_its_token_bucket() -> None:
+    """XLA serving engines pad a step's tokens to the next bucket (16, 32, 64, ...), so on a
+    TPU a compute-bound step of 1025 tokens costs what one of 2048 does; a GPU runs the exact
+    count."""
+    from chipwise.perf.step.serve import EngineStepTimer
+
+    v6e = chip("tpu-v6e")
+    tpu = EngineStepTimer(ServeModel(LLAMA8, v6e, "bf16", model_for(v6e), Network(v6e)),
+                          Plan(), "bf16")  # fmt: skip
+    assert tpu.padded_tokens(33) == 64 and tpu.padded_tokens(3) == 16
+    assert tpu.device_s(0, 1, 1025, 1025) > tpu.device_s(0, 1, 1024, 1024) * 1.5
+    gpu = EngineStepTimer(_serve(), Plan(), "bf16")
+    assert gpu.padded_tokens(33) == 33

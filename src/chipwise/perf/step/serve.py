@@ -86,6 +86,15 @@ ENGINE_OVERLAPS_HOST = True
 # default, unlike Megatron's userbuffers in training, ``train.TP_OVERLAP``), so prefill
 # and decode both pay all of it.
 SERVE_TP_OVERLAP = 0.0
+# XLA runs static shapes, so a TPU serving engine compiles one program per bucket of the
+# step's token count and pads each step up to the next bucket: vLLM TPU
+# (vllm-project/tpu-inference, tpu_inference/runner/tpu_runner.py TPUModelRunner.__init__:
+# num_tokens_paddings = get_token_paddings(min_token_size=16, max_token_size=
+# max_num_batched_tokens, padding_gap=VLLM_TPU_BUCKET_PADDING_GAP), whose default gap 0 gives
+# 16, 32, 64, ... doubling, runner/utils.py). Every token-proportional op (projections, MLP,
+# norms, TP all-reduces) runs on the padded count; the ragged paged-attention kernel reads
+# only the real sequences' KV pages, so attention is not padded.
+TPU_TOKEN_BUCKET_MIN = 16
 
 
 def kv_dtype_for(precision: str) -> str:
@@ -624,7 +633,7 @@ class EngineStepTimer:
         """Device time of one step (no host work)."""
         dec = max(0.0, decode)
         pre = max(0.0, prefill)
-        tokens = dec + pre
+        tokens = self.padded_tokens(dec + pre)
         t = self.linear_s(max(1.0, tokens))
         if dec > 0:
             t += self.attention_s(dec, max(1, round(context)), decode=True)
@@ -633,6 +642,17 @@ class EngineStepTimer:
         sampled = dec + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
         t += self.logits_s(max(1.0, sampled))
         return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > dec else 0.0))
+
+    def padded_tokens(self, tokens: float) -> float:
+        """Tokens the step's token-proportional ops run on: on a TPU the engine compiles one
+        program per token bucket (``TPU_TOKEN_BUCKET_MIN`` doubling up to the step budget),
+        so a step of ``tokens`` pays for the next bucket; a GPU runs the exact count."""
+        if self.serve.chip.kind != "tpu" or tokens <= 0:
+            return tokens
+        bucket = float(TPU_TOKEN_BUCKET_MIN)
+        while bucket < tokens:
+            bucket *= 2
+        return bucket
 
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes one token of context takes on one chip (all its layers)."""
