@@ -43,6 +43,7 @@ def test_the_files_the_code_reads_are_package_data_in_the_wheel() -> None:
     files = _wheel_files()
     read = [confidence_path(), public_cases_path(), *own_measurements_paths()]
     read += [c.base_dir / c.workload for c in load_cases() if c.workload.endswith(".json")]
+    read += [c.base_dir / c.lengths for c in load_cases() if c.lengths]
     read += [Path(str(resources.files("chipwise.perf").joinpath("data", "efficiency.toml")))]
     for path in read:
         assert path.is_file(), path

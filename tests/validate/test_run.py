@@ -180,3 +180,43 @@ def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
         if not c.usable:
             why = run_case(c).why
             assert why.startswith("marked usable=no") and len(why) > 40, c.id
+
+
+def test_a_row_may_name_its_dataset_length_profile(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from chipwise.workload.lengths import mean_lengths, read_lengths
+
+    rows = {c.id: c for c in load_cases()}
+    offline = rows["SVM-019"]  # MLPerf v4.1 llama2-70b Offline, 8 x H100
+    assert offline.lengths and (offline.base_dir / offline.lengths).is_file()
+    hist = read_lengths(offline.base_dir / offline.lengths)
+    mean_in, mean_out = mean_lengths(hist)
+    # the row's input_len/output_len state the profile's means
+    assert (offline.input_len, offline.output_len) == (round(mean_in), round(mean_out))
+    with_profile = run_case(offline)
+    fixed = run_case(replace(offline, lengths=""))
+    assert with_profile.predicted is not None and fixed.predicted is not None
+    assert with_profile.predicted != fixed.predicted  # the histogram, not the means, is used
+    # all of the profile's inputs at its longest prompt fill the KV cache sooner: fewer tokens/s
+    longest = max(i for i, _, _ in hist)
+    (tmp_path / "long.csv").write_text(f"input_len,output_len,count\n{longest},294,1\n")
+    long = run_case(replace(offline, base_dir=tmp_path, lengths="long.csv"))
+    assert long.predicted is not None and long.predicted < with_profile.predicted
+    missing = run_case(replace(offline, base_dir=tmp_path, lengths="absent.csv"))
+    assert missing.predicted is None and "SVM-019 lengths" in missing.why
+
+
+def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets() -> None:
+    # MLPerf Server reports the highest Poisson rate whose p99 TTFT/TPOT meet the targets and
+    # the latencies at that rate: every Server row (tokens/s and latencies) is a server load
+    rows = [c for c in load_cases() if c.id.startswith("SVM-") and "Server" in c.notes]
+    assert len(rows) == 30
+    for c in rows:
+        assert c.load == "server" and c.rps == 0, c.id
+        assert (c.ttft_p99_target_s, c.tpot_p99_target_s) == (2.0, 0.2), c.id
+    by_id = {c.id: c for c in rows}
+    tokens, ttft, tpot = (run_case(by_id[i]) for i in ("SVM-020", "SVM-022", "SVM-024"))
+    # one deployment: the latency rows are predicted under the tokens/s row's plan, within
+    # the targets
+    assert tokens.plan == ttft.plan == tpot.plan
+    assert ttft.predicted is not None and 0 < ttft.predicted <= 2.0
+    assert tpot.predicted is not None and 0 < tpot.predicted <= 0.2

@@ -54,7 +54,6 @@ from chipwise.limits import (
     MAX_RPS,
     MAX_SEQ_LEN,
     MAX_SERVE_BATCH,
-    read_user_file,
 )
 from chipwise.perf import (
     Breakdown,
@@ -70,6 +69,7 @@ from chipwise.perf import (
 from chipwise.report.chips import offer_to_dict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
 from chipwise.workload.ir import Inference, Primitive, Training, Workload
+from chipwise.workload.lengths import read_lengths
 from chipwise.workload.load import load_workload_model
 
 JSON_SCHEMA_VERSION = 1
@@ -403,41 +403,6 @@ def serving_phase(
         rps=rps or 0.0,
         **engine,
     )
-
-
-# Rows of a --lengths histogram: a few hundred buckets describe any dataset's lengths.
-MAX_ROWS = 100_000
-
-
-def read_lengths(path: Path) -> tuple[tuple[int, int, float], ...]:
-    """A length histogram CSV: ``input_len,output_len[,count]`` with a header row."""
-    import csv
-    import io
-    import itertools
-
-    try:
-        text = read_user_file(path, what="--lengths", error=WorkloadError).decode("utf-8")
-        rows = list(itertools.islice(csv.DictReader(io.StringIO(text, newline="")), MAX_ROWS + 1))
-    except OSError as err:
-        raise WorkloadError(f"--lengths {path}: cannot read it ({err.strerror})") from err
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise WorkloadError(f"--lengths {path}: not a UTF-8 CSV file ({err})") from err
-    if len(rows) > MAX_ROWS:
-        raise WorkloadError(
-            f"--lengths {path} has over {MAX_ROWS:,} rows; a length histogram needs a few "
-            "hundred buckets at most"
-        )
-    try:
-        out = tuple(
-            (int(r["input_len"]), int(r["output_len"]), float(r.get("count") or 1)) for r in rows
-        )
-    except (KeyError, ValueError, TypeError) as err:
-        raise WorkloadError(
-            f"--lengths {path}: need columns input_len,output_len[,count] with numbers"
-        ) from err
-    if not out:
-        raise WorkloadError(f"--lengths {path}: no rows")
-    return out
 
 
 def _plan_from(

@@ -49,6 +49,7 @@ from chipwise.perf import (
 )
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import Inference, Model, Primitive, Training, TransformerSpec, Workload
+from chipwise.workload.lengths import LengthRows, read_lengths
 from chipwise.workload.load import load_workload_model
 
 PUBLIC_CASES = "cases-public.csv"
@@ -120,6 +121,9 @@ class Case:
     tpot_p99_target_s: float = 0.0
     engine: str = "vllm"  # the serving engine (its KV-cache sizing rule); "" in the CSV = vllm
     num_requests: int = 0  # requests in a max_throughput run; 0 = steady state
+    # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
+    # dataset's length profile; it replaces input_len/output_len (which state its means)
+    lengths: str = ""
 
     @property
     def metric_family(self) -> str:
@@ -312,6 +316,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     tpot_p99_target_s=_float(raw.get("tpot_p99_target_s") or ""),
                     engine=(raw.get("engine") or "").strip() or "vllm",
                     num_requests=_int(raw.get("num_requests") or ""),
+                    lengths=(raw.get("lengths") or "").strip(),
                 )
             )
     return tuple(rows)
@@ -361,6 +366,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
                 ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
                 engine=case.engine, num_requests=case.num_requests,
+                lengths=_lengths(case),
             )  # fmt: skip
         else:
             phase = _training(case)
@@ -380,6 +386,13 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     moe = isinstance(model, TransformerSpec) and model.is_moe
     return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind,
                   vendor=chip.vendor, moe=moe)  # fmt: skip
+
+
+def _lengths(case: Case) -> LengthRows:
+    """The row's length histogram (its ``lengths`` file), or () for fixed/log-normal lengths."""
+    if not case.lengths:
+        return ()
+    return read_lengths(case.base_dir / case.lengths, what=f"{case.id} lengths")
 
 
 def _training(case: Case) -> Training:
