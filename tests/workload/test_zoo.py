@@ -44,6 +44,9 @@ ACTIVE = [
     ("deepseek-v3", 37e9, False),
     ("llama4-maverick", 17e9, False),
     ("gpt-oss-120b", 5.13e9, True),
+    ("gpt-oss-20b", 3.61e9, True),
+    ("qwen3-30b-a3b", 3.3e9, False),
+    ("llama4-scout", 17e9, False),
 ]
 
 
@@ -78,6 +81,14 @@ def test_every_config_file_has_a_registry_entry_and_back() -> None:
         ("openai/gpt-oss-120b", "gpt-oss-120b"),
         ("DeepSeek-V3", "deepseek-v3"),
         ("gpt-3", "gpt3-175b"),
+        ("deepseek-ai/DeepSeek-R1", "deepseek-v3"),
+        ("DeepSeek-R1", "deepseek-v3"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+        ("Qwen2.5 7B Instruct", "qwen2.5-7b"),
+        ("meta-llama/Llama-3.2-1B-Instruct", "llama3.2-1b"),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama4-scout"),
+        ("openai/gpt-oss-20b", "gpt-oss-20b"),
+        ("Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b"),
     ],
 )
 def test_aliases_resolve_case_insensitively(alias: str, preset_id: str) -> None:
@@ -110,6 +121,9 @@ def test_aliases_do_not_collide() -> None:
         ("llama4-maverick", 24, 1, 2),  # layers 1, 3, 5, ... (interleave_moe_layer_step = 2)
         ("qwen3-235b-a22b", 94, 0, 1),
         ("mixtral-8x7b", 32, 0, 1),
+        ("llama4-scout", 48, 0, 1),  # interleave_moe_layer_step = 1: every layer
+        ("qwen3-30b-a3b", 48, 0, 1),
+        ("gpt-oss-20b", 24, 0, 1),
     ],
 )
 def test_moe_layer_patterns(preset_id: str, moe_layers: int, first_dense: int, step: int) -> None:
@@ -131,3 +145,18 @@ def test_architecture_flags_from_the_families() -> None:
     assert load_preset("gemma3-12b").tied_embeddings
     assert load_preset("llama4-maverick").n_shared_experts == 1
     assert load_preset("gpt2").learned_positions == 1024
+
+
+def test_new_zoo_entries_read_their_family_features() -> None:
+    # Llama 3.2 ties input and output embeddings (config: tie_word_embeddings true)
+    assert load_preset("llama3.2-1b").tied_embeddings
+    assert load_preset("llama3.2-3b").tied_embeddings
+    assert not load_preset("qwen3-32b").tied_embeddings
+    # Qwen2.5 ships sliding_window 131072 with use_sliding_window false: no window
+    assert load_preset("qwen2.5-72b").sliding_window == 0
+    # gpt-oss-20b: layer_types alternate 128-token windows and full attention
+    spec = load_preset("gpt-oss-20b")
+    assert (spec.sliding_window, spec.sliding_window_pattern) == (128, 2)
+    # Llama 4 Scout: every layer MoE, 16 experts top-1, one shared expert
+    scout = load_preset("llama4-scout")
+    assert (scout.n_experts, scout.experts_per_token, scout.n_shared_experts) == (16, 1, 1)

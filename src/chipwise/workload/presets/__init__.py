@@ -67,6 +67,16 @@ PRESETS: tuple[Preset, ...] = (
         title="Llama 3.1 405B",
         aliases=("llama3.1-405b", "meta-llama/Llama-3.1-405B", "meta-llama/Meta-Llama-3.1-405B"),
     ),
+    Preset(
+        id="llama3.2-1b",
+        title="Llama 3.2 1B",
+        aliases=("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+    ),
+    Preset(
+        id="llama3.2-3b",
+        title="Llama 3.2 3B",
+        aliases=("meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct"),
+    ),
     Preset(id="mistral-7b", title="Mistral 7B v0.1", aliases=("mistralai/Mistral-7B-v0.1",)),
     Preset(
         id="mixtral-8x7b",
@@ -84,6 +94,24 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("google/gemma-3-12b-pt", "google/gemma-3-12b-it"),
     ),
     Preset(
+        id="qwen2.5-7b",
+        title="Qwen2.5 7B",
+        aliases=("qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"),
+    ),
+    Preset(
+        id="qwen2.5-72b",
+        title="Qwen2.5 72B",
+        aliases=("qwen2.5-72b-instruct", "Qwen/Qwen2.5-72B", "Qwen/Qwen2.5-72B-Instruct"),
+    ),
+    Preset(id="qwen3-8b", title="Qwen3 8B", aliases=("Qwen/Qwen3-8B",)),
+    Preset(id="qwen3-14b", title="Qwen3 14B", aliases=("Qwen/Qwen3-14B",)),
+    Preset(id="qwen3-32b", title="Qwen3 32B", aliases=("Qwen/Qwen3-32B",)),
+    Preset(
+        id="qwen3-30b-a3b",
+        title="Qwen3 30B-A3B",
+        aliases=("qwen3-30b", "Qwen/Qwen3-30B-A3B"),
+    ),
+    Preset(
         id="qwen3-235b-a22b",
         title="Qwen3 235B-A22B",
         aliases=("qwen3-235b", "Qwen/Qwen3-235B-A22B"),
@@ -91,9 +119,27 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         id="deepseek-v3",
         title="DeepSeek-V3 671B",
-        aliases=("deepseek-v3-671b", "deepseek3-671b", "deepseek-ai/DeepSeek-V3"),
+        aliases=(
+            "deepseek-v3-671b",
+            "deepseek3-671b",
+            "deepseek-ai/DeepSeek-V3",
+            # DeepSeek-R1 is post-trained from DeepSeek-V3-Base: its config.json has the
+            # same architecture keys (see the config's _source)
+            "deepseek-r1",
+            "deepseek-ai/DeepSeek-R1",
+        ),
     ),
+    Preset(id="gpt-oss-20b", title="gpt-oss-20b", aliases=("openai/gpt-oss-20b",)),
     Preset(id="gpt-oss-120b", title="gpt-oss-120b", aliases=("openai/gpt-oss-120b",)),
+    Preset(
+        id="llama4-scout",
+        title="Llama 4 Scout 17B-16E (text)",
+        aliases=(
+            "llama4-17b-16e",
+            "meta-llama/Llama-4-Scout-17B-16E",
+            "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        ),
+    ),
     Preset(
         id="llama4-maverick",
         title="Llama 4 Maverick 17B-128E (text)",
