@@ -89,6 +89,12 @@ def test_every_config_file_has_a_registry_entry_and_back() -> None:
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama4-scout"),
         ("openai/gpt-oss-20b", "gpt-oss-20b"),
         ("Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b"),
+        ("google/gemma-2-27b-it", "gemma2-27b"),
+        ("google/gemma-3-27b-it", "gemma3-27b"),
+        ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-3"),
+        ("mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
+        ("microsoft/phi-4", "phi-4"),
+        ("deepseek-ai/DeepSeek-V2-Lite", "deepseek-v2-lite"),
     ],
 )
 def test_aliases_resolve_case_insensitively(alias: str, preset_id: str) -> None:
@@ -124,6 +130,7 @@ def test_aliases_do_not_collide() -> None:
         ("llama4-scout", 48, 0, 1),  # interleave_moe_layer_step = 1: every layer
         ("qwen3-30b-a3b", 48, 0, 1),
         ("gpt-oss-20b", 24, 0, 1),
+        ("deepseek-v2-lite", 26, 1, 1),  # first_k_dense_replace = 1
     ],
 )
 def test_moe_layer_patterns(preset_id: str, moe_layers: int, first_dense: int, step: int) -> None:
@@ -160,3 +167,34 @@ def test_new_zoo_entries_read_their_family_features() -> None:
     # Llama 4 Scout: every layer MoE, 16 experts top-1, one shared expert
     scout = load_preset("llama4-scout")
     assert (scout.n_experts, scout.experts_per_token, scout.n_shared_experts) == (16, 1, 1)
+
+
+def test_gemma_sliding_window_patterns() -> None:
+    # Gemma 2: local and global layers alternate (global on odd layer indices)
+    for preset_id in ("gemma2-9b", "gemma2-27b"):
+        spec = load_preset(preset_id)
+        assert (spec.sliding_window, spec.sliding_window_pattern) == (4096, 2)
+        assert spec.tied_embeddings
+    # Gemma 3: every 6th layer global, 1024-token windows elsewhere
+    spec = load_preset("gemma3-27b")
+    assert (spec.sliding_window, spec.sliding_window_pattern) == (1024, 6)
+    # Mistral NeMo / Small 3 set sliding_window null: full attention everywhere
+    assert load_preset("mistral-nemo-12b").sliding_window == 0
+    assert load_preset("mistral-small-3").sliding_window == 0
+
+
+def test_deepseek_v2_lite_mla_without_query_compression() -> None:
+    spec = load_preset("deepseek-v2-lite")
+    assert spec.uses_mla and spec.q_lora_rank == 0  # q_lora_rank null: a direct W_q
+    assert (spec.n_experts, spec.experts_per_token, spec.n_shared_experts) == (64, 6, 2)
+    # Active parameters counted by hand from arXiv 2405.04434 Appendix B: per-layer MLA
+    # attention (W_q, W_kv_down incl. the rope key, W_kv_up, W_o), one dense MLP, 26 MoE
+    # layers of 6 routed + 2 shared experts and a router, the LM head; no input embedding.
+    d, h, layers = 2048, 16, 27
+    attention = d * h * 192 + d * (512 + 64) + 512 * h * (128 + 128) + h * 128 * d
+    expert = 3 * d * 1408
+    by_hand = layers * attention + 3 * d * 10944 + 26 * (8 * expert + d * 64) + 102400 * d
+    active = accounting.params_active(spec) - accounting.embedding_params(spec)
+    assert active == pytest.approx(by_hand, rel=1e-3)
+    # the paper states 2.4B to two significant figures
+    assert round(active / 1e9, 1) in (2.4, 2.5)

@@ -79,6 +79,25 @@ PRESETS: tuple[Preset, ...] = (
     ),
     Preset(id="mistral-7b", title="Mistral 7B v0.1", aliases=("mistralai/Mistral-7B-v0.1",)),
     Preset(
+        id="mistral-nemo-12b",
+        title="Mistral NeMo 12B",
+        aliases=(
+            "mistral-nemo",
+            "mistralai/Mistral-Nemo-Base-2407",
+            "mistralai/Mistral-Nemo-Instruct-2407",
+        ),
+    ),
+    Preset(
+        id="mistral-small-3",
+        title="Mistral Small 3 (24B)",
+        aliases=(
+            "mistral-small-24b",
+            "mistralai/Mistral-Small-24B-Base-2501",
+            "mistralai/Mistral-Small-24B-Instruct-2501",
+        ),
+    ),
+    Preset(id="phi-4", title="Phi-4 (14B)", aliases=("phi4", "microsoft/phi-4")),
+    Preset(
         id="mixtral-8x7b",
         title="Mixtral 8x7B",
         aliases=("mixtral", "mistralai/Mixtral-8x7B-v0.1"),
@@ -92,6 +111,19 @@ PRESETS: tuple[Preset, ...] = (
         id="gemma3-12b",
         title="Gemma 3 12B (text)",
         aliases=("google/gemma-3-12b-pt", "google/gemma-3-12b-it"),
+    ),
+    Preset(
+        id="gemma3-27b",
+        title="Gemma 3 27B (text)",
+        aliases=("google/gemma-3-27b-pt", "google/gemma-3-27b-it"),
+    ),
+    Preset(
+        id="gemma2-9b", title="Gemma 2 9B", aliases=("google/gemma-2-9b", "google/gemma-2-9b-it")
+    ),
+    Preset(
+        id="gemma2-27b",
+        title="Gemma 2 27B",
+        aliases=("google/gemma-2-27b", "google/gemma-2-27b-it"),
     ),
     Preset(
         id="qwen2.5-7b",
@@ -128,6 +160,11 @@ PRESETS: tuple[Preset, ...] = (
             "deepseek-r1",
             "deepseek-ai/DeepSeek-R1",
         ),
+    ),
+    Preset(
+        id="deepseek-v2-lite",
+        title="DeepSeek-V2-Lite 16B",
+        aliases=("deepseek-v2-lite-16b", "deepseek-ai/DeepSeek-V2-Lite"),
     ),
     Preset(id="gpt-oss-20b", title="gpt-oss-20b", aliases=("openai/gpt-oss-20b",)),
     Preset(id="gpt-oss-120b", title="gpt-oss-120b", aliases=("openai/gpt-oss-120b",)),
