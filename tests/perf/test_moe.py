@@ -132,6 +132,26 @@ def test_grouped_gemm_of_small_experts_is_much_less_efficient_than_one_big_gemm(
     assert model.op_time(small).seconds > 5 * model.op_time(big).seconds
 
 
+def test_experts_gemms_share_the_sms_on_transformer_engines_streams() -> None:
+    from chipwise.perf.ops.gpu import TE_GEMM_STREAMS, GpuModel
+    from chipwise.workload.ir import Op, OpKind
+
+    def experts(batch: int) -> Op:
+        m, n, k = 2560, 2048, 128  # K too short to split: 160 tiles, 2 waves on 132 SMs
+        return Op(name="expert_up", kind=OpKind.MATMUL, flops=2.0 * batch * m * n * k,
+                  bytes_read=batch * (m * k + k * n) * 2.0, bytes_written=batch * m * n * 2.0,
+                  mnk=(m, n, k), batch=batch, grouped=True)  # fmt: skip
+
+    model = GpuModel(H100)
+    one_set = model.op_time(experts(TE_GEMM_STREAMS)).compute_s
+    two_sets = model.op_time(experts(2 * TE_GEMM_STREAMS)).compute_s
+    alone = model.op_time(experts(1)).compute_s
+    # 4 x 160 tiles pack into 5 waves together, not 4 x 2 one expert at a time...
+    assert one_set < 0.7 * TE_GEMM_STREAMS * alone
+    # ...and twice as many experts take two such sets
+    assert two_sets == pytest.approx(2 * one_set)
+
+
 def test_fp8_gemm_inputs_are_saved_in_fp8_on_gpus_only() -> None:
     from chipwise.perf.plan.memory import train_memory
 

@@ -33,8 +33,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the CUDA cores / vector units (``vector_flops_per_s``).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
 - **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
-  Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding and wave
-  quantisation apply per expert (tokens per expert = T k / E rows), and each pays a launch.
+  Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding applies per
+  expert (tokens per expert = T k / E rows). Transformer Engine issues those GEMMs round-robin
+  on ``TE_GEMM_STREAMS`` CUDA streams, so that many run at once and share the SMs: waves
+  are counted over the tiles of each such set of experts, and each set pays one launch.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -110,6 +112,12 @@ TILE_K = 64  # K step of one main-loop iteration (CUTLASS tk for 16-bit types); 
 K_FILL = 2 * TILE_K
 SPLIT_K_FACTORS = (1, 2, 3, 4, 6, 8, 12, 16)
 PARTIAL_SUM_BYTES = 4.0  # split-K partial products are fp32
+# Concurrent per-expert GEMMs: Transformer Engine's grouped GEMM (GroupedLinear ->
+# general_grouped_gemm -> nvte_multi_stream_cublas_gemm) puts GEMM i on compute stream
+# i mod 4 (transformer_engine/common/util/multi_stream.cpp: get_num_compute_streams()
+# returns the constant num_compute_streams = 4), so up to 4 experts' tiles fill the SMs
+# together instead of each expert's last wave running alone.
+TE_GEMM_STREAMS = 4
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -262,12 +270,24 @@ class GpuModel(PerfModel):
             # leaves SMs idle in its last wave and pays its own launch
             m, n, k = op.mnk
             e = op.batch
-            g = self._plan_gemm(m, n, k, 1, peak, n_bytes / e, eff.gemm_fraction(op.dtype))
-            r = Roof(compute_s=e * g.compute_s, memory_s=e * g.memory_s,
-                     overhead_s=e * eff.launch_overhead_s)  # fmt: skip
+            frac = eff.gemm_fraction(op.dtype)
+            g = self._plan_gemm(m, n, k, 1, peak, n_bytes / e, frac)
+            # the kernel cuBLAS picks for one expert, run TE_GEMM_STREAMS experts at a time
+            full, rest = divmod(e, TE_GEMM_STREAMS)
+            sets = [(TE_GEMM_STREAMS, full)] + ([(rest, 1)] if rest else [])
+            compute_s = 0.0
+            for width, count in sets:
+                if count:
+                    c = gemm_candidate(chip, eff, (m, n, k, width), g.tile, g.split_k, peak,
+                                       width * n_bytes / e, frac)  # fmt: skip
+                    compute_s += count * c.compute_s
+            launches = full + (1 if rest else 0)
+            r = Roof(compute_s=compute_s, memory_s=e * g.memory_s,
+                     overhead_s=launches * eff.launch_overhead_s)  # fmt: skip
             notes.append(
                 f"grouped GEMM, {e} experts of {m}x{n}x{k}: tile {g.tile[0]}x{g.tile[1]}, "
-                f"{g.tiles} tiles in {g.waves} wave(s) each, utilisation {g.utilisation:.2f}"
+                f"{g.tiles} tiles each, {min(e, TE_GEMM_STREAMS)} experts at a time "
+                f"({TE_GEMM_STREAMS} streams)"
             )
         elif op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
