@@ -380,3 +380,24 @@ def test_a_finite_max_throughput_run_never_beats_the_endless_backlog_and_holds_a
     assert one_and_half.engine is not None
     assert 0.75 * rate < one_and_half.engine.output_tokens_per_s < rate
     assert many.engine.output_tokens_per_s == pytest.approx(rate, rel=0.01)
+
+
+def test_short_prompts_share_a_step_so_the_prefill_queue_counts_tokens_not_prompts() -> None:
+    """A step carries up to ``max_num_tokens`` prompt tokens from as many prompts as fit:
+    at 200-token prompts, 20 arrivals per second with 100 ms steps use about half of the
+    8k-token prefill room (a queue counting one prompt per step would be at twice its
+    capacity, its TTFT unbounded)."""
+
+    def step(b: float, ctx: float, chunk: float, lin: float) -> float:
+        del b, ctx, lin
+        return 0.08 + 0.02 * chunk / 8192  # 80 ms decode, up to 100 ms with a full chunk
+
+    lens = lengths_of(Inference(input_len=200, output_len=200))
+    engine = Engine(step, lens, prefill_tokens_fraction=1.0, max_num_seqs=1024,
+                    max_num_tokens=8192, kv_capacity_tokens=1e9)  # fmt: skip
+    st = engine.solve("rps", 20.0)
+    assert not st.saturated and math.isfinite(st.ttft_p99_s)
+    # the wait is a fraction of a step, the prompt's own service one step
+    assert st.ttft_p99_s < 3 * st.prefill_s
+    # and it still grows with the rate
+    assert engine.solve("rps", 40.0).ttft_p99_s > st.ttft_p99_s

@@ -78,6 +78,9 @@ MAX_NUM_SEQS_DEFAULT = 256
 # max_batch_size defaults to 2048 (TensorRT-LLM LLM API / trtllm-serve BuildConfig), the
 # batch trtllm-bench and MLPerf Offline submissions run at when the KV cache allows.
 MAX_THROUGHPUT_MAX_SEQS = 2048
+# TensorRT-LLM has no separate online default: the same max_batch_size 2048 bounds the
+# running batch of trtllm-serve under any load (vLLM's 256 is a vLLM argument).
+ENGINE_MAX_NUM_SEQS = {"trtllm": MAX_THROUGHPUT_MAX_SEQS}
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
@@ -329,24 +332,33 @@ class Engine:
         service = self.prefill_service(rate.b, inputs)
         w = lens.weights
         es = float(w @ service)
-        es2 = float(w @ (service * service))
         decode_s = self.l_out * rate.step_s
+        # What a prompt occupies of the prefill slot, for the queue: its tokens' share of
+        # full steps. A step carries up to ``room`` prompt tokens from as many prompts as
+        # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
+        # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
+        # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
+        dec = 0.0 if self.disaggregated else rate.b
+        room = max(1.0, self.budget - dec)
+        work = inputs * (self.step(dec, self.ctx, room, self.l_in) / room)
         if self.disaggregated:
             service = service + inputs * self.kv_transfer_s_per_token
             es = float(w @ service)
-            es2 = float(w @ (service * service))
+            work = work + inputs * self.kv_transfer_s_per_token
             x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
         else:
             x_pool = x
+        ew = float(w @ work)
+        ew2 = float(w @ (work * work))
         if load == "concurrency" and limit == "concurrency" and not self.disaggregated:
             # below the engine's limits a prompt waits only for the prompts being prefilled
-            rho, wait_mean = _closed_loop_wait(x_pool, es, es2, value)
+            rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
             wait_mean = max(0.0, value / x - decode_s - es)
-            rho = min(0.999, x_pool * es) if wait_mean > 0 else 0.0
+            rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif load == "rps" and not saturated:
-            rho = min(0.999, x_pool * es)
-            wait_mean = x_pool * es2 / (2 * (1 - rho))
+            rho = min(0.999, x_pool * ew)
+            wait_mean = x_pool * ew2 / (2 * (1 - rho))
         else:
             # offline / saturated: the queue is the backlog; service only is reported
             rho, wait_mean = 0.0, 0.0
@@ -463,6 +475,7 @@ def _ndtr(z: FloatArray) -> FloatArray:
 
 
 __all__ = [
+    "ENGINE_MAX_NUM_SEQS",
     "ENGINE_MEMORY_UTILIZATION",
     "KV_FREE_MEMORY_FRACTION",
     "MAX_NUM_SEQS_DEFAULT",

@@ -45,6 +45,7 @@ from chipwise.perf.ops.layers import (
 from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
 from chipwise.perf.plan.parallel import Group, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
+    ENGINE_MAX_NUM_SEQS,
     ENGINE_MEMORY_UTILIZATION,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_SEQS_DEFAULT,
@@ -338,7 +339,9 @@ class ServeModel(StepTimer):
         timer = self.engine_timer(plan, kv_dtype)
         lengths = lengths_of(phase)
         default_seqs = (
-            MAX_THROUGHPUT_MAX_SEQS if phase.load == "max_throughput" else MAX_NUM_SEQS_DEFAULT
+            MAX_THROUGHPUT_MAX_SEQS
+            if phase.load == "max_throughput"
+            else ENGINE_MAX_NUM_SEQS.get(phase.engine, MAX_NUM_SEQS_DEFAULT)
         )
         capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
         if phase.load not in ("concurrency", "rps", "max_throughput"):
