@@ -195,7 +195,7 @@ def test_a_disaggregated_pick_shows_its_prefill_and_decode_pools(page: Any) -> N
     page.fill("#input-len", "8192")
     page.fill("#rps", "10")
     page.fill("#ttft", "2000")
-    page.fill("#tpot", "30")
+    page.fill("#tpot", "20")
     page.check('input[name="chip"][value="h100-sxm"]')
     page.click("#advise")
     page.wait_for_selector("body[data-answered=true]", timeout=ADVISE_TIMEOUT_MS)

@@ -56,8 +56,18 @@ def list_workloads(
     table = _compact_table("Model zoo")
     for column in ("id", "model", "type", "params", "active"):
         right = column in ("params", "active")
-        table.add_column(column, justify="right" if right else "left", no_wrap=column != "model")
-    table.add_column("aliases", overflow="fold")  # one per line
+        table.add_column(
+            column,
+            justify="right" if right else "left",
+            no_wrap=column != "model",
+            max_width=16 if column == "model" else None,  # titles wrap; ids and aliases never
+        )
+    # one per line, never cut: the title column wraps instead
+    table.add_column(
+        "aliases",
+        overflow="fold",
+        min_width=max(len(a) for p in PRESETS for a in p.aliases[:2] if "/" not in a),
+    )
     for m in models:
         table.add_row(
             m["id"],
