@@ -238,9 +238,12 @@ def test_tpot_rises_with_the_decode_batch_and_the_context(
     def static_tpot(batch: int, lin: int) -> float:
         return s.serve(Plan(), batch=batch, input_len=lin, output_len=256).tpot_s
 
+    # The per-shape GEMM tile choice (waves, split-K) is not monotone in M: a few more rows
+    # can land on a better tile by up to ~1 % (b=166 -> 174 at a 16-token prompt: -0.75 %),
+    # as cuBLAS's per-shape heuristics do; beyond that, more sequences never run faster.
     for tpot in (engine_tpot, static_tpot):
         base = tpot(b, input_len)
-        assert tpot(b + db, input_len) >= base * 0.999
+        assert tpot(b + db, input_len) >= base * 0.99
         assert tpot(b, input_len + longer) >= base * 0.999
 
 
