@@ -60,7 +60,9 @@ MEMORY_ELEMENTS = {  # fp32 elements per buffer
     ("accelerator", False): (2**12, 2**15, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28),
     ("accelerator", True): (2**18, 2**22),
     ("cpu", False): (2**10, 2**12, 2**14, 2**16, 2**18, 2**20, 2**22, 2**24),
-    ("cpu", True): (2**10, 2**14),
+    # 4 KiB (launch-bound) and 4 MiB (~1 ms): 1024x apart, so noisy 2-core CI runners
+    # still see the time grow with size (2**14 was inside the noise; calibrate then failed).
+    ("cpu", True): (2**10, 2**20),
 }
 ATTENTION_SHAPES = {  # (B, H, S, Dh)
     ("accelerator", False): ((8, 16, 1024, 128), (4, 16, 4096, 128)),
