@@ -115,6 +115,15 @@ EP_COMM_OVERLAP = True
 # (ops.gpu.TE_GEMM_STREAMS; 6.6 ms before). The other GPU MoE rows (fitted on all 25 it was
 # 6.4 ms) test it out of sample (validate/data/in_sample.toml).
 MOE_LAYER_HOST_S = 6.9e-3
+# Bytes per parameter of the gradients a GPU job reduces over data parallelism when it
+# trains in bf16 (or fp8, whose weights are bf16): fp32. Megatron-LM forces it ("bfloat16
+# requires gradient accumulation and all-reduce to be done in fp32", arguments.py: bf16 sets
+# accumulate_allreduce_grads_in_fp32 at 285068c8 (2023-01), f2e5db402c (2024-07) and
+# d98e8a64dd (2026-08)); Megatron-Bridge's recipe defaults set ddp.grad_reduce_in_fp32=True
+# (src/megatron/bridge/recipes/common.py @4ab94dfad). fp16 keeps fp16 gradients (Megatron's
+# flag defaults off without bf16). MaxText on TPUs reduces bf16 gradients (MaxText sharding
+# guide, 'DP arithmetic intensity': 'All reduce size of params (bf16)').
+GPU_BF16_GRAD_REDUCE_BYTES = 4.0
 # Point-to-point activation sends between pipeline stages: Megatron overlaps them only in
 # the interleaved schedule (--overlap-p2p-communication needs vp > 1).
 P2P_OVERLAP_INTERLEAVED = 1.0
@@ -502,7 +511,16 @@ class StepModel(StepTimer):
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers / plan.tp
             grad = ADAPTER_GRAD_BYTES.get(self.training.method, 4.0)
             return p * base, self.lora_params * share * grad
-        return p * WEIGHT_BYTES[key], p * GRAD_BYTES[key]
+        return p * WEIGHT_BYTES[key], p * self._grad_reduce_bytes()
+
+    def _grad_reduce_bytes(self) -> float:
+        """Bytes per parameter of the gradients data parallelism reduces: fp32 ones on a GPU
+        in bf16 or fp8 (``GPU_BF16_GRAD_REDUCE_BYTES``), else the gradients' own dtype."""
+        if self.precision == "fp32":
+            return GRAD_BYTES["fp32"]
+        if self.chip.kind != "tpu" and self.precision != "fp16":
+            return GPU_BF16_GRAD_REDUCE_BYTES
+        return GRAD_BYTES["default"]
 
     def _fsdp(
         self, plan: Plan, g: dict[str, Group], fwd_s: float, bwd_s: float, layers: int
