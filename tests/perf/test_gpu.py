@@ -193,6 +193,18 @@ def test_most_specific_entry_wins() -> None:
     assert "chip gb200" in gb200.basis
 
 
+def test_cdna3_streams_hbm_and_xgmi_below_the_gpu_defaults() -> None:
+    # BabelStream Copy 4.11 of 5.3 TB/s and RCCL busBw 316.8 of 448 GB/s (AZ-MI300X); the
+    # MI325X shares the architecture's figures, the MI355X (CDNA 4) keeps the defaults
+    mi300x, mi325x = efficiency_for(chip("mi300x")), efficiency_for(chip("mi325x"))
+    default = efficiency_for(chip("mi355x"))
+    assert mi300x.hbm_fraction == pytest.approx(4.11 / 5.3, abs=1e-3)
+    assert mi300x.scale_up_fraction == pytest.approx(316.8 / 448, abs=1e-3)
+    assert (mi325x.hbm_fraction, mi325x.scale_up_fraction) == (
+        mi300x.hbm_fraction, mi300x.scale_up_fraction)  # fmt: skip
+    assert default.hbm_fraction > mi300x.hbm_fraction
+
+
 def test_an_unknown_architecture_gets_defaults_and_says_so() -> None:
     odd = dataclasses.replace(H100, id="odd", architecture="future-arch", vendor="nvidia")
     e = efficiency_for(odd)
