@@ -22,7 +22,7 @@ from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x", "mi355x",
+    "b300", "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x", "mi355x",
     "max-1550",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
@@ -33,7 +33,8 @@ REQUIRED_IDS = REQUIRED_GPUS + REQUIRED_TPUS + REQUIRED_ASICS
 ALIASES = [
     ("a100", "a100-sxm-80gb"), ("A100 SXM", "a100-sxm-80gb"), ("A100 PCIe", "a100-pcie-80gb"),
     ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
-    ("B200", "b200"), ("GB200 NVL72", "gb200"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
+    ("B200", "b200"), ("GB200 NVL72", "gb200"), ("B300", "b300"), ("HGX B300", "b300"),
+    ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
     ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
     ("v5p", "tpu-v5p"), ("TPU v5p", "tpu-v5p"), ("TPU v6e", "tpu-v6e"),
@@ -322,3 +323,16 @@ def test_amd_mi3xx_chips_have_a_sourced_scale_out_network() -> None:
         assert out is not None, chip_id
         assert out.bytes_per_s_per_chip == 50e9, chip_id
         assert out.max_chips >= 8192, chip_id
+
+
+def test_blackwell_ultra_keeps_b200_matrix_rates_but_cuts_int8_and_fp64() -> None:
+    """B300 runs bf16/fp8 at B200's dense rates (DGX B300 datasheet) but NVIDIA's HGX B300
+    table cuts INT8 to 2 POPS and FP64 to 10 TF per 8 GPUs; copying B200's INT8 would make
+    int8 serving on B300 look 30x faster than it is."""
+    b200, b300 = chipwise.chip("b200"), chipwise.chip("b300")
+    for dtype in ("bf16", "fp8"):
+        assert b300.peak_flops_per_s(dtype) == b200.peak_flops_per_s(dtype)
+    assert b300.peak_flops_per_s("fp4") > b200.peak_flops_per_s("fp4")
+    assert b300.peak_flops_per_s("int8") < b300.peak_flops_per_s("bf16") / 10
+    assert b300.peak_flops_per_s("fp64") < b200.peak_flops_per_s("fp64") / 10
+    assert b300.hbm_capacity_bytes > b200.hbm_capacity_bytes
