@@ -22,8 +22,8 @@ from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "b300", "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x", "mi355x",
-    "max-1550",
+    "b300", "gb300", "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x",
+    "mi355x", "max-1550",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
 REQUIRED_ASICS = ("gaudi3", "trainium2")
@@ -34,6 +34,7 @@ ALIASES = [
     ("a100", "a100-sxm-80gb"), ("A100 SXM", "a100-sxm-80gb"), ("A100 PCIe", "a100-pcie-80gb"),
     ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
     ("B200", "b200"), ("GB200 NVL72", "gb200"), ("B300", "b300"), ("HGX B300", "b300"),
+    ("GB300 NVL72", "gb300"), ("GB300", "gb300"),
     ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
     ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
@@ -336,3 +337,14 @@ def test_blackwell_ultra_keeps_b200_matrix_rates_but_cuts_int8_and_fp64() -> Non
     assert b300.peak_flops_per_s("int8") < b300.peak_flops_per_s("bf16") / 10
     assert b300.peak_flops_per_s("fp64") < b200.peak_flops_per_s("fp64") / 10
     assert b300.hbm_capacity_bytes > b200.hbm_capacity_bytes
+
+
+def test_gb300_is_blackwell_ultra_in_a_72_gpu_nvlink_domain() -> None:
+    """GB300 NVL72 runs the Blackwell Ultra die at GB200's 16-bit/FP8 clocks, keeps the B300's
+    INT8 cut, and shares one NVLink domain across the rack."""
+    gb200, gb300 = chipwise.chip("gb200"), chipwise.chip("gb300")
+    assert gb300.peak_flops_per_s("bf16") == gb200.peak_flops_per_s("bf16")
+    assert gb300.peak_flops_per_s("fp4") > gb200.peak_flops_per_s("fp4")
+    assert gb300.peak_flops_per_s("int8") < gb300.peak_flops_per_s("bf16") / 10
+    assert gb300.scale_up.domain_chips == 72
+    assert gb300.tdp_w > gb200.tdp_w
