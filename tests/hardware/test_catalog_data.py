@@ -22,8 +22,8 @@ from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "b300", "gb300", "h800", "l4", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x", "mi325x",
-    "mi355x", "max-1550",
+    "b300", "gb300", "h800", "l4", "l40", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x",
+    "mi325x", "mi355x", "max-1550",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
 REQUIRED_ASICS = ("gaudi3", "trainium2")
@@ -34,7 +34,7 @@ ALIASES = [
     ("a100", "a100-sxm-80gb"), ("A100 SXM", "a100-sxm-80gb"), ("A100 PCIe", "a100-pcie-80gb"),
     ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
     ("B200", "b200"), ("GB200 NVL72", "gb200"), ("B300", "b300"), ("HGX B300", "b300"),
-    ("GB300 NVL72", "gb300"), ("GB300", "gb300"),
+    ("GB300 NVL72", "gb300"), ("GB300", "gb300"), ("L40", "l40"), ("L40S", "l40s"),
     ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
     ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
@@ -241,7 +241,8 @@ KNOWN_FEATURES = [
     ("h100-sxm", "media-decode", True), ("h100-sxm", "media-encode", False),
     ("a100-sxm-80gb", "media-encode", False), ("b200", "rt-cores", False),
     ("h200-sxm", "display", False), ("l4", "media-encode", True), ("l4", "rt-cores", True),
-    ("l40s", "rt-cores", True), ("l40s", "media-encode", True), ("rtx-4090", "display", True),
+    ("l40s", "rt-cores", True), ("l40s", "media-encode", True), ("l40", "media-encode", True),
+    ("rtx-4090", "display", True),
     ("rtx-4090", "raster", True), ("rtx-5090", "media-encode", True), ("t4", "rt-cores", True),
     ("mi300x", "media-decode", True), ("mi300x", "media-encode", False),
     ("mi300x", "raster", False), ("gaudi3", "media-decode", True),
@@ -348,3 +349,13 @@ def test_gb300_is_blackwell_ultra_in_a_72_gpu_nvlink_domain() -> None:
     assert gb300.peak_flops_per_s("int8") < gb300.peak_flops_per_s("bf16") / 10
     assert gb300.scale_up.domain_chips == 72
     assert gb300.tdp_w > gb200.tdp_w
+
+
+def test_l40_has_the_l40s_memory_and_half_its_16_bit_tensor_rate() -> None:
+    """NVIDIA's L40/L40S datasheet: same AD102 SMs and 48 GB at 864 GB/s; the L40's dense
+    BF16 is 181 TF against the L40S's 362 (taking one for the other doubles or halves it)."""
+    l40, l40s = chipwise.chip("l40"), chipwise.chip("l40s")
+    assert l40.hbm_bytes_per_s == l40s.hbm_bytes_per_s
+    assert l40.hbm_capacity_bytes == l40s.hbm_capacity_bytes
+    half = l40s.peak_flops_per_s("bf16") / 2
+    assert l40.peak_flops_per_s("bf16") == pytest.approx(half, rel=0.01)
