@@ -22,7 +22,7 @@ from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "b300", "gb300", "h800", "l4", "l40", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x",
+    "b300", "gb300", "h800", "h20", "l4", "l40", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x",
     "mi325x", "mi355x", "max-1550",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
@@ -35,6 +35,7 @@ ALIASES = [
     ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
     ("B200", "b200"), ("GB200 NVL72", "gb200"), ("B300", "b300"), ("HGX B300", "b300"),
     ("GB300 NVL72", "gb300"), ("GB300", "gb300"), ("L40", "l40"), ("L40S", "l40s"),
+    ("H20", "h20"),
     ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
     ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
@@ -359,3 +360,13 @@ def test_l40_has_the_l40s_memory_and_half_its_16_bit_tensor_rate() -> None:
     assert l40.hbm_capacity_bytes == l40s.hbm_capacity_bytes
     half = l40s.peak_flops_per_s("bf16") / 2
     assert l40.peak_flops_per_s("bf16") == pytest.approx(half, rel=0.01)
+
+
+def test_h20_is_a_bandwidth_part_with_a_seventh_of_h100s_tensor_rate() -> None:
+    """The export-compliant H20: more and faster HBM than H100 SXM, about 15 % of its FLOP/s,
+    so decode-bound serving is where it competes."""
+    h20, h100 = chipwise.chip("h20"), chipwise.chip("h100-sxm")
+    assert h20.hbm_bytes_per_s > h100.hbm_bytes_per_s
+    assert h20.hbm_capacity_bytes > h100.hbm_capacity_bytes
+    assert 0.1 < h20.peak_flops_per_s("bf16") / h100.peak_flops_per_s("bf16") < 0.2
+    assert h20.scale_up.bytes_per_s_per_chip == h100.scale_up.bytes_per_s_per_chip
