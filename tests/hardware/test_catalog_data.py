@@ -22,7 +22,8 @@ from chipwise.workload.kinds import NON_ML_KINDS
 
 REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
-    "b300", "gb300", "h800", "h20", "l4", "l40", "l40s", "rtx-4090", "rtx-5090", "mi250x", "mi300x",
+    "b300", "gb300", "h800", "h20", "l4", "l40", "l40s", "rtx-4090", "rtx-5090",
+    "rtx-pro-6000", "mi250x", "mi300x",
     "mi325x", "mi355x", "max-1550",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
@@ -35,7 +36,7 @@ ALIASES = [
     ("H100", "h100-sxm"), ("h100 sxm5", "h100-sxm"), ("H200", "h200-sxm"), ("H800", "h800"),
     ("B200", "b200"), ("GB200 NVL72", "gb200"), ("B300", "b300"), ("HGX B300", "b300"),
     ("GB300 NVL72", "gb300"), ("GB300", "gb300"), ("L40", "l40"), ("L40S", "l40s"),
-    ("H20", "h20"),
+    ("H20", "h20"), ("RTX PRO 6000", "rtx-pro-6000"), ("RTX 5090", "rtx-5090"),
     ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
     ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
@@ -244,7 +245,9 @@ KNOWN_FEATURES = [
     ("h200-sxm", "display", False), ("l4", "media-encode", True), ("l4", "rt-cores", True),
     ("l40s", "rt-cores", True), ("l40s", "media-encode", True), ("l40", "media-encode", True),
     ("rtx-4090", "display", True),
-    ("rtx-4090", "raster", True), ("rtx-5090", "media-encode", True), ("t4", "rt-cores", True),
+    ("rtx-4090", "raster", True), ("rtx-5090", "media-encode", True),
+    ("rtx-pro-6000", "media-encode", True), ("rtx-pro-6000", "rt-cores", True),
+    ("t4", "rt-cores", True),
     ("mi300x", "media-decode", True), ("mi300x", "media-encode", False),
     ("mi300x", "raster", False), ("gaudi3", "media-decode", True),
     ("gaudi3", "general-compute", False), ("trainium2", "general-compute", False),
@@ -370,3 +373,13 @@ def test_h20_is_a_bandwidth_part_with_a_seventh_of_h100s_tensor_rate() -> None:
     assert h20.hbm_capacity_bytes > h100.hbm_capacity_bytes
     assert 0.1 < h20.peak_flops_per_s("bf16") / h100.peak_flops_per_s("bf16") < 0.2
     assert h20.scale_up.bytes_per_s_per_chip == h100.scale_up.bytes_per_s_per_chip
+
+
+def test_rtx_pro_6000_is_the_5090_die_with_96_gb_and_full_rate_fp32_accumulate() -> None:
+    """GB202 with 188 SMs: more memory than any GDDR part in the catalog, and professional
+    tensor rates (FP32 accumulate at the FP16 rate) that are over twice the GeForce 5090's."""
+    pro, rtx = chipwise.chip("rtx-pro-6000"), chipwise.chip("rtx-5090")
+    assert pro.architecture == rtx.architecture == "blackwell-rtx"
+    assert pro.hbm_capacity_bytes == 3 * rtx.hbm_capacity_bytes
+    assert pro.peak_flops_per_s("bf16") > 2 * rtx.peak_flops_per_s("bf16")
+    assert pro.scale_up.topology == "pcie"
