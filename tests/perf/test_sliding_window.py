@@ -11,7 +11,13 @@ import pytest
 from chipwise.errors import WorkloadError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
-from chipwise.perf.ops.layers import Shard, decode_layer_ops, layer_ops
+from chipwise.perf.ops.layers import (
+    Shard,
+    block_overcount,
+    block_pairs,
+    decode_layer_ops,
+    layer_ops,
+)
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.memory import serve_memory, stage_layer_kinds
 from chipwise.perf.plan.parallel import Network
@@ -86,6 +92,35 @@ def test_windowed_layers_attend_to_min_seq_window_keys() -> None:
     a = next(o for o in layer_ops(BASE, sliding=True, **short) if o.kind is OpKind.ATTENTION)
     b = next(o for o in layer_ops(BASE, sliding=False, **short) if o.kind is OpKind.ATTENTION)
     assert a.flops == b.flops  # a window longer than the sequence changes nothing
+
+
+def test_flash_tiles_cover_the_diagonal_and_the_band_of_a_window() -> None:
+    # causal, 4 tiles of 128 a side: the 10 tiles on or below the diagonal, whole
+    assert block_pairs(512, causal=True, window=0, block_q=128, block_kv=128) == 10 * 128**2
+    # a window of 128 crosses two 128-key tiles per query tile (the first has one)
+    assert block_pairs(512, causal=True, window=128, block_q=128, block_kv=128) == 7 * 128**2
+    # no mask: every tile, a partial last one counted whole
+    assert block_pairs(300, causal=False, window=0, block_q=128, block_kv=128) == 300 * 384
+
+
+def test_a_narrow_window_costs_whole_splash_blocks_on_tpu() -> None:
+    kw = {"b": 1, "seq_len": 8192, "shard": Shard(), "precision": "bf16", "moe": False}
+    spec = replace(BASE, sliding_window=128)
+    local = next(o for o in layer_ops(spec, sliding=True, **kw) if o.kind is OpKind.ATTENTION)
+    full = next(o for o in layer_ops(spec, sliding=False, **kw) if o.kind is OpKind.ATTENTION)
+    assert (local.window, local.causal, full.window) == (128, True, 0)
+    # 512-key blocks: each query block needs its own and the previous one, 1024 keys for
+    # a window of 128 (~8x the pairs)
+    logical = 8192 * 128 - 128**2 / 2
+    assert block_overcount(local, 512) == pytest.approx((1 + 2 * 15) * 512**2 / logical)
+    # global attention: its diagonal tiles are inside the measured attention efficiency
+    assert block_overcount(full, 512) == 1.0
+    assert block_overcount(local, 128) == pytest.approx((1 + 2 * 63) * 128**2 / logical)
+    v7 = chip("tpu-v7")
+    t = model_for(v7).op_time(local)
+    assert t.seconds > model_for(v7).op_time(replace(local, window=0, causal=False)).seconds / 4
+    # decode (one query) and other shapes are left alone
+    assert block_overcount(replace(local, mnk=(1, 8192, 64)), 512) == 1.0
 
 
 def test_decode_reads_only_the_window_of_a_sliding_layer() -> None:

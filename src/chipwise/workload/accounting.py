@@ -28,7 +28,8 @@ padding):
   says: ``model_flops_per_token`` is the validation FLOP convention (published TFLOP/s are
   converted to tokens/s with it) and does not change. The performance model
   (``perf/ops/layers.py``) times what runs: a sliding layer's attention covers min(S, window)
-  keys per query and its KV cache holds min(context, window) tokens. Norms, activations,
+  keys per query (in the kernel's whole tiles: ``layers.block_pairs``) and its KV cache
+  holds min(context, window) tokens. Norms, activations,
   softmax and residual adds are not in the headline number (``vector_flops_per_token``
   estimates them for the op mix).
 

@@ -85,6 +85,10 @@ class Op:
     dynamic: bool = False  # a data-dependent shape (recompilation on XLA)
     backward: bool = False  # part of the backward pass
     grouped: bool = False  # ``batch`` GEMMs of different weights (MoE experts), not one bmm
+    # attention only: the mask its kernel skips whole blocks of (a causal mask, a sliding
+    # window of ``window`` keys per query; 0 = every key)
+    causal: bool = False
+    window: int = 0
 
     def __post_init__(self) -> None:
         if self.flops < 0 or self.bytes_read < 0 or self.bytes_written < 0 or self.count < 1:

@@ -9,7 +9,7 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
 - **Achievable peak.** Tensor-core ops run at ``gemm_peak_fraction`` of the dtype's dense peak
   (the measured MAMF of the generation; ``fp8_gemm_peak_fraction`` for fp8 where measured);
   fused attention at ``attention_peak_fraction``, its backward at ``attention_backward_ratio``
-  of that.
+  of that; a sliding window pays for every ``FLASH_BLOCK`` tile its band crosses.
 - **Tile quantisation.** A GEMM is cut into ceil(M/tm) x ceil(N/tn) x batch tiles; a partial
   tile costs a full one.
 - **Wave quantisation.** Tiles run in waves of ``SMs``: waves = ceil(tiles / SMs), and the
@@ -50,6 +50,7 @@ from typing import final
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
 from chipwise.workload.ir import Op, OpKind
 
@@ -121,6 +122,11 @@ TE_GEMM_STREAMS = 4
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
+# Fused attention tiles: FlashAttention-2's forward runs 128 x 128 (query x key) blocks for
+# head dims 32 and 64 (Dao-AILab/flash-attention csrc/flash_attn/src/
+# flash_fwd_launch_template.h, run_mha_fwd_hdim64: Flash_fwd_kernel_traits<64, 128, 128,
+# ...>); a block its mask leaves one pair of is computed whole (layers.block_pairs).
+FLASH_BLOCK = 128
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -304,8 +310,11 @@ class GpuModel(PerfModel):
                 if op.kind is OpKind.ATTENTION
                 else eff.gemm_fraction(op.dtype)
             )
+            blocks = block_overcount(op, FLASH_BLOCK)
+            if blocks > 1.0001:
+                notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")
             r = Roof(
-                compute_s=flops / (peak * frac) if flops else 0.0,
+                compute_s=flops * blocks / (peak * frac) if flops else 0.0,
                 memory_s=n_bytes / bandwidth,
                 overhead_s=eff.launch_overhead_s,
             )

@@ -18,6 +18,7 @@ hits across pipeline stages. Forward ops only; ``backward_ops`` derives the back
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 
 from chipwise.errors import PlanError
 from chipwise.units import dtype_bytes
@@ -172,6 +173,47 @@ def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float
     return s_q * s_kv / 2.0 if causal else float(s_q * s_kv)
 
 
+@cache
+def block_pairs(s: int, *, causal: bool, window: int, block_q: int, block_kv: int) -> float:
+    """Query-key pairs a block-sparse flash kernel computes for one sequence of ``s`` tokens
+    attending to itself: it skips a (block_q x block_kv) tile only when the mask hides all of
+    it, and computes every other tile whole. A causal mask leaves the diagonal tiles half
+    masked; a sliding window narrower than a tile still costs the two or more tiles its band
+    crosses (a window of 128 under 512 x 512 tiles: 1024 keys per query, not 128)."""
+    total = 0
+    for q0 in range(0, s, block_q):
+        q1 = min(s, q0 + block_q) - 1
+        if causal:
+            lo = max(0, q0 - window + 1) if 0 < window < s else 0
+            hi = q1
+        elif 0 < window < s:
+            lo, hi = max(0, q0 - window // 2), min(s - 1, q1 + window // 2)
+        else:
+            lo, hi = 0, s - 1
+        total += (hi // block_kv - lo // block_kv + 1) * block_kv * (q1 - q0 + 1)
+    return float(total)
+
+
+def block_overcount(op: Op, block: int) -> float:
+    """Computed / logical FLOPs of sliding-window attention ``op`` under ``block`` x
+    ``block`` tiles (``block_pairs`` over ``causal_pairs``). 1 for global attention: the
+    attention efficiencies (efficiency.toml) are FlashAttention's published TFLOP/s, which
+    count causal attention's logical FLOPs, so the half-masked diagonal tiles are already
+    in them; a window's band is not. 1 too for other ops and where queries and keys differ
+    in length (decode, context-parallel chunks, chunked prefill)."""
+    if op.kind is not OpKind.ATTENTION or op.mnk is None or block <= 0 or not op.window:
+        return 1.0
+    s_q, s_kv = op.mnk[0], op.mnk[1]
+    if s_q != s_kv or s_q <= 0:
+        return 1.0
+    logical = causal_pairs(s_q, s_kv, causal=op.causal, window=op.window)
+    if logical <= 0:
+        return 1.0
+    computed = block_pairs(s_q, causal=op.causal, window=op.window, block_q=block,
+                           block_kv=block)  # fmt: skip
+    return max(1.0, computed / logical)
+
+
 def layer_window(spec: TransformerSpec, sliding: bool | None) -> int:
     """The attention window of a layer kind: ``spec.sliding_window`` for a sliding layer,
     0 (the whole sequence) for a global one; ``None`` = the kind of the first layer."""
@@ -201,6 +243,8 @@ def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int
         shape=(b, heads, s_q, v_dim),
         mnk=(s_q, s_kv, qk_dim),
         batch=b * heads,
+        causal=spec.causal,
+        window=window if window and window < s_kv else 0,
     )
 
 

@@ -12,6 +12,8 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
 - **Attention on the MXU.** Fused (splash/flash) attention runs QK^T, contracting over the
   qk head dim, and PV, producing the v head dim, on the MXUs: both head dims pad to d, so
   head_dim 64 costs 2x its FLOPs on a 128 MXU and 4x on a 256 MXU, head_dim 128 2x on 256.
+  Splash computes whole ``SPLASH_BLOCK`` x ``SPLASH_BLOCK`` tiles wherever its mask leaves
+  one pair: a sliding window narrower than a tile costs the tiles its band crosses.
   Its backward runs at ``attention_backward_ratio`` of the forward's rate.
 - **Memory tiles.** Arrays live in HBM as (8, 128) tiles of their last two dims (S4), so
   traffic is that of the padded arrays.
@@ -34,10 +36,16 @@ from chipwise.errors import UnsupportedOpError
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, op_bytes, op_flops, timed
 from chipwise.units import DTYPE_BYTES
 from chipwise.workload.ir import Op, OpKind
 
+# Splash attention's query and key/value block sizes, forward and backward: MaxText's
+# defaults sa_block_q = sa_block_kv = sa_block_q_dkv = ... = 512 (AI-Hypercomputer/maxtext
+# src/MaxText/configs/base.yml @003b4169, "Splash attention block sizes"). The kernel skips
+# only blocks its mask hides entirely (layers.block_pairs).
+SPLASH_BLOCK = 512
 DEFAULT_MXU_DIM = 128  # v2-v5p MXU side (hardware.md TPU table), if the catalog lacks it
 TILE_SUBLANES = 8  # HBM/VMEM tile is (8, 128) 32-bit words (S4, "TPU memory layout")
 TILE_LANES = 128
@@ -147,7 +155,10 @@ class TpuModel(PerfModel):
             traffic = n_bytes
             if op.kind is OpKind.ATTENTION:
                 frac = eff.attention_fraction(backward=op.backward)
-                work = flops * self.attention_padding(op)
+                blocks = block_overcount(op, SPLASH_BLOCK)
+                work = flops * self.attention_padding(op) * blocks
+                if blocks > 1.0001:
+                    notes.append(f"splash blocks of {SPLASH_BLOCK}: {blocks:.2f}x the FLOPs")
             else:
                 frac = eff.gemm_fraction(op.dtype)
                 if op.mnk is not None and all(op.mnk):
