@@ -21,6 +21,7 @@ Bound = Literal["compute", "memory", "overhead", "communication"]
 Recompute = Literal["none", "selective", "full"]
 # The dtype of the kept weights and Adam moments (see Plan.states).
 States = Literal["fp32", "bf16"]
+GradReduce = Literal["", "fp32", "bf16"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +96,15 @@ class Plan:
     are regrouped as ``etp x ep x edp`` for the experts, so expert parallelism can fold over
     the tensor-parallel ranks (EP32 on dp=16 x tp=2 with etp=1). 0 = automatic: 1 when
     ``ep`` > 1, else ``tp`` (see ``expert_tp``).
+
+    Two framework settings a published recipe may state (the planner never searches them):
+    ``grad_reduce`` is the dtype data parallelism reduces gradients in, ``fp32`` or ``bf16``
+    (Megatron ``ddp.grad_reduce_in_fp32``; "" = the framework default: fp32 on GPUs in bf16
+    or fp8, the gradients' own dtype on TPUs); ``a2a_overlap`` is whether expert all-to-alls
+    hide behind another micro-batch's compute (Megatron ``overlap_moe_expert_parallel_comm``,
+    Megatron-Bridge ``moe_a2a_overlap``): 1 on, 0 off, -1 = chipwise's default
+    (``step.train.EP_COMM_OVERLAP``). Either way the schedule must allow it (pp = 1 with
+    at least two micro-batches, or vp > 1).
     """
 
     dp: int = 1
@@ -108,10 +118,12 @@ class Plan:
     recompute: Recompute = "none"
     etp: int = 0
     states: States = "fp32"
+    grad_reduce: GradReduce = ""
+    a2a_overlap: int = -1
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if f.name not in ("recompute", "etp", "states") and getattr(self, f.name) < 1:
+            if f.name not in _NOT_COUNTS and getattr(self, f.name) < 1:
                 raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
         if self.etp < 0:
             raise PlanError(f"plan: etp must be >= 1 (or 0 = automatic), got {self.etp}")
@@ -119,6 +131,10 @@ class Plan:
             raise PlanError(f"plan: recompute must be none|selective|full, got {self.recompute}")
         if self.states not in ("fp32", "bf16"):
             raise PlanError(f"plan: states must be fp32|bf16, got {self.states}")
+        if self.grad_reduce not in ("", "fp32", "bf16"):
+            raise PlanError(f"plan: grad_reduce must be fp32|bf16, got {self.grad_reduce}")
+        if self.a2a_overlap not in (-1, 0, 1):
+            raise PlanError(f"plan: a2a_overlap must be 0|1, got {self.a2a_overlap}")
 
     @property
     def chips(self) -> int:
@@ -138,8 +154,8 @@ class Plan:
         parts = [
             f"{f.name}={getattr(self, f.name)}"
             for f in fields(self)
-            # automatic etp and the default fp32 states are left out
-            if (f.name != "etp" or self.etp) and (f.name != "states" or self.states != "fp32")
+            # automatic etp, the default fp32 states and unstated recipe settings are left out
+            if getattr(self, f.name) != _UNSTATED.get(f.name)
         ]
         return ",".join(parts)
 
@@ -157,6 +173,9 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}
+# Plan fields that are not chip counts, and the values __str__ leaves out.
+_NOT_COUNTS = ("recompute", "etp", "states", "grad_reduce", "a2a_overlap")
+_UNSTATED: dict[str, object] = {"etp": 0, "states": "fp32", "grad_reduce": "", "a2a_overlap": -1}
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
 # micro-batch is at most the largest global batch; virtual stages split at most the layers.
 _PLAN_MAX: dict[str, int] = {
@@ -178,7 +197,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             "'tp=8,pp=2'"
         )
     for part in filter(None, (p.strip() for p in text.split(","))):
-        m = re.fullmatch(r"([a-z]+)\s*=\s*([A-Za-z0-9]+)", part)
+        m = re.fullmatch(r"([a-z][a-z0-9_]*)\s*=\s*([A-Za-z0-9]+)", part)
         if not m:
             raise PlanError(f"plan: cannot read {part!r}; write key=value, e.g. 'tp=8'")
         key, raw = m.groups()
@@ -186,8 +205,12 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
         if key in values:
             raise PlanError(f"plan: {key} is given twice; give each key once")
-        if key in ("recompute", "states"):
+        if key in ("recompute", "states", "grad_reduce"):
             values[key] = raw
+        elif key == "a2a_overlap":
+            if raw not in ("0", "1"):
+                raise PlanError(f"plan: a2a_overlap must be 0 (off) or 1 (on), got {raw!r}")
+            values[key] = int(raw)
         else:
             try:
                 number = int(raw)

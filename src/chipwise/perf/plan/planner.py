@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.perf.base import (
@@ -56,6 +57,9 @@ def divisors(n: int) -> list[int]:
 LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
 # How the layout is run rather than where ranks sit: free unless a plan names them.
 SCHEDULE_KEYS = ("vp", "microbatch", "recompute", "states")
+# Framework settings a recipe states (``Plan.grad_reduce``, ``Plan.a2a_overlap``): kept when
+# named, else the framework default; the planner does not search them.
+RECIPE_KEYS = ("grad_reduce", "a2a_overlap")
 
 
 def given_keys(text: str) -> dict[str, int | str]:
@@ -92,7 +96,7 @@ def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
             f"plan {text!r} uses fsdp*tp*pp*cp = {used} chips, which does not divide "
             f"--chips {chips}; choose axes whose product divides {chips}"
         )
-    for k in SCHEDULE_KEYS:
+    for k in (*SCHEDULE_KEYS, *RECIPE_KEYS):
         if k in keys:
             fixed[k] = keys[k]
     if "etp" in keys:  # the experts' tensor parallelism, only when named (else automatic)
@@ -160,6 +164,7 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
         return values
 
     etp = int(fixed.get("etp", 0))
+    recipe: dict[str, Any] = {k: fixed[k] for k in RECIPE_KEYS if k in fixed}
     tps = allowed("tp", [t for t in divisors(chips) if t <= min(domain, MAX_TP)
                          and spec.n_heads % t == 0])  # fmt: skip
     for tp in tps:
@@ -194,7 +199,7 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
                                 if per_rank % mb:
                                     continue
                                 yield Plan(dp=dp, fsdp=fsdp, tp=tp, pp=pp, cp=cp, ep=ep, vp=vp,
-                                           microbatch=mb, etp=etp)  # fmt: skip
+                                           microbatch=mb, etp=etp, **recipe)  # fmt: skip
 
 
 def _expert_parallel_sizes(experts: int, tp: int, cp: int, data: int, etp: int) -> list[int]:

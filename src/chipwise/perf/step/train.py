@@ -157,8 +157,11 @@ def ep_comm_overlaps(plan: Plan, microbatches: int, chip: Chip | None = None) ->
     micro-batch with the backward of another without pipelining (pp = 1, at least two
     micro-batches) or with an interleaved pipeline (vp > 1); DeepSeek-V3's DualPipe does
     the same on its bidirectional pipeline. A plain 1F1B pipeline (pp > 1, vp = 1) cannot.
-    On TPUs (MaxText) the all-to-all sits on the layer's critical path: no such schedule."""
-    if not EP_COMM_OVERLAP or (chip is not None and chip.kind == "tpu"):
+    On TPUs (MaxText) the all-to-all sits on the layer's critical path: no such schedule.
+    A plan that states ``a2a_overlap`` (a recipe's ``moe_a2a_overlap``) overrides
+    ``EP_COMM_OVERLAP``; the schedule must still allow it."""
+    wanted = EP_COMM_OVERLAP if plan.a2a_overlap < 0 else bool(plan.a2a_overlap)
+    if not wanted or (chip is not None and chip.kind == "tpu"):
         return False
     return (plan.pp == 1 and microbatches >= 2) or plan.vp > 1
 
@@ -511,11 +514,14 @@ class StepModel(StepTimer):
             share = layers_per_stage(self.spec.n_layers, plan.pp) / self.spec.n_layers / plan.tp
             grad = ADAPTER_GRAD_BYTES.get(self.training.method, 4.0)
             return p * base, self.lora_params * share * grad
-        return p * WEIGHT_BYTES[key], p * self._grad_reduce_bytes()
+        return p * WEIGHT_BYTES[key], p * self._grad_reduce_bytes(plan)
 
-    def _grad_reduce_bytes(self) -> float:
-        """Bytes per parameter of the gradients data parallelism reduces: fp32 ones on a GPU
-        in bf16 or fp8 (``GPU_BF16_GRAD_REDUCE_BYTES``), else the gradients' own dtype."""
+    def _grad_reduce_bytes(self, plan: Plan) -> float:
+        """Bytes per parameter of the gradients data parallelism reduces: the plan's stated
+        ``grad_reduce`` dtype, else fp32 ones on a GPU in bf16 or fp8
+        (``GPU_BF16_GRAD_REDUCE_BYTES``), else the gradients' own dtype."""
+        if plan.grad_reduce:
+            return GRAD_BYTES["fp32" if plan.grad_reduce == "fp32" else "default"]
         if self.precision == "fp32":
             return GRAD_BYTES["fp32"]
         if self.chip.kind != "tpu" and self.precision != "fp16":

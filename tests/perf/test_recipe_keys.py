@@ -1,0 +1,83 @@
+"""Recipe settings a plan may state: gradient-reduction dtype and expert all-to-all overlap."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from chipwise.errors import PlanError
+from chipwise.hardware.catalog import chip
+from chipwise.perf.base import Plan, parse_plan
+from chipwise.perf.plan.parallel import groups
+from chipwise.perf.plan.planner import plan_constraints
+from chipwise.perf.predictor import Predictor
+from chipwise.perf.step.train import StepModel, ep_comm_overlaps
+from chipwise.workload.ir import Training, Workload
+from chipwise.workload.presets import load_preset
+
+B200 = chip("b200")
+TPU = chip("tpu-v6e")
+
+
+def _moe(c=B200, precision: str = "bf16") -> StepModel:
+    spec = load_preset("gpt-oss-120b")
+    work = Workload(model=spec, phase=Training(seq_len=4096, global_batch=1280))
+    return Predictor(work, c, precision).step_model()
+
+
+def test_recipe_keys_parse_print_and_reject_bad_values() -> None:
+    p = parse_plan("tp=1,ep=64,microbatch=4,grad_reduce=bf16,a2a_overlap=0")
+    assert (p.grad_reduce, p.a2a_overlap) == ("bf16", 0)
+    assert parse_plan(str(p)) == p
+    assert "grad_reduce" not in str(Plan(dp=8)) and "a2a_overlap" not in str(Plan(dp=8))
+    with pytest.raises(PlanError, match=r"grad_reduce must be fp32\|bf16"):
+        parse_plan("grad_reduce=fp16")
+    with pytest.raises(PlanError, match="a2a_overlap must be 0"):
+        parse_plan("a2a_overlap=2")
+    fixed = plan_constraints("ep=64,grad_reduce=bf16,a2a_overlap=1", 64)
+    assert (fixed["grad_reduce"], fixed["a2a_overlap"]) == ("bf16", 1)
+    assert "a2a_overlap" not in plan_constraints("ep=64", 64)
+
+
+def test_bf16_gradient_reduction_halves_the_data_parallel_gradient_bytes() -> None:
+    model = _moe()
+    plan = Plan(dp=64, ep=64, microbatch=4)
+    _, default = model._weight_bytes(plan)
+    _, fp32 = model._weight_bytes(replace(plan, grad_reduce="fp32"))
+    _, bf16 = model._weight_bytes(replace(plan, grad_reduce="bf16"))
+    assert default == fp32  # Megatron's GPU default: fp32 gradient reduction
+    assert bf16 == pytest.approx(fp32 / 2)
+    # MaxText reduces bf16 gradients; a plan may still state fp32
+    tpu = _moe(TPU)
+    _, tpu_default = tpu._weight_bytes(plan)
+    _, tpu_fp32 = tpu._weight_bytes(replace(plan, grad_reduce="fp32"))
+    assert tpu_fp32 == pytest.approx(2 * tpu_default)
+
+
+def test_a2a_overlap_key_overrides_the_default_where_the_schedule_allows_it() -> None:
+    plan = Plan(dp=64, ep=64, microbatch=4)
+    assert ep_comm_overlaps(plan, 5, B200)  # chipwise's default: on
+    assert not ep_comm_overlaps(replace(plan, a2a_overlap=0), 5, B200)
+    assert ep_comm_overlaps(replace(plan, a2a_overlap=1), 5, B200)
+    # the combined 1F1B schedule needs pp = 1 with two micro-batches, or vp > 1
+    assert not ep_comm_overlaps(replace(plan, a2a_overlap=1), 1, B200)
+    assert not ep_comm_overlaps(Plan(dp=8, pp=8, ep=8, a2a_overlap=1), 8, B200)
+    assert not ep_comm_overlaps(replace(plan, a2a_overlap=1), 5, TPU)
+
+
+def test_no_a2a_overlap_exposes_every_dispatch_and_combine() -> None:
+    model = _moe()
+    plan = Plan(dp=64, ep=64, microbatch=4)
+    g = groups(plan, B200)
+    lc = model._stage_layer(plan, 4, 4096, True, False)
+    tokens, act = 4 * 4096, 2.0
+    a2a = model._alltoall(plan, g["ep"], tokens, act)
+    off = model._layer_comm(replace(plan, a2a_overlap=0), g, lc, tokens, act, True, 5)
+    on = model._layer_comm(replace(plan, a2a_overlap=1), g, lc, tokens, act, True, 5)
+    # dispatch + combine, forward and backward, all on the critical path
+    assert off == pytest.approx(4 * a2a)
+    assert on == pytest.approx(max(0.0, 4 * a2a - lc.fwd.total_s - lc.bwd.total_s))
+    slow = model.train(replace(plan, a2a_overlap=0), seq_len=4096, global_batch=1280)
+    fast = model.train(replace(plan, a2a_overlap=1), seq_len=4096, global_batch=1280)
+    assert slow.step_time_s > fast.step_time_s
