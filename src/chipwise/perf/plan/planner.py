@@ -34,6 +34,7 @@ from chipwise.perf.base import (
 )
 from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
+from chipwise.perf.step.engine import ENGINE_MAX_NUM_SEQS
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
@@ -580,8 +581,11 @@ def _replica_capacity(
     hit = cache.get(key)
     if hit is not None:
         return hit
-    top = replace(phase, load="max_throughput", rps=0.0, concurrency=0,
-                  max_num_seqs=phase.max_num_seqs or SLO_MAX_NUM_SEQS)  # fmt: skip
+    # The rate ceiling: the engine at its own batch limit, the one the rps loads below run
+    # under (TensorRT-LLM 2048, vLLM/SGLang 256). A 256 ceiling for every engine stopped
+    # MLPerf Server runs on TensorRT-LLM at the throughput of 256 sequences.
+    seqs = phase.max_num_seqs or ENGINE_MAX_NUM_SEQS.get(phase.engine, SLO_MAX_NUM_SEQS)
+    top = replace(phase, load="max_throughput", rps=0.0, concurrency=0, max_num_seqs=seqs)
     eng = model.serve_engine(plan, top).engine
     assert eng is not None
     if eng.max_seqs_per_replica < 1:

@@ -34,7 +34,8 @@ the tails come from queueing theory. The model, per replica:
   ``rps`` R (open loop, Poisson): ``X(b) = R`` (bisection); above ``X`` at the limits the
   replica is saturated.
 * **TTFT** = prefill service ``S(L) = ceil(L / c') t(b, min(L, c'))`` (``c' = budget - b``)
-  plus the wait for the prefill slot, an M/G/1 queue (Pollaczek-Khinchine mean
+  plus the rest of the step running when the request arrives (it joins at the next step
+  boundary: uniform on [0, t] whenever the engine is busy) plus the wait for the prefill slot, an M/G/1 queue (Pollaczek-Khinchine mean
   ``lambda E[S^2] / (2 (1 - rho))``, exponential tail ``P(W > w) = rho exp(-w rho / E[W])``
   (Kingman's heavy-traffic form); percentiles of ``W + S`` over the length distribution by
   bisection on the mixture's tail (numpy, vectorised over the length points).
@@ -47,7 +48,9 @@ the tails come from queueing theory. The model, per replica:
   ``trtllm-bench``): every request is queued at once, so the reported TTFT is the prefill
   service (the backlog's wait is the benchmark's length, not the engine's). ``server``
   (MLPerf Server): the planner searches the highest ``rps`` whose p99 TTFT and TPOT from
-  this model meet the targets.
+  this model meet the targets, with the engine's batch limit as tuned as its layout (its
+  default or 2048). Near capacity the batch, and so TPOT, grows as ``1 / (1 - rho)``: the
+  latency a Server run reports follows from how close to the engine's capacity it runs.
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
   approximation, mixed over output lengths.
@@ -293,7 +296,8 @@ class Engine:
                 # are prefilled (Little's law); g increasing in b
                 def g(x: float) -> float:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
-                    return x + rate * (s + _closed_loop_wait(rate, s, s * s, n)[1]) - n
+                    resid = self.rate(x).step_s / 2 * self._busy(load, n, rate, 0.0)
+                    return x + rate * (s + resid + _closed_loop_wait(rate, s, s * s, n)[1]) - n
 
                 hi = min(float(cap), n)
                 b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
@@ -325,6 +329,22 @@ class Engine:
             seconds += rest / self.requests_per_s(rest)
         return n / seconds
 
+    def _busy(self, load: str, value: float, x: float, in_engine_s: float) -> float:
+        """Probability an arriving prompt finds a step running, which it waits out before it
+        joins the batch (the next step boundary): uniform on [0, step] as arrivals fall
+        uniformly in time (mean half a step: ~70 ms at MLPerf Server's 140 ms steps). A
+        closed loop of 2+ clients always finds one (the others never leave); Poisson
+        arrivals about as often as a request is in the engine (Little: ``x`` times its time
+        there), at most 1. Offline runs admit the backlog at once; a disaggregated decode
+        replica receives prompts that queued at the prefill pool."""
+        if self.disaggregated:
+            return 0.0
+        if load == "concurrency":
+            return 1.0 if value >= 2 else 0.0
+        if load == "rps":
+            return min(1.0, x * in_engine_s)
+        return 0.0
+
     def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
                limit: str) -> EngineState:  # fmt: skip
         lens = self.lengths
@@ -350,11 +370,13 @@ class Engine:
             x_pool = x
         ew = float(w @ work)
         ew2 = float(w @ (work * work))
+        busy = self._busy(load, value, x, es + decode_s)
+        resid = busy * rate.step_s / 2
         if load == "concurrency" and limit == "concurrency" and not self.disaggregated:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
-            wait_mean = max(0.0, value / x - decode_s - es)
+            wait_mean = max(0.0, value / x - decode_s - es - resid)
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif load == "rps" and not saturated:
             rho = min(0.999, x_pool * ew)
@@ -364,14 +386,16 @@ class Engine:
             rho, wait_mean = 0.0, 0.0
         if saturated:
             wait_mean = math.inf
+        service, w = _with_step_residual(service, w, rate.step_s if busy > 0 else 0.0, busy)
         p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         tpot50, tpot99 = _tpot_quantiles(rate, lens)
-        in_system = x * (es + wait_mean + decode_s) if math.isfinite(wait_mean) else math.inf
+        in_engine = es + resid + wait_mean + decode_s
+        in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
         return EngineState(
             rate=rate,
             requests_per_s=x,
             in_system=in_system,
-            ttft_mean_s=es + wait_mean,
+            ttft_mean_s=es + resid + wait_mean,
             ttft_p50_s=p50,
             ttft_p99_s=p99,
             tpot_p50_s=tpot50,
@@ -412,6 +436,48 @@ def _bisect(
         if hi - lo < tol:
             break
     return (lo + hi) / 2
+
+
+# Points of the uniform step residual added to each prefill service (midpoints of equal
+# slices): 16 keep p99 within 1/32 of a step.
+_RESIDUAL_POINTS = 16
+
+
+def _with_step_residual(
+    service: FloatArray, w: FloatArray, step_s: float, busy: float
+) -> tuple[FloatArray, FloatArray]:
+    """``service`` + R and its weights: R = 0 with probability ``1 - busy``, else uniform on
+    [0, ``step_s``] (the running step an arrival waits out), as a discrete mixture."""
+    if step_s <= 0 or busy <= 0:
+        return service, w
+    service, w = _binned(service, w)
+    r = (np.arange(_RESIDUAL_POINTS) + 0.5) / _RESIDUAL_POINTS * step_s
+    s = (service[:, None] + r[None, :]).ravel()
+    ws = (w[:, None] * np.full(_RESIDUAL_POINTS, busy / _RESIDUAL_POINTS)[None, :]).ravel()
+    if busy < 1.0:
+        s = np.concatenate([service, s])
+        ws = np.concatenate([w * (1.0 - busy), ws])
+    return s, ws
+
+
+# Value bins a service distribution is merged into before the residual widens it: within
+# 1/128 of its range, and it bounds the quantile search's work (a dataset's ~1000 prompt
+# lengths x 16 residual points made one MLPerf Server row take 40 s).
+_SERVICE_BINS = 128
+
+
+def _binned(service: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``service`` merged into ``_SERVICE_BINS`` equal-width value bins (weighted means)."""
+    if service.size <= _SERVICE_BINS:
+        return service, w
+    lo, hi = float(service.min()), float(service.max())
+    if hi <= lo:
+        return service[:1], np.array([float(w.sum())], dtype=np.float64)
+    idx = np.minimum(((service - lo) / (hi - lo) * _SERVICE_BINS).astype(int), _SERVICE_BINS - 1)
+    wsum = np.bincount(idx, weights=w, minlength=_SERVICE_BINS).astype(np.float64)
+    vsum = np.bincount(idx, weights=w * service, minlength=_SERVICE_BINS).astype(np.float64)
+    keep = wsum > 0
+    return vsum[keep] / wsum[keep], wsum[keep]
 
 
 def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: float,
