@@ -35,7 +35,8 @@ the tails come from queueing theory. The model, per replica:
   replica is saturated.
 * **TTFT** = prefill service ``S(L) = ceil(L / c') t(b, min(L, c'))`` (``c' = budget - b``)
   plus the rest of the step running when the request arrives (it joins at the next step
-  boundary: uniform on [0, t] whenever the engine is busy) plus the wait for the prefill slot, an M/G/1 queue (Pollaczek-Khinchine mean
+  boundary: uniform on [0, t] whenever the engine is busy) plus the wait for the prefill
+  slot, an M/G/1 queue (Pollaczek-Khinchine mean
   ``lambda E[S^2] / (2 (1 - rho))``, exponential tail ``P(W > w) = rho exp(-w rho / E[W])``
   (Kingman's heavy-traffic form); percentiles of ``W + S`` over the length distribution by
   bisection on the mixture's tail (numpy, vectorised over the length points).
