@@ -4,6 +4,8 @@ replicas that meet the targets."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from chipwise.advise import AdviseRequest, recommend
 from chipwise.advise.candidates import search_chip
 from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
@@ -105,3 +107,14 @@ def test_the_replica_bound_keeps_disaggregation_below_the_colocated_chips() -> N
     assert replicas_below(16, 4) == 3  # 12 chips < 16
     assert replicas_below(17, 4) == 4
     assert replicas_below(4, 4) == 0 and replicas_below(None, 8) > 2
+
+
+def test_no_disaggregation_keeps_every_option_colocated() -> None:
+    """The case above with disaggregation off: only colocated options, the same ones."""
+    request = _request(8192, 256, rps=10.0, ttft_s=2.0, tpot_s=0.02)
+    catalog = default_catalog()
+    off = replace(request, disaggregation=False)
+    found = search_chip(catalog.chip("h100-sxm"), off, catalog).options
+    assert found and not any(o.disaggregated for o in found)
+    both = search_chip(catalog.chip("h100-sxm"), request, catalog).options
+    assert [o.total_chips for o in found] == [o.total_chips for o in both if not o.disaggregated]

@@ -215,7 +215,8 @@ TOP_KEYS = {
 TRAINING_KEYS = {"method", "lora_rank", "lora_targets", "seq_len", "global_batch"}
 CONSTRAINT_KEYS = {
     "cloud", "pricing", "own_hardware", "budget_usd", "deadline_days", "framework", "tokens",
-    "requests_per_day", "rps", "ttft_p99_s", "tpot_p99_s", "kv_dtype", "precision", "chips",
+    "requests_per_day", "rps", "ttft_p99_s", "tpot_p99_s", "kv_dtype", "disaggregation",
+    "precision", "chips",
     "max_chips",
     "deadline_limit_days", "global_batch", "batch_note",
 }  # fmt: skip

@@ -37,6 +37,19 @@ def test_kv_dtype_without_the_engine_is_refused_with_the_fix() -> None:
     assert "--kv-dtype fp8" in result.output and "--rps" in result.output
 
 
+def test_no_disaggregation_needs_the_slo_search_and_is_in_the_constraints() -> None:
+    refused = runner.invoke(app, ["advise", "llama3-8b", "--phase", "infer", "--no-disaggregation"])
+    assert refused.exit_code == 2 and "--no-disaggregation" in refused.output
+    assert "--rps" in refused.output
+    args = ["advise", "llama3-8b", "--phase", "infer", "--rps", "2", "--tpot", "50", "--chips",
+            "h100-sxm", "--no-disaggregation", "--json"]  # fmt: skip
+    ok = runner.invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    data = json.loads(ok.stdout)
+    assert data["constraints"]["disaggregation"] is False
+    assert not any(o.get("disaggregated") for o in data["options"])
+
+
 def test_kv_dtype_is_an_option_of_serving() -> None:
     result = runner.invoke(app, ["advise", "llama3-8b", "--kv-dtype", "fp8"])
     assert result.exit_code == 2 and "--phase infer" in result.output

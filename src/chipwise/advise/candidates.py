@@ -494,8 +494,11 @@ def _search_slo(
             missed = f"misses the SLO on {n} chip(s) per replica: {figure}"
             continue
         out.append(_priced_serving(ans.prediction, chip, request, catalog))
-    found, dis_missed = _disaggregated(predictor, sizes, request, catalog, out)
-    planned += len(sizes)
+    found: list[Option] = []
+    dis_missed = ""
+    if request.disaggregation:
+        found, dis_missed = _disaggregated(predictor, sizes, request, catalog, out)
+        planned += len(sizes)
     out.extend(found)
     if not out:
         why = missed or (floor_why + domain_cut if floor_why else _none_reason("", chip, request))

@@ -57,6 +57,7 @@ class AdviseOptions:
     ttft_ms: float | None = None  # infer: p99 time-to-first-token limit
     tpot_ms: float | None = None  # infer: p99 time-per-output-token limit
     kv_dtype: str = "auto"  # infer, engine: KV-cache dtype (auto: from the precision)
+    disaggregation: bool = True  # infer, engine: may the search pick prefill/decode pools
     project: Path | None = None  # a folder to scan (read, never run)
     allow_porting: bool = False
     as_is: bool = False
@@ -109,6 +110,11 @@ def check_options(o: AdviseOptions) -> None:
             f"--kv-dtype {o.kv_dtype} sets the continuous-batching engine's KV cache: give "
             "--phase infer with --rps, --ttft or --tpot (the static-batch answer keeps the KV "
             "cache in the precision's dtype)"
+        )
+    if not o.disaggregation and (o.phase != "infer" or not _engine_load(o)):
+        raise AdviseError(
+            "--no-disaggregation narrows the SLO search: give --phase infer with --rps, "
+            "--ttft or --tpot (the static-batch answer never disaggregates)"
         )
     if o.allow_porting and o.as_is:
         raise AdviseError("--allow-porting and --as-is contradict each other; give one")
@@ -166,6 +172,7 @@ def build_request(options: AdviseOptions, model: Model | None = None) -> AdviseR
         rps=o.rps or None,
         ttft_p99_s=o.ttft_ms / 1e3 if o.ttft_ms else None,
         tpot_p99_s=o.tpot_ms / 1e3 if o.tpot_ms else None,
+        disaggregation=o.disaggregation,
         cloud=o.cloud,
         pricing=o.pricing,
         own_hardware=o.own_hardware,

@@ -115,6 +115,8 @@ class AdviseRequest:
     rps: float | None = None
     ttft_p99_s: float | None = None
     tpot_p99_s: float | None = None
+    # whether the SLO search may also size prefill/decode-disaggregated deployments
+    disaggregation: bool = True
     cloud: Cloud = "any"
     pricing: Pricing = "on-demand"
     own_hardware: bool = False

@@ -150,6 +150,13 @@ def advise(
         help="Infer, with --rps/--ttft/--tpot: the engine's KV-cache dtype (fp8 halves the "
         "cache's bytes: more sequences per replica; auto: from --precision).",
     ),
+    disaggregation: bool = typer.Option(
+        True,
+        "--disaggregation/--no-disaggregation",
+        help="Infer, with --rps/--ttft/--tpot: may the search also size deployments with "
+        "separate prefill and decode pools (NVIDIA Dynamo style)? --no-disaggregation keeps "
+        "every replica colocated (engines without a disaggregated mode).",
+    ),
     project: Path | None = typer.Option(
         None,
         "--project",
@@ -316,6 +323,7 @@ def advise(
         ttft_ms=ttft,
         tpot_ms=tpot,
         kv_dtype=kv_dtype.value,
+        disaggregation=disaggregation,
         project=project,
         allow_porting=allow_porting,
         as_is=as_is,

@@ -11,7 +11,8 @@ JSON schema (``chipwise advise --json``), version 1::
                     | null,  (LoRA/QLoRA: the best one workstation card, picked or why not)
      "constraints": {"cloud", "pricing", "own_hardware", "budget_usd", "deadline_days",
                      "framework", "tokens", "requests_per_day", "rps", "ttft_p99_s",
-                     "tpot_p99_s", "kv_dtype", "precision", "chips", "max_chips",
+                     "tpot_p99_s", "kv_dtype", "disaggregation", "precision", "chips",
+                     "max_chips",
                      "deadline_limit_days",
                      "global_batch", "batch_note"},
      "pick": OPTION | null, "best_gpu": OPTION | null, "best_tpu": OPTION | null,
@@ -174,6 +175,8 @@ def recommendation_to_dict(rec: Recommendation) -> dict[str, Any]:
             "tpot_p99_s": req.tpot_p99_s,
             # serving: the engine's KV-cache dtype ("auto": from the precision)
             "kv_dtype": (getattr(phase, "kv_dtype", "") or "auto") if is_infer else None,
+            # serving SLO search: whether prefill/decode-disaggregated options were weighed
+            "disaggregation": req.disaggregation if req.serving_slo else None,
             "precision": req.precision,
             "chips": list(req.chip_ids),
             "max_chips": req.max_chips,
