@@ -12,6 +12,7 @@ from chipwise.hardware import chip
 from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf.efficiency import Efficiency
 from chipwise.perf.ops.graph import time_graph
+from chipwise.perf.ops.roofline import op_bytes
 from chipwise.perf.ops.tpu import (
     DYNAMIC_BUCKET_PAD,
     GATHER_AMPLIFICATION,
@@ -246,3 +247,43 @@ def test_fp8_gemms_use_their_measured_fraction_where_there_is_one() -> None:
     assert h100.gemm_fraction("bf16") == pytest.approx(0.803)
     v7 = efficiency_for(chip("tpu-v7"))
     assert v7.gemm_fraction("fp8") == v7.gemm_fraction("bf16")  # not measured: the bf16 one
+
+
+# ---- decode attention: the paged KV-cache read ----------------------------------------------
+
+
+def _decode_attention(batch: int = 64, ctx: int = 4096, head_dim: int = 128) -> Op:
+    heads, kv_heads = 8, 1
+    cache = batch * ctx * 2 * kv_heads * head_dim * 2.0
+    return Op(name="attn", kind=OpKind.ATTENTION, flops=4.0 * batch * ctx * heads * head_dim,
+              bytes_read=cache, bytes_written=batch * heads * head_dim * 2.0,
+              shape=(batch, heads, 1, head_dim), mnk=(1, ctx, head_dim),
+              batch=batch * heads)  # fmt: skip
+
+
+def test_decode_attention_reads_the_cache_at_its_own_fraction() -> None:
+    eff = dataclasses.replace(EFF, decode_attention_hbm_fraction=0.45)
+    op = _decode_attention()
+    plain, paged = TpuModel(tpu(256), EFF).op_time(op), TpuModel(tpu(256), eff).op_time(op)
+    assert plain.memory_s == pytest.approx(op_bytes(op) / (2.765e12 * 0.9))
+    assert paged.memory_s == pytest.approx(op_bytes(op) / (2.765e12 * 0.45))
+    # a prefill (many query tokens) keeps the compute-bound fused-attention path
+    prefill = _attention(128)
+    assert TpuModel(tpu(256), eff).op_time(prefill) == TpuModel(tpu(256), EFF).op_time(prefill)
+
+
+def test_unset_decode_fraction_falls_back_to_the_copy_fraction() -> None:
+    assert EFF.decode_attention_fraction() == EFF.hbm_fraction
+    with pytest.raises(ValueError, match="decode_attention_hbm_fraction"):
+        dataclasses.replace(EFF, decode_attention_hbm_fraction=1.5)
+
+
+def test_packaged_tpus_read_the_paged_cache_below_a_copy() -> None:
+    from chipwise.perf.efficiency import efficiency_for
+
+    for cid in ("tpu-v5e", "tpu-v6e", "tpu-v7"):
+        e = efficiency_for(chip(cid))
+        assert 0 < e.decode_attention_fraction() < e.hbm_fraction
+    assert efficiency_for(chip("h100-sxm")).decode_attention_fraction() == pytest.approx(
+        efficiency_for(chip("h100-sxm")).hbm_fraction
+    )

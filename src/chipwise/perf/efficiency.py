@@ -45,16 +45,20 @@ PARAMETERS: tuple[str, ...] = (
     "attention_backward_ratio",
     "fp8_gemm_peak_fraction",
     "fp4_gemm_peak_fraction",
+    "decode_attention_hbm_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
-     "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction"}
+     "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
-_ZERO_OK = frozenset({"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction"})
+_ZERO_OK = frozenset(
+    {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
+     "decode_attention_hbm_fraction"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +92,8 @@ class Efficiency:
         fp4_gemm_peak_fraction: the same for block-scaled fp4 GEMMs (NVFP4/MXFP4: a scale
             per 16 or 32 elements read and applied beside the tensor-core math, so the share
             of the doubled peak is lower again); 0 = not measured, use ``gemm_peak_fraction``.
+        decode_attention_hbm_fraction: the share of HBM bandwidth a decode step's paged
+            KV-cache read (the decode attention kernel) reaches; 0 = as ``hbm_fraction``.
     """
 
     gemm_peak_fraction: float
@@ -102,6 +108,7 @@ class Efficiency:
     attention_backward_ratio: float = 1.0
     fp8_gemm_peak_fraction: float = 0.0
     fp4_gemm_peak_fraction: float = 0.0
+    decode_attention_hbm_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -122,6 +129,10 @@ class Efficiency:
         if dtype == "fp4" and self.fp4_gemm_peak_fraction:
             return self.fp4_gemm_peak_fraction
         return self.gemm_peak_fraction
+
+    def decode_attention_fraction(self) -> float:
+        """The achievable share of HBM bandwidth for a decode step's KV-cache read."""
+        return self.decode_attention_hbm_fraction or self.hbm_fraction
 
     def attention_fraction(self, *, backward: bool) -> float:
         """The achievable share of the dense peak for fused attention, forward or backward."""
@@ -174,6 +185,7 @@ class _Entry(_Frozen):
     attention_backward_ratio: _Value | None = None
     fp8_gemm_peak_fraction: _Value | None = None
     fp4_gemm_peak_fraction: _Value | None = None
+    decode_attention_hbm_fraction: _Value | None = None
     note: str = ""
 
 

@@ -15,6 +15,10 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
   Splash computes whole ``SPLASH_BLOCK`` x ``SPLASH_BLOCK`` tiles wherever its mask leaves
   one pair: a sliding window narrower than a tile costs the tiles its band crosses.
   Its backward runs at ``attention_backward_ratio`` of the forward's rate.
+- **Decode attention.** A decode step's attention is a read of the paged KV cache by the
+  ragged paged-attention Pallas kernel (vLLM TPU / tpu-inference RPA, JetStream), which
+  streams it at ``decode_attention_hbm_fraction`` of HBM bandwidth (efficiency.toml), not at
+  the ``hbm_fraction`` of a large copy.
 - **Memory tiles.** Arrays live in HBM as (8, 128) tiles of their last two dims (S4), so
   traffic is that of the padded arrays.
 - **VPU.** Element-wise, reduction, norm, softmax and sort FLOPs run on the VPU at
@@ -95,6 +99,12 @@ def padding_factor(shape: tuple[int, ...]) -> float:
     return tiled_elements(shape) / logical if logical else 1.0
 
 
+def is_decode_attention(op: Op) -> bool:
+    """A decode step's attention: one query token per sequence reading its KV cache
+    (``layers.decode_layer_ops`` gives it ``mnk = (1, context, head_dim)``)."""
+    return op.kind is OpKind.ATTENTION and not op.backward and op.mnk is not None and op.mnk[0] == 1
+
+
 def vpu_rate(chip: Chip) -> float:
     """The VPU's FLOP/s: the catalog's vector rate, else 1/30 of the bf16 MXU peak (S4)."""
     if chip.vector_flops_per_s:
@@ -155,6 +165,12 @@ class TpuModel(PerfModel):
             traffic = n_bytes
             if op.kind is OpKind.ATTENTION:
                 frac = eff.attention_fraction(backward=op.backward)
+                if is_decode_attention(op):
+                    bandwidth = chip.hbm_bytes_per_s * eff.decode_attention_fraction()
+                    notes.append(
+                        "paged KV-cache read at "
+                        f"{eff.decode_attention_fraction():.0%} of HBM bandwidth"
+                    )
                 blocks = block_overcount(op, SPLASH_BLOCK)
                 work = flops * self.attention_padding(op) * blocks
                 if blocks > 1.0001:
