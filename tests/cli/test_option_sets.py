@@ -21,6 +21,7 @@ OPTION_SETS = {
         "--chips",
         "--cloud",
         "--deadline-days",
+        "--disaggregation",
         "--framework",
         "--global-batch",
         "--html",
