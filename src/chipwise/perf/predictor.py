@@ -51,11 +51,7 @@ from chipwise.perf.plan.planner import (
     plan_slo,
     plan_training,
 )
-from chipwise.perf.step.engine import (
-    ENGINE_MAX_NUM_SEQS,
-    MAX_NUM_SEQS_DEFAULT,
-    MAX_THROUGHPUT_MAX_SEQS,
-)
+from chipwise.perf.step.engine import MAX_THROUGHPUT_MAX_SEQS, engine_max_num_seqs
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
 from chipwise.workload.ir import (
@@ -310,25 +306,25 @@ class Predictor:
         rate (MLPerf Server reports the tokens/s of the highest passing rate). Unless the
         load states ``max_num_seqs``, the engine's batch limit is chosen too
         (its default or ``SERVER_TUNED_MAX_NUM_SEQS``), as submitters tune it."""
-        default = ENGINE_MAX_NUM_SEQS.get(phase.engine, MAX_NUM_SEQS_DEFAULT)
         limits = (
             (phase.max_num_seqs,)
             if phase.max_num_seqs
-            else tuple(sorted({default, SERVER_TUNED_MAX_NUM_SEQS}))
+            else sorted({engine_max_num_seqs(phase.engine), SERVER_TUNED_MAX_NUM_SEQS})
         )
-        choice = None
-        for limit in limits:
-            cand = plan_slo(self.serve_model(), replace(phase, max_num_seqs=limit), chips=chips,
-                            ttft_p99_s=phase.ttft_p99_s or None,
-                            tpot_p99_s=phase.tpot_p99_s or None, fixed=plan_keys)  # fmt: skip
-            better = cand.prediction is not None and (
-                choice is None
-                or choice.prediction is None
-                or cand.capacity_rps > choice.capacity_rps
+        choices = [
+            plan_slo(
+                self.serve_model(),
+                replace(phase, max_num_seqs=limit),
+                chips=chips,
+                ttft_p99_s=phase.ttft_p99_s or None,
+                tpot_p99_s=phase.tpot_p99_s or None,
+                fixed=plan_keys,
             )
-            if choice is None or better:
-                choice = cand
-        assert choice is not None
+            for limit in limits
+        ]
+        # the limit serving the most requests/s within the targets; none: the first's miss
+        met = [c for c in choices if c.prediction is not None]
+        choice = max(met, key=lambda c: c.capacity_rps) if met else choices[0]
         if choice.prediction is None:
             raise PlanError(
                 f"{self.workload.model.name} on {chips} x {self.chip.id}: no load meets the "

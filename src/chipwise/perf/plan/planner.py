@@ -34,7 +34,7 @@ from chipwise.perf.base import (
 )
 from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
-from chipwise.perf.step.engine import ENGINE_MAX_NUM_SEQS
+from chipwise.perf.step.engine import engine_max_num_seqs
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
@@ -584,7 +584,7 @@ def _replica_capacity(
     # The rate ceiling: the engine at its own batch limit, the one the rps loads below run
     # under (TensorRT-LLM 2048, vLLM/SGLang 256). A 256 ceiling for every engine stopped
     # MLPerf Server runs on TensorRT-LLM at the throughput of 256 sequences.
-    seqs = phase.max_num_seqs or ENGINE_MAX_NUM_SEQS.get(phase.engine, SLO_MAX_NUM_SEQS)
+    seqs = phase.max_num_seqs or engine_max_num_seqs(phase.engine)
     top = replace(phase, load="max_throughput", rps=0.0, concurrency=0, max_num_seqs=seqs)
     eng = model.serve_engine(plan, top).engine
     assert eng is not None
@@ -610,7 +610,3 @@ def _replica_capacity(
             lo = mid
     cache[key] = out = (lo, "")
     return out
-
-
-# An SLO-bound deployment runs the engine's default batch limit (vLLM's --max-num-seqs 256).
-SLO_MAX_NUM_SEQS = 256

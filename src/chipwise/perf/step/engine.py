@@ -85,6 +85,14 @@ MAX_THROUGHPUT_MAX_SEQS = 2048
 # TensorRT-LLM has no separate online default: the same max_batch_size 2048 bounds the
 # running batch of trtllm-serve under any load (vLLM's 256 is a vLLM argument).
 ENGINE_MAX_NUM_SEQS = {"trtllm": MAX_THROUGHPUT_MAX_SEQS}
+
+
+def engine_max_num_seqs(engine: str) -> int:
+    """The running-batch limit ``engine`` applies unless told (TensorRT-LLM 2048, vLLM and
+    SGLang 256): the one source for the engine model, the SLO search and server loads."""
+    return ENGINE_MAX_NUM_SEQS.get(engine, MAX_NUM_SEQS_DEFAULT)
+
+
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
@@ -387,7 +395,7 @@ class Engine:
             rho, wait_mean = 0.0, 0.0
         if saturated:
             wait_mean = math.inf
-        service, w = _with_step_residual(service, w, rate.step_s if busy > 0 else 0.0, busy)
+        service, w = _with_step_residual(service, w, rate.step_s, busy)
         p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         tpot50, tpot99 = _tpot_quantiles(rate, lens)
         in_engine = es + resid + wait_mean + decode_s
@@ -552,6 +560,7 @@ __all__ = [
     "EngineState",
     "Lengths",
     "Rate",
+    "engine_max_num_seqs",
     "kv_pool_bytes",
     "lengths_of",
 ]

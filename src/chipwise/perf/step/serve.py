@@ -45,13 +45,12 @@ from chipwise.perf.ops.layers import (
 from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
 from chipwise.perf.plan.parallel import Group, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
-    ENGINE_MAX_NUM_SEQS,
     ENGINE_MEMORY_UTILIZATION,
     KV_FREE_MEMORY_FRACTION,
-    MAX_NUM_SEQS_DEFAULT,
     MAX_NUM_TOKENS_DEFAULT,
     MAX_THROUGHPUT_MAX_SEQS,
     Engine,
+    engine_max_num_seqs,
     kv_pool_bytes,
     lengths_of,
 )
@@ -341,7 +340,7 @@ class ServeModel(StepTimer):
         default_seqs = (
             MAX_THROUGHPUT_MAX_SEQS
             if phase.load == "max_throughput"
-            else ENGINE_MAX_NUM_SEQS.get(phase.engine, MAX_NUM_SEQS_DEFAULT)
+            else engine_max_num_seqs(phase.engine)
         )
         capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
         if phase.load not in ("concurrency", "rps", "max_throughput"):
