@@ -16,7 +16,15 @@ from chipwise.perf.efficiency import (
     efficiency_for,
     parse_efficiency_table,
 )
-from chipwise.perf.ops.gpu import K_FILL, GpuModel, gemm_candidate, gemm_efficiency, plan_gemm
+from chipwise.perf.ops.gpu import (
+    K_FILL,
+    GpuModel,
+    balance_intensity,
+    gemm_candidate,
+    gemm_efficiency,
+    plan_gemm,
+    tensor_throttle,
+)
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.tpu import TpuModel
 from chipwise.workload.ir import Op, OpKind
@@ -303,19 +311,19 @@ def test_gemm_time_is_monotone_in_m_and_never_beats_the_roofline(
     assert t >= max(compute_s, stream_s) * (1 - 1e-9)
 
 
-# Known gap: the H20 has Hopper's SMs with about a seventh of H100's tensor rate per SM, but
-# balance_intensity falls back to the largest tile's intensity for Hopper (no L2 feed figure),
-# so the 16-row decode tiles are charged H100's operand-feed penalty and M <= 64 GEMVs come
-# out compute-bound (~3x the weight-stream time). Strict: this fails once the model is fixed.
-_DECODE_GAP = pytest.mark.xfail(
-    strict=True, reason="small-tile L2-feed fallback assumes full Hopper per-SM tensor rate"
-)
-_DECODE_CASES = [
-    pytest.param(cid, m, marks=_DECODE_GAP) if (cid, m) in {("h20", 1), ("h20", 64)}
-    else (cid, m)
-    for m in (1, 64, 128)
-    for cid in GEMM_AND_TPU_CHIPS
-]  # fmt: skip
+_DECODE_CASES = [(cid, m) for m in (1, 64, 128) for cid in GEMM_AND_TPU_CHIPS]
+
+
+@pytest.mark.parametrize("cid", ["h20", "rtx-4090", "l40", "rtx-5090"])
+def test_a_throttled_part_balances_its_l2_feed_with_a_smaller_tile(cid: str) -> None:
+    # H20 (a quarter of Hopper's per-clock tensor rate) and the half-rate GeForce/L40 parts
+    # share their flagship's L2 feed per SM, so a smaller tile keeps their MMA pipes busy.
+    catalog = default_catalog()
+    chip = catalog.chip(cid)
+    flagship = catalog.chip({"h20": "h100-sxm", "rtx-5090": "rtx-pro-6000"}.get(cid, "l40s"))
+    assert 0.15 < tensor_throttle(chip) < 0.6
+    assert tensor_throttle(flagship) == 1.0
+    assert balance_intensity(chip) < balance_intensity(flagship)
 
 
 @pytest.mark.parametrize(("cid", "m"), _DECODE_CASES)

@@ -25,10 +25,12 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   A tile below the balance runs at intensity / balance of the rate (``tile_rate_factor``).
   Where no L2 figure is published, the balance is taken as the intensity of the largest tile
   the vendor libraries use for peak-rate GEMMs (a library sizes that tile to keep the tensor
-  units fed), so the feed figure only ever refines it downward. Split-K adds fp32
-  partial-sum traffic, which reaches HBM only for the part that does not stay in L2
-  (``SPLIT_K_L2_SHARE``). This makes skinny GEMMs (decode, GEMV) stream their weights near
-  HBM bandwidth on every vendor, as the small-M kernels of cuBLAS/hipBLASLt do.
+  units fed), so the feed figure only ever refines it downward; a part whose tensor cores are
+  throttled per clock (H20, half-rate GeForce) scales it down by its rate
+  (``tensor_throttle``). Split-K adds fp32 partial-sum traffic, which reaches HBM only for
+  the part that does not stay in L2 (``SPLIT_K_L2_SHARE``). This makes skinny GEMMs
+  (decode, GEMV) stream their weights near HBM bandwidth on every vendor, as the small-M
+  kernels of cuBLAS/hipBLASLt do.
 - **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
   the CUDA cores / vector units (``vector_flops_per_s``).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
@@ -100,6 +102,21 @@ _L2_FEED_BYTES_PER_CLK: dict[str, float] = {
     "cdna3": 2048.0 / 38,
     "cdna4": 2048.0 / 32,
 }
+# Tensor-to-FP32 rate ratio of each architecture's full-rate part, from its datasheet's dense
+# 16-bit tensor and non-tensor FP32 figures (catalog: H100 SXM 989.4 / 66.9 TF; B200 2250 /
+# 80 TF; L40S 362.05 / 91.6 TF; RTX PRO 6000 Blackwell 503.8 / 125.95 TF). Both rates scale
+# with the same SM clock, so a part whose ratio is lower has tensor cores throttled per clock
+# (H20: 148 / 44 TF, a quarter of Hopper's; GeForce Ada and Blackwell at half rate with fp32
+# accumulate) and a proportionally lower balance intensity: the same L2 feed keeps a slower
+# MMA pipe busy with a smaller tile. Ratios within ``FULL_RATE_TOLERANCE`` of the reference
+# are the same silicon quoted at slightly different clocks (H100 PCIe, GB200).
+_FULL_RATE_TENSOR_TO_FP32: dict[str, float] = {
+    "hopper": 989.4 / 66.9,
+    "blackwell": 2250.0 / 80.0,
+    "ada": 362.05 / 91.6,
+    "blackwell-rtx": 503.8 / 125.95,
+}
+FULL_RATE_TOLERANCE = 0.9
 # Split-K partial sums (serial split-K accumulates into the output tile in turn; stream-K
 # exchanges partial tiles through a workspace: CUTLASS gemm/kernel/gemm_universal and
 # sm90_tile_scheduler_stream_k) are written and read back within the kernel, so they stay in
@@ -149,9 +166,20 @@ def balance_intensity(chip: Chip) -> float:
     feed = _L2_FEED_BYTES_PER_CLK.get(chip.architecture)
     dtype = "bf16" if chip.supports("bf16") else "fp16"
     if feed is None or not chip.clock_hz or not chip.units or not chip.supports(dtype):
-        return largest
+        return largest * tensor_throttle(chip)
     macs_per_clk = chip.peak_flops_per_s(dtype) / 2.0 / chip.units / chip.clock_hz
     return min(largest, macs_per_clk / (feed / 2.0))
+
+
+def tensor_throttle(chip: Chip) -> float:
+    """Per-clock tensor rate of ``chip``'s SMs relative to its architecture's full-rate part
+    (1 where unknown or within ``FULL_RATE_TOLERANCE``), from its tensor-to-FP32 rate ratio."""
+    reference = _FULL_RATE_TENSOR_TO_FP32.get(chip.architecture)
+    dtype = "bf16" if chip.supports("bf16") else "fp16"
+    if reference is None or not chip.supports(dtype) or not chip.supports("fp32"):
+        return 1.0
+    ratio = chip.peak_flops_per_s(dtype) / chip.peak_flops_per_s("fp32") / reference
+    return 1.0 if ratio >= FULL_RATE_TOLERANCE else ratio
 
 
 def tile_rate_factor(chip: Chip, tile: tuple[int, int]) -> float:
@@ -367,5 +395,6 @@ __all__ = [
     "gemm_candidate",
     "gemm_efficiency",
     "plan_gemm",
+    "tensor_throttle",
     "tile_rate_factor",
 ]
