@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chipwise.advise import AdviseRequest
-from chipwise.advise.candidates import Option, objective_key
+from chipwise.advise.option import Option, objective_key
 from chipwise.workload.ir import Inference, Training, Workload
 from chipwise.workload.load import load_workload_model
 

@@ -3,20 +3,11 @@ stop, pricing and the wording of exclusions."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from chipwise.advise.candidates import (
-    TIE_TOLERANCE,
-    Option,
-    _priced_serving,
-    _priced_training,
-    best_option,
-    chip_counts,
-    objective_key,
-    search_chip,
-)
+from chipwise.advise.candidates import chip_counts, search_chip
+from chipwise.advise.option import TIE_TOLERANCE, Option, best_option, objective_key
+from chipwise.advise.pricing import priced_training
 from chipwise.errors import ChipwiseError, DoesNotFitError, PlanError
 from chipwise.hardware import default_catalog
 from chipwise.perf import (
@@ -112,7 +103,7 @@ def _exhaustive_options(chip_id: str, objective: str) -> list[Option]:
         except ChipwiseError:
             continue
         assert isinstance(pred, TrainPrediction)
-        options.append(_priced_training(pred, chip, req, CAT))
+        options.append(priced_training(pred, chip, req, CAT))
     return options
 
 
@@ -195,29 +186,6 @@ def test_prices_come_from_the_pricing_asked_for_and_the_label_says_which(pricing
     for o in found.options:
         assert o.cost is not None and o.cost.offer.pricing == pricing  # type: ignore[union-attr]
         assert f" {pricing} " in o.price_label
-
-
-def test_any_pricing_is_never_dearer_than_on_demand() -> None:
-    chip = CAT.chip("tpu-v6e")
-    req = training(chips=("tpu-v6e",), max_chips=16)
-    pred = predict(req.workload, chip, 8)
-    assert isinstance(pred, TrainPrediction)
-    on_demand = _priced_training(pred, chip, req, CAT)
-    cheapest = _priced_training(pred, chip, replace(req, pricing="any"), CAT)
-    assert cheapest.usd is not None and on_demand.usd is not None
-    assert cheapest.usd <= on_demand.usd
-
-
-def test_serving_prices_a_day_and_counts_replicas_for_the_load() -> None:
-    req = serving(chips=("h100-sxm",), requests_per_day=1e6)
-    chip = CAT.chip("h100-sxm")
-    pred = predict(req.workload, chip, 1)
-    assert isinstance(pred, InferPrediction)
-    light = _priced_serving(pred, chip, replace(req, requests_per_day=1e3), CAT)
-    heavy = _priced_serving(pred, chip, req, CAT)
-    assert heavy.replicas >= light.replicas >= 1
-    assert heavy.usd is not None and light.usd is not None
-    assert heavy.usd / light.usd == pytest.approx(heavy.replicas / light.replicas)
 
 
 def test_cost_ties_go_to_the_faster_run() -> None:

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chipwise.advise import AdviseRequest, Recommendation, recommend
-from chipwise.advise.candidates import best_option, objective_key, search_chip
+from chipwise.advise.candidates import search_chip
+from chipwise.advise.option import best_option, objective_key
 from chipwise.hardware import default_catalog
 
 from .factories import serving, training

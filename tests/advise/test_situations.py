@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from chipwise.advise import Recommendation, recommend
-from chipwise.advise.candidates import objective_key
 from chipwise.advise.defaults import default_global_batch
+from chipwise.advise.option import objective_key
 from chipwise.advise.project import scan_facts
 from chipwise.advise.situations import describe, is_workstation_card
 from chipwise.cost import OwnedRunCost

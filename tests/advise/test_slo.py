@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chipwise.advise import recommend
-from chipwise.advise.candidates import TIE_TOLERANCE
+from chipwise.advise.option import TIE_TOLERANCE
 from chipwise.perf import InferPrediction
 from chipwise.report.advice_json import recommendation_to_dict
 from tests.advise.factories import serving

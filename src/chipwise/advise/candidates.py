@@ -19,39 +19,28 @@ For each chip in the catalog (or the ones asked for), ``search_chip``
    between options within ``TIE_TOLERANCE`` of each other (tested against the exhaustive
    search).
 
-A chip's *option* is its best count for the objective under the constraints (``best_option``).
+A chip's *option* is its best count for the objective under the constraints
+(``option.best_option``); ``pricing`` prices each planned count.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
-from chipwise.advise.request import AdviseRequest, max_chips_for
-from chipwise.cost import (
-    NotPurchasable,
-    OwnedRunCost,
-    RunCost,
-    RunEnergy,
-    ServingCost,
-    ServingLoad,
-    TrainingRun,
-    cheapest,
-    costs_of_run,
-    energy_in_region,
-    energy_of_run,
-    energy_of_serving,
-    offers_in,
-    owned_cost,
-    owned_cost_of_run,
-    replicas_for,
-    serving_costs,
+from chipwise.advise.option import TIE_TOLERANCE, Option, objective_key, time_s
+from chipwise.advise.pricing import (
+    deadline_words,
+    no_price_reason,
+    priced_serving,
+    priced_training,
+    pricing_filter,
 )
+from chipwise.advise.request import AdviseRequest, max_chips_for
+from chipwise.cost import NotPurchasable, offers_in, owned_cost
 from chipwise.errors import ChipwiseError, DoesNotFitError
 from chipwise.hardware import Catalog, Chip
-from chipwise.hardware.chip import PriceOffer
 from chipwise.perf import (
     InferPrediction,
     Predictor,
@@ -62,38 +51,6 @@ from chipwise.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from chipwise.workload.ir import Inference, Training
 
 Prediction = TrainPrediction | InferPrediction
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Option:
-    """One chip at one count: the prediction, its best price and energy, and eligibility."""
-
-    chip: Chip
-    chips: int
-    prediction: TrainPrediction | InferPrediction
-    days: float | None  # training: wall clock of the run
-    usd: float | None  # training: whole run; serving: per day. None: no price known
-    price_label: str  # "gcp on-demand us-central1 ($4.20/chip-h; source, date)" or "owned"
-    cost: RunCost | ServingCost | OwnedRunCost | None
-    energy: RunEnergy | None
-    kwh: float | None
-    replicas: int = 1  # serving: replicas of ``chips`` chips
-    # serving, disaggregated (``advise.disaggregation``): of the replicas, how many only
-    # prefill (the rest only decode); 0: every replica prefills and decodes
-    prefill_replicas: int = 0
-    excluded: str = ""  # why this option is not allowed; empty = allowed
-
-    @property
-    def allowed(self) -> bool:
-        return not self.excluded
-
-    @property
-    def total_chips(self) -> int:
-        return self.chips * self.replicas
-
-    @property
-    def disaggregated(self) -> bool:
-        return self.prefill_replicas > 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,181 +74,6 @@ def chip_counts(chip: Chip, max_chips: int | None) -> tuple[int, ...]:
     return tuple(counts)
 
 
-# ---- pricing one prediction ---------------------------------------------------------------
-
-
-def _pricing_filter(request: AdviseRequest) -> tuple[str, ...] | None:
-    return None if request.pricing == "any" else (request.pricing,)
-
-
-def offer_label(offer: PriceOffer) -> str:
-    """'gcp on-demand us-central1 ($4.20/chip-h; source, date)': what the price is and where
-    it comes from."""
-    recorded = offer.region.strip() not in ("", "not recorded")
-    region = offer.region if recorded else "region not recorded"
-    return (
-        f"{offer.provider} {offer.pricing} {region} (${offer.usd_per_chip_hour:.2f}/chip-h; "
-        f"{offer.source}, {offer.date})"
-    )
-
-
-def _priced_training(
-    pred: TrainPrediction, chip: Chip, request: AdviseRequest, catalog: Catalog
-) -> Option:
-    run = TrainingRun(tokens=request.tokens or pred.tokens_per_step)
-    energy = energy_of_run(
-        pred, chip, run, request.assumptions, facility="owned" if request.own_hardware else "cloud"
-    )
-    days = run.steps(pred) * pred.step_time_s / SECONDS_PER_DAY
-    excluded = ""
-    cost: RunCost | OwnedRunCost | None
-    if request.own_hardware:
-        owned = owned_cost_of_run(pred, chip, catalog, run, assumptions=request.assumptions)
-        if isinstance(owned, NotPurchasable):
-            cost, usd, label = None, None, "not for sale"
-            excluded = f"cannot be owned: {owned.reason}"
-        else:
-            cost, usd = owned, owned.usd_total
-            label = (
-                f"owned, TCO (${owned.owned.usd_per_chip_hour_owned:.2f}/chip-h; purchase "
-                f"${owned.owned.purchase.usd:,.0f}, {owned.owned.purchase.source}, "
-                f"{owned.owned.purchase.date})"
-            )
-    else:
-        best = cheapest(
-            costs_of_run(pred, catalog, run, cloud=request.cloud, pricing=_pricing_filter(request))
-        )
-        if best is None:
-            cost, usd, label = None, None, "no price"
-            if request.objective == "cost" or request.budget_usd is not None:
-                excluded = no_price_reason(request)
-        else:
-            cost, usd, label = best, best.usd_total, offer_label(best.offer)
-            energy = energy_in_region(energy, best.offer, request.assumptions)
-    excluded = excluded or _constraints(days, usd, request)
-    return Option(
-        chip=chip,
-        chips=pred.chips,
-        prediction=pred,
-        days=days,
-        usd=usd,
-        price_label=label,
-        cost=cost,
-        energy=energy,
-        kwh=energy.facility_kwh,
-        excluded=excluded,
-    )
-
-
-def no_price_reason(request: AdviseRequest) -> str:
-    """Why a chip without a matching offer cannot be ranked on cost or held to a budget."""
-    where = "any cloud" if request.cloud == "any" else request.cloud
-    pricing = "any pricing" if request.pricing == "any" else request.pricing
-    return f"no cloud price in the catalog ({pricing}, {where})"
-
-
-def _deadline_words(request: AdviseRequest) -> str:
-    limit = request.deadline_limit_days
-    if request.deadline_days:
-        return f"the deadline ({limit:g} days)"
-    return f"the default deadline ({limit:g} days; --deadline-days)"
-
-
-def _constraints(days: float | None, usd: float | None, request: AdviseRequest) -> str:
-    if days is not None and days > request.deadline_limit_days:
-        return f"takes {days:,.1f} days, beyond {_deadline_words(request)}"
-    if request.budget_usd is not None and usd is not None and usd > request.budget_usd:
-        return f"costs ${usd:,.0f}, over the budget (${request.budget_usd:,.0f})"
-    return ""
-
-
-def _priced_serving(
-    pred: InferPrediction, chip: Chip, request: AdviseRequest, catalog: Catalog
-) -> Option:
-    rpd = request.serving_rps * SECONDS_PER_DAY if request.serving_slo else None
-    load = ServingLoad(requests_per_day=rpd or request.requests_per_day or 1.0)
-    energy = energy_of_serving(
-        pred, chip, load, request.assumptions, facility="owned" if request.own_hardware else "cloud"
-    )
-    excluded = ""
-    usd: float | None
-    cost: ServingCost | None = None
-    replicas = replicas_for(pred, load)
-    if request.own_hardware:
-        owned = owned_cost(chip, catalog, pred=pred, assumptions=request.assumptions)
-        if isinstance(owned, NotPurchasable):
-            usd, label, excluded = None, "not for sale", f"cannot be owned: {owned.reason}"
-        else:
-            usd = owned.usd_per_calendar_hour * 24 * pred.chips * replicas
-            label = f"owned, TCO (${owned.usd_per_calendar_hour:.2f}/chip-h all day)"
-    else:
-        cost = cheapest(
-            serving_costs(
-                pred, catalog, load, cloud=request.cloud, pricing=_pricing_filter(request)
-            )
-        )
-        if cost is None:
-            usd, label = None, "no price"
-            if request.objective == "cost" or request.budget_usd is not None:
-                excluded = no_price_reason(request)
-        else:
-            usd, label = cost.usd_per_day, offer_label(cost.offer)
-            energy = energy_in_region(energy, cost.offer, request.assumptions)
-    if (
-        not excluded
-        and request.budget_usd is not None
-        and usd is not None
-        and usd > request.budget_usd
-    ):
-        excluded = f"costs ${usd:,.0f}/day, over the budget (${request.budget_usd:,.0f})"
-    return Option(
-        chip=chip,
-        chips=pred.chips,
-        prediction=pred,
-        days=None,
-        usd=usd,
-        price_label=label,
-        cost=cost,
-        energy=energy,
-        kwh=energy.facility_kwh,
-        replicas=replicas,
-        excluded=excluded,
-    )
-
-
-# ---- ranking ------------------------------------------------------------------------------
-
-
-def objective_key(request: AdviseRequest) -> Callable[[Option], tuple[float, float]]:
-    """Sort key for options: the objective first, then cost (or time, for cost) to break ties."""
-
-    def key(o: Option) -> tuple[float, float]:
-        inf = math.inf
-        time_s = (o.days * SECONDS_PER_DAY if o.days is not None else _serving_time(o)) or inf
-        usd = o.usd if o.usd is not None else inf
-        kwh = o.kwh if o.kwh is not None else inf
-        if request.objective == "time":
-            return (time_s, usd)
-        if request.objective == "energy":
-            return (kwh, usd)
-        return (usd, time_s)
-
-    return key
-
-
-def _time_s(o: Option) -> float:
-    """Wall clock of the option: the training run, or one served request."""
-    if o.days is not None:
-        return o.days * SECONDS_PER_DAY
-    return _serving_time(o)
-
-
-def _serving_time(o: Option) -> float:
-    pred = o.prediction
-    assert isinstance(pred, InferPrediction)
-    return pred.request_time_s
-
-
 # Counts are tried in doubling order, and the search for a chip stops after two doublings in
 # a row that do not pay. For cost and energy a doubling pays when it beats the best so far by
 # more than ``TIE_TOLERANCE``, or ties with it and is ``STOP_GAIN`` faster (ties go to the
@@ -302,9 +84,6 @@ def _serving_time(o: Option) -> float:
 # chips are the cure).
 STOP_STRIKES = 2
 STOP_GAIN = 0.05
-# Options whose objective is within this fraction of the best are ties at the model's
-# resolution (its validation error is larger); among ties the faster run wins.
-TIE_TOLERANCE = 0.05
 
 
 def _predict(predictor: Predictor, chips: int) -> Prediction:
@@ -329,7 +108,7 @@ def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) ->
                 return f"cloud only: {owned.reason}"
             return f"cannot be owned: {owned.reason}"
         return ""
-    offers = offers_in(catalog, chip.id, cloud=request.cloud, pricing=_pricing_filter(request))
+    offers = offers_in(catalog, chip.id, cloud=request.cloud, pricing=pricing_filter(request))
     if request.cloud != "any" and not offers and request.cloud not in chip.clouds:
         return f"not offered on {request.cloud} (catalog availability and offers)"
     if not offers and (request.objective == "cost" or request.budget_usd is not None):
@@ -369,7 +148,7 @@ def _count_floor(predictor: Predictor, n: int, request: AdviseRequest) -> str:
         if days > request.deadline_limit_days:
             return (
                 f"takes at least {days:,.0f} days on {n} chips even at peak FLOP/s, beyond "
-                f"{_deadline_words(request)}"
+                f"{deadline_words(request)}"
             )
     return ""
 
@@ -418,14 +197,14 @@ def search_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> ChipSea
             last_why = str(err)  # no layout of n chips, or a figure the model lacks
             continue
         if isinstance(pred, TrainPrediction):
-            option = _priced_training(pred, chip, request, catalog)
+            option = priced_training(pred, chip, request, catalog)
         else:
-            option = _priced_serving(pred, chip, request, catalog)
+            option = priced_serving(pred, chip, request, catalog)
         out.append(option)
         value = key(option)[0]
         if not math.isfinite(value) or _too_slow(option, request):
             continue  # more chips may still bring it within the limit
-        seconds = _time_s(option)
+        seconds = time_s(option)
         if best is None:
             best, fastest = value, seconds
             continue
@@ -493,7 +272,7 @@ def _search_slo(
             figure = _slo_figure(predictor, n, request, ans.missed)
             missed = f"misses the SLO on {n} chip(s) per replica: {figure}"
             continue
-        out.append(_priced_serving(ans.prediction, chip, request, catalog))
+        out.append(priced_serving(ans.prediction, chip, request, catalog))
     found: list[Option] = []
     dis_missed = ""
     if request.disaggregation:
@@ -555,7 +334,7 @@ def _disaggregated(
             if why and (figure or not missed):
                 missed = f"up to {limit} replicas of {n}: {why}"
             continue
-        option = _priced_serving(dis.prediction, chip, request, catalog)
+        option = priced_serving(dis.prediction, chip, request, catalog)
         option = replace(option, chips=n, replicas=dis.replicas,
                          prefill_replicas=max(1, dis.prefill_replicas))  # fmt: skip
         out.append(option)
@@ -578,23 +357,3 @@ def _none_reason(last_why: str, chip: Chip, request: AdviseRequest) -> str:
 def options_for_chip(chip: Chip, request: AdviseRequest, catalog: Catalog) -> tuple[Option, ...]:
     """Counts of ``chip`` that fit, priced; empty if the chip cannot run it at all."""
     return search_chip(chip, request, catalog).options
-
-
-def best_option(options: Iterable[Option], request: AdviseRequest) -> Option | None:
-    """The allowed option that scores best on the objective; within ``TIE_TOLERANCE`` of it
-    (a tie at the model's resolution) the faster run, as a team would choose: the same money
-    for a shorter run (for ``--objective time``, the cheaper of tied runs). When buying
-    (``--own-hardware``) ties go to fewer chips: each extra server is capital up front, and a
-    tie in amortised cost says the extra servers buy little."""
-    allowed = [o for o in options if o.allowed]
-    key = objective_key(request)
-    top = min(allowed, key=key, default=None)
-    if top is None:
-        return None
-    limit = key(top)[0] * (1 + TIE_TOLERANCE)
-    ties = [o for o in allowed if key(o)[0] <= limit]
-    if request.objective == "time":
-        return min(ties, key=lambda o: (key(o)[1], o.total_chips))
-    if request.own_hardware:
-        return min(ties, key=lambda o: (o.total_chips, key(o)[0]))
-    return min(ties, key=lambda o: (_time_s(o), o.total_chips))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chipwise.advise.candidates import Option
+from chipwise.advise.option import Option
 from chipwise.advise.request import AdviseRequest
 from chipwise.cost import OwnedRunCost, Ownership, ownership
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_run_time, format_usd
+from chipwise.advise.option import Option, objective_key
 from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
 from chipwise.advise.situations import Reason
 from chipwise.hardware import Chip

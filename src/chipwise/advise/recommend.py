@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from chipwise.advise.candidates import Option, best_option, objective_key, search_chip
+from chipwise.advise.candidates import search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip, latency_confidence
 from chipwise.advise.nonml import NonMLOption, non_ml_options, work_of
 from chipwise.advise.nonml import bottleneck as bottleneck_of
+from chipwise.advise.option import Option, best_option, objective_key
 from chipwise.advise.ownership import OwnershipAdvice, ownership_advice
 from chipwise.advise.porting import as_is_exclusion, choose_pick
 from chipwise.advise.request import AdviseRequest, Platform, ProjectFacts, platform_of

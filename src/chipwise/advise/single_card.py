@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chipwise.advise.candidates import TIE_TOLERANCE, Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
+from chipwise.advise.option import TIE_TOLERANCE, Option, objective_key
 from chipwise.advise.request import AdviseRequest
 from chipwise.hardware import PriceOffer
 from chipwise.workload.ir import Training

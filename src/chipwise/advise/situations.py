@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from chipwise.advise.candidates import Option, objective_key
 from chipwise.advise.display import format_energy, format_run_time, format_usd
+from chipwise.advise.option import Option, objective_key
 from chipwise.advise.request import AdviseRequest, Finding, Platform, platform_of
 from chipwise.hardware import Catalog, Chip, PriceOffer
 from chipwise.perf import InferPrediction, TrainPrediction

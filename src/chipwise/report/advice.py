@@ -8,9 +8,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from chipwise.advise.candidates import Option
 from chipwise.advise.defaults import DEADLINE_SOURCE
 from chipwise.advise.display import format_energy, format_run_time, format_usd
+from chipwise.advise.option import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.advise.situations import describe, is_workstation_card
 from chipwise.perf import InferPrediction, TrainPrediction

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chipwise._version import __version__
-from chipwise.advise.candidates import Option
+from chipwise.advise.option import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.cost import OwnedRunCost, RunCost, ServingCost
 from chipwise.perf import InferPrediction, TrainPrediction

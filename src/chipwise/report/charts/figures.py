@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chipwise.advise.candidates import Option
+from chipwise.advise.option import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.report.charts.common import (
     BOUND_COLOURS,

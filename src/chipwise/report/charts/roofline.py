@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chipwise.advise.candidates import Option
+from chipwise.advise.option import Option
 from chipwise.errors import ChipwiseError
 from chipwise.perf import (
     InferPrediction,

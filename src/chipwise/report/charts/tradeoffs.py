@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chipwise.advise.candidates import Option
+from chipwise.advise.option import Option
 from chipwise.advise.recommend import Recommendation
 from chipwise.perf import InferPrediction
 from chipwise.report.charts.common import (
