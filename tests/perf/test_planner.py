@@ -8,10 +8,11 @@ from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.hardware import chip
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.plan.planner import plan_training
+from chipwise.perf.plan.planner import plan_slo, plan_training
 from chipwise.perf.predict import predict
+from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
-from chipwise.workload.ir import Training, TransformerSpec, Workload
+from chipwise.workload.ir import Inference, Training, TransformerSpec, Workload
 from chipwise.workload.presets import load_preset
 
 H100 = chip("h100-sxm")
@@ -118,3 +119,17 @@ def test_a_plan_whose_axes_do_not_multiply_to_the_chips_says_so() -> None:
     # the schedule is the planner's unless named: interleaving, micro-batch, recompute
     assert "vp" not in plan_constraints("tp=2,pp=2", 8)
     assert plan_constraints("tp=2,pp=2,vp=2", 8)["vp"] == 2
+
+
+def test_a_server_search_with_no_plan_to_try_says_why() -> None:
+    # tp=16 on single-chip PCIe domains: the network cannot carry the group; the miss names
+    # that instead of an empty reason
+    l40s = chip("l40s")
+    serve = ServeModel(load_preset("llama3-8b"), l40s, "bf16", model_for(l40s), Network(l40s))
+    phase = Inference(load="rps", rps=1.0, input_len=128, output_len=128)
+    choice = plan_slo(serve, phase, chips=16, ttft_p99_s=2.0, tpot_p99_s=0.1, fixed={"tp": 16})
+    assert choice.prediction is None
+    assert "16" in choice.missed and ("scale-out" in choice.missed or "domain" in choice.missed)
+    # a tp that does not divide the heads leaves nothing to try, and says so
+    choice = plan_slo(serve, phase, chips=6, ttft_p99_s=2.0, tpot_p99_s=0.1, fixed={"tp": 6})
+    assert choice.prediction is None and choice.missed.startswith("no serving plan")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from chipwise.errors import DoesNotFitError, PlanError
+from chipwise.hardware import Chip
 from chipwise.perf.base import (
     InferPrediction,
     Plan,
@@ -388,7 +389,7 @@ def plan_serving(
     least: InferPrediction | None = None
     candidates = fitting = 0
     for tp in divisors(chips):
-        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+        if not _serving_tp(tp, spec, domain, fixed):
             continue
         for pp in divisors(chips // tp):
             if pp > spec.n_layers or ("pp" in fixed and fixed["pp"] != pp):
@@ -409,7 +410,9 @@ def plan_serving(
     if best is None:
         if least is not None and allow_unfit:
             return ServeChoice(prediction=least, candidates=candidates, fitting=0, fixed=fixed)
-        need = least.memory.total_bytes if least else 0.0
+        if least is None:
+            raise PlanError(_no_serving_plan(spec, chip, chips, fixed))
+        need = least.memory.total_bytes
         raise DoesNotFitError(
             f"{spec.name} serving batch {batch} x {input_len + output_len} tokens does not fit "
             f"on {chips} x {chip.id} ({format_bytes(chip.hbm_capacity_bytes)} each) under any "
@@ -439,8 +442,9 @@ def plan_engine(
     best_key: tuple[float, float] = (math.inf, math.inf)
     least: InferPrediction | None = None
     candidates = fitting = 0
+    plan_error = ""
     for tp in divisors(chips):
-        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+        if not _serving_tp(tp, spec, domain, fixed):
             continue
         pp = int(fixed.get("pp", 1))
         if (chips // tp) % pp:
@@ -453,7 +457,8 @@ def plan_engine(
             plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep)
             try:
                 pred = model.serve_engine(plan, phase)
-            except PlanError:
+            except PlanError as err:
+                plan_error = str(err)  # e.g. a group the network cannot carry
                 continue
             candidates += 1
             eng = pred.engine
@@ -473,7 +478,9 @@ def plan_engine(
     if best is None:
         if least is not None and allow_unfit:
             return ServeChoice(prediction=least, candidates=candidates, fitting=0, fixed=fixed)
-        need = least.memory.weights_bytes if least else 0.0
+        if least is None:
+            raise PlanError(plan_error or _no_serving_plan(spec, chip, chips, fixed))
+        need = least.memory.weights_bytes
         raise DoesNotFitError(
             f"{spec.name} leaves no room for a KV cache on {chips} x {chip.id} "
             f"({format_bytes(chip.hbm_capacity_bytes)} each) under any plan (weights alone "
@@ -482,6 +489,31 @@ def plan_engine(
             capacity_bytes=chip.hbm_capacity_bytes,
         )
     return ServeChoice(prediction=best, candidates=candidates, fitting=fitting, fixed=fixed)
+
+
+def _serving_tp(
+    tp: int, spec: TransformerSpec, domain: int, fixed: Mapping[str, int | str]
+) -> bool:
+    """Whether a serving search tries ``tp``: a given tp is kept as given (the network
+    model prices, or refuses, a group beyond the scale-up domain); otherwise tp stays within
+    one domain and ``MAX_TP``. It must divide the attention heads either way."""
+    if spec.n_heads % tp:
+        return False
+    if "tp" in fixed:
+        return int(fixed["tp"]) == tp
+    return tp <= min(domain, MAX_TP)
+
+
+def _no_serving_plan(spec: TransformerSpec, chip: Chip, chips: int,
+                     fixed: Mapping[str, int | str]) -> str:  # fmt: skip
+    """Why a serving search found no plan to try at all."""
+    given = ", ".join(f"{k}={v}" for k, v in fixed.items())
+    return (
+        f"no serving plan of {spec.name} on {chips} x {chip.id}"
+        + (f" with {given}" if given else "")
+        + f" (tensor parallelism must divide the {spec.n_heads} heads and {chips} chips, and "
+        f"stay within a scale-up domain of {domain_chips(chip, chips)} unless given)"
+    )
 
 
 def _engine_eps(spec: TransformerSpec, tp: int) -> list[int]:
@@ -542,14 +574,15 @@ def plan_slo(
     missed = ""
     candidates = 0
     for tp in divisors(chips):
-        if tp > min(domain, MAX_TP) or spec.n_heads % tp or ("tp" in fixed and fixed["tp"] != tp):
+        if not _serving_tp(tp, spec, domain, fixed):
             continue
         eps = [int(fixed["ep"])] if "ep" in fixed else _engine_eps(spec, tp)
         for ep in eps:
             try:
                 rate, why = _replica_capacity(model, phase, Plan(tp=tp, ep=ep), ttft_p99_s,
                                               tpot_p99_s)  # fmt: skip
-            except PlanError:
+            except PlanError as err:
+                missed = missed or str(err)
                 continue
             candidates += 1
             if why:
@@ -559,6 +592,8 @@ def plan_slo(
             if best is None or rate * dp > best[0]:
                 best = (rate * dp, Plan(dp=dp, tp=tp, ep=ep))
     if best is None:
+        if not candidates:
+            missed = missed or _no_serving_plan(spec, chip, chips, fixed)
         return SloChoice(prediction=None, capacity_rps=0.0, missed=missed,
                          candidates=candidates)  # fmt: skip
     rate, plan = best
