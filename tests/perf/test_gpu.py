@@ -213,6 +213,33 @@ def test_cdna3_streams_hbm_and_xgmi_below_the_gpu_defaults() -> None:
     assert default.hbm_fraction > mi300x.hbm_fraction
 
 
+def test_a_skinny_gemm_streams_its_weights_at_the_gemm_hbm_fraction() -> None:
+    # M=1: the weights are read once; with gemm_hbm_fraction set they stream at that share of
+    # HBM, not at the copy's hbm_fraction; elementwise ops keep hbm_fraction
+    eff = dataclasses.replace(EFF, gemm_hbm_fraction=0.5)
+    weights = 8192 * 8192 * 2
+    t = GpuModel(H100, eff).op_time(mm(1, 8192, 8192))
+    assert t.memory_s == pytest.approx(weights / (3.35e12 * 0.5), rel=0.02)
+    base = GpuModel(H100, EFF).op_time(mm(1, 8192, 8192))
+    assert t.seconds > 1.7 * base.seconds  # 0.9 / 0.5
+    add = Op(name="add", kind=OpKind.ELEMENTWISE, dtype="bf16", shape=(4096, 4096))
+    assert GpuModel(H100, eff).op_time(add).seconds == GpuModel(H100, EFF).op_time(add).seconds
+
+
+def test_cdna3_skinny_fp8_gemms_stream_at_the_measured_hipblaslt_rate() -> None:
+    # HF-MI300-SKINNY: hipBLASLt fp8, Llama-3.1-405B TP8 projections at M=1 on one MI300X:
+    # 364.9 MB of weights in 123.6 us; the model's three GEMMs land within 10 % of that, and
+    # NVIDIA chips keep their copy fraction for GEMMs
+    mi300x = chip("mi300x")
+    model = GpuModel(mi300x)
+    shapes = ((2304, 16384, 14.938e-6), (13312, 16384, 77.636e-6), (16384, 6656, 31.066e-6))
+    total = sum(model.op_time(mm(1, n, k, "fp8")).seconds for n, k, _ in shapes)
+    assert total == pytest.approx(sum(t for *_, t in shapes), rel=0.10)
+    assert efficiency_for(mi300x).gemm_hbm_fraction == pytest.approx(2.95 / 5.3, abs=2e-3)
+    h100 = efficiency_for(chip("h100-sxm"))
+    assert h100.gemm_memory_fraction() == h100.hbm_fraction
+
+
 def test_an_unknown_architecture_gets_defaults_and_says_so() -> None:
     odd = dataclasses.replace(H100, id="odd", architecture="future-arch", vendor="nvidia")
     e = efficiency_for(odd)
@@ -279,7 +306,7 @@ GEMM_AND_TPU_CHIPS = [c.id for c in default_catalog().chips if c.kind in ("gpu",
 
 
 def _roofs(c_id: str, m: int, n: int, k: int) -> tuple[float, float, float]:
-    """(model time less launch overhead, achievable compute roof, achievable HBM roof) of a
+    """(model time less launch overhead, achievable compute roof, achievable GEMM HBM roof) of a
     16-bit GEMM (bf16, fp16 on parts without bf16)."""
     c = chip(c_id)
     dtype = "bf16" if c.supports("bf16") else "fp16"
@@ -288,7 +315,7 @@ def _roofs(c_id: str, m: int, n: int, k: int) -> tuple[float, float, float]:
     op = Op(name="gemm", kind=OpKind.MATMUL, dtype=dtype, mnk=(m, n, k), shape=(m, n))
     t = model.op_time(op)
     compute_s = 2.0 * m * n * k / (c.peak_flops_per_s(dtype) * eff.gemm_fraction(dtype))
-    stream_s = (m * k + k * n + m * n) * 2.0 / (c.hbm_bytes_per_s * eff.hbm_fraction)
+    stream_s = (m * k + k * n + m * n) * 2.0 / (c.hbm_bytes_per_s * eff.gemm_memory_fraction())
     return t.seconds - t.overhead_s, compute_s, stream_s
 
 

@@ -46,18 +46,20 @@ PARAMETERS: tuple[str, ...] = (
     "fp8_gemm_peak_fraction",
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
+    "gemm_hbm_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
-     "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction"}
+     "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
+     "gemm_hbm_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction"}
+     "decode_attention_hbm_fraction", "gemm_hbm_fraction"}
 )  # fmt: skip
 
 
@@ -94,6 +96,9 @@ class Efficiency:
             of the doubled peak is lower again); 0 = not measured, use ``gemm_peak_fraction``.
         decode_attention_hbm_fraction: the share of HBM bandwidth a decode step's paged
             KV-cache read (the decode attention kernel) reaches; 0 = as ``hbm_fraction``.
+        gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
+            skinny decode projection, M = batch) streams its weights through the vendor
+            library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
     """
 
     gemm_peak_fraction: float
@@ -109,6 +114,7 @@ class Efficiency:
     fp8_gemm_peak_fraction: float = 0.0
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
+    gemm_hbm_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -133,6 +139,10 @@ class Efficiency:
     def decode_attention_fraction(self) -> float:
         """The achievable share of HBM bandwidth for a decode step's KV-cache read."""
         return self.decode_attention_hbm_fraction or self.hbm_fraction
+
+    def gemm_memory_fraction(self) -> float:
+        """The achievable share of HBM bandwidth for a GEMM's operand and output traffic."""
+        return self.gemm_hbm_fraction or self.hbm_fraction
 
     def attention_fraction(self, *, backward: bool) -> float:
         """The achievable share of the dense peak for fused attention, forward or backward."""
@@ -186,6 +196,7 @@ class _Entry(_Frozen):
     fp8_gemm_peak_fraction: _Value | None = None
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
+    gemm_hbm_fraction: _Value | None = None
     note: str = ""
 
 
@@ -286,3 +297,12 @@ def default_efficiency_table() -> EfficiencyTable:
 def efficiency_for(chip: Chip) -> Efficiency:
     """The packaged efficiency parameters for ``chip`` (most specific entry wins)."""
     return default_efficiency_table().lookup(chip)
+
+
+def fabric_collective_latency_s(chip: Chip) -> float:
+    """The per-step latency of the chip's fabric alone: the ``[kind.<kind>]`` default of
+    ``collective_latency_s``. An architecture entry may raise it to what its collective
+    library measures (RCCL on CDNA3); a kernel that bypasses the library (a serving
+    engine's custom all-reduce) pays only this."""
+    value, _ = default_efficiency_table().kind[chip.kind]["collective_latency_s"]
+    return value

@@ -32,7 +32,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (decode, GEMV) stream their weights near HBM bandwidth on every vendor, as the small-M
   kernels of cuBLAS/hipBLASLt do.
 - **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
-  the CUDA cores / vector units (``vector_flops_per_s``).
+  the CUDA cores / vector units (``vector_flops_per_s``). A GEMM's operand traffic streams at
+  ``gemm_hbm_fraction`` where the vendor library's skinny GEMMs were measured below a large
+  copy's rate (CDNA3: hipBLASLt fp8 decode projections at ~2.95 of 5.3 TB/s), else at
+  ``hbm_fraction``.
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
 - **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
   Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding applies per
@@ -239,7 +242,7 @@ def gemm_candidate(
         k_efficiency=k / (split * (k_pad + K_FILL)),
         rate_factor=rate_factor,
         compute_s=compute_s,
-        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.hbm_fraction),
+        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction()),
     )
 
 
