@@ -8,7 +8,7 @@ from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.hardware import chip
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.plan.planner import plan_slo, plan_training
+from chipwise.perf.plan.planner import plan_constraints, plan_slo, plan_training
 from chipwise.perf.predict import predict
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
@@ -133,3 +133,26 @@ def test_a_server_search_with_no_plan_to_try_says_why() -> None:
     # a tp that does not divide the heads leaves nothing to try, and says so
     choice = plan_slo(serve, phase, chips=6, ttft_p99_s=2.0, tpot_p99_s=0.1, fixed={"tp": 6})
     assert choice.prediction is None and choice.missed.startswith("no serving plan")
+
+
+@pytest.mark.parametrize(
+    ("model", "chips", "batch", "plan", "says"),
+    [
+        ("llama3-70b", 8, 256, "ep=16,etp=1", "not an MoE"),
+        ("deepseek-v2-lite", 8, 1024, "pp=8,vp=4", "exceeds"),
+        ("llama3-8b", 64, 100, "tp=2", "multiple of its 32 data-parallel ranks"),
+    ],
+)
+def test_a_plan_with_no_layout_names_its_own_fault(
+    model: str, chips: int, batch: int, plan: str, says: str
+) -> None:
+    # the given plan's own fault (an expert axis on a dense model, more stages than layers)
+    # or the batch that no layout divides, never a generic "no layout"
+    with pytest.raises(PlanError, match=says):
+        predict(
+            Workload(model=load_preset(model), phase=Training(seq_len=2048, global_batch=batch)),
+            chip("h100-sxm"),
+            chips,
+            "bf16",
+            plan_keys=plan_constraints(plan, chips),
+        )

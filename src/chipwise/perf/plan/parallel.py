@@ -120,6 +120,9 @@ def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None)
             f"plan {plan} uses dp*fsdp*tp*pp*cp = {plan.chips} chips but --chips is {chips}; "
             f"make the product equal {chips} (or leave dp out and it fills the rest)"
         )
+    if spec is not None and plan.ep > 1 and (not spec.is_moe or spec.n_experts % plan.ep):
+        what = f"{spec.n_experts} experts" if spec.is_moe else "no experts (not an MoE)"
+        raise PlanError(f"ep={plan.ep} needs experts divisible by it; {spec.name} has {what}")
     etp = plan.expert_tp
     expert_ranks = plan.tp * plan.cp * plan.data_parallel
     if plan.tp % etp:
@@ -140,9 +143,6 @@ def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None)
         return
     if spec.n_heads % plan.tp:
         raise PlanError(f"tp={plan.tp} must divide {spec.name}'s {spec.n_heads} heads")
-    if plan.ep > 1 and (not spec.is_moe or spec.n_experts % plan.ep):
-        what = f"{spec.n_experts} experts" if spec.is_moe else "no experts (not an MoE)"
-        raise PlanError(f"ep={plan.ep} needs experts divisible by it; {spec.name} has {what}")
     if plan.pp * plan.vp > spec.n_layers:
         raise PlanError(
             f"pp*vp={plan.pp * plan.vp} exceeds {spec.name}'s {spec.n_layers} layers; "

@@ -326,11 +326,7 @@ def plan_training(
         )
     if best is None:
         if least is None:
-            raise PlanError(
-                f"no parallel layout of {chips} chips can run {model.spec.name} with global "
-                f"batch {global_batch} (constraints: {fixed or 'none'}); use a batch that is "
-                f"a multiple of the data-parallel ranks or fewer fixed plan keys"
-            )
+            raise PlanError(_no_layout(model, chips, global_batch, fixed))
         if allow_unfit:
             pred = model.train(least[1], seq_len=seq_len, global_batch=global_batch)
             return TrainChoice(prediction=pred, candidates=candidates, fitting=0,
@@ -489,6 +485,27 @@ def plan_engine(
             capacity_bytes=chip.hbm_capacity_bytes,
         )
     return ServeChoice(prediction=best, candidates=candidates, fitting=fitting, fixed=fixed)
+
+
+def _no_layout(model: StepModel, chips: int, global_batch: int,
+               fixed: Mapping[str, int | str]) -> str:  # fmt: skip
+    """Why no training layout was tried: the given plan's own fault when it has one (an
+    expert axis on a dense model, a tp that does not divide the heads), else the batch."""
+    spec = model.spec
+    axes = {k: int(v) for k, v in fixed.items() if k in ("dp", "fsdp", "tp", "pp", "cp", "ep",
+                                                         "vp", "etp")}  # fmt: skip
+    if axes:
+        try:
+            check_plan(Plan(**axes), chips, model.chip, spec)  # type: ignore[arg-type]
+        except PlanError as err:
+            return f"{err}"
+    data = axes.get("dp", 1) * axes.get("fsdp", 1) if "dp" in axes else None
+    ranks = f"its {data:,} data-parallel ranks" if data else "the data-parallel ranks"
+    return (
+        f"no parallel layout of {chips} chips can run {spec.name} with global batch "
+        f"{global_batch} (constraints: {dict(fixed) or 'none'}): the batch must be a multiple "
+        f"of {ranks}; use a larger --global-batch, fewer chips or fewer fixed plan keys"
+    )
 
 
 def _serving_tp(
