@@ -3,9 +3,11 @@ longer unless the plan says what limits it, and a run's time grows with its toke
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,7 @@ from chipwise.hardware import Chip, chip
 from chipwise.perf import predict
 from chipwise.perf.base import TrainPrediction
 from chipwise.workload.ir import Training, TransformerSpec, Workload
+from chipwise.workload.presets import load_preset
 
 SPEC = TransformerSpec(
     name="tiny", n_layers=16, d_model=2048, n_heads=16, n_kv_heads=8, head_dim=128,
@@ -87,3 +90,27 @@ def test_the_default_batch_never_shrinks_with_more_tokens() -> None:
 
     batches = [default_global_batch(SPEC, 10**e, 2048)[0] for e in range(8, 15)]
     assert batches == sorted(batches)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "chip_id", "seq_len", "batch"),
+    [
+        ("llama3-405b", "h100-sxm", 8192, 2048),
+        ("llama3-405b", "tpu-v6e", 8192, 2048),
+        ("llama3-405b", "b200", 8192, 2048),
+        ("deepseek-v3", "h100-sxm", 4096, 8192),
+    ],
+)
+def test_google_scale_doublings_never_lengthen_the_step_unless_named(
+    model_id: str, chip_id: str, seq_len: int, batch: int
+) -> None:
+    # the scale: 1,024 -> 16,384 chips at the batch such runs use (Llama 3 405B:
+    # 2,048 x 8k tokens; DeepSeek-V3: 8,192 x 4k); the planner's best plan at each count
+    spec = load_preset(model_id)
+    wl = Workload(model=spec, phase=Training(seq_len=seq_len, global_batch=batch))
+    preds = [predict(wl, chip(chip_id), 2**k, "bf16") for k in range(10, 15)]
+    for fewer, more in itertools.pairwise(preds):
+        assert isinstance(fewer, TrainPrediction) and isinstance(more, TrainPrediction)
+        assert fewer.fits and more.fits
+        if more.step_time_s > fewer.step_time_s * (1 + 1e-9):
+            assert more.limited_by in NAMED_LIMITS, (more.chips, more.breakdown)
