@@ -7,10 +7,16 @@ import pytest
 from chipwise.errors import PlanError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
+from chipwise.perf.efficiency import efficiency_for
 from chipwise.perf.ops.models import model_for
-from chipwise.perf.plan.parallel import Network
+from chipwise.perf.plan.parallel import Network, groups
 from chipwise.perf.predict import predict
-from chipwise.perf.step.serve import DECODE_STEP_OVERHEAD_S, ServeModel, kv_dtype_for
+from chipwise.perf.step.serve import (
+    CUSTOM_ALL_REDUCE_MAX_BYTES,
+    DECODE_STEP_OVERHEAD_S,
+    ServeModel,
+    kv_dtype_for,
+)
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
 
@@ -93,3 +99,35 @@ def test_a_tpu_engine_step_pays_for_its_token_bucket() -> None:
     assert tpu.device_s(0, 1, 1025, 1025) > tpu.device_s(0, 1, 1024, 1024) * 1.5
     gpu = EngineStepTimer(_serve(), Plan(), "bf16")
     assert gpu.padded_tokens(33) == 33
+
+
+def test_rccl_small_all_reduces_on_mi300x_cost_their_measured_floor() -> None:
+    # AZ-MI300X: an RCCL all-reduce of 1 KB over 8 MI300X takes 44.8 us, 32 MB 255 us
+    mi300x = chip("mi300x")
+    net = Network(mi300x)
+    g = groups(Plan(tp=8), mi300x)["tp"]
+    assert net.time_s("all_reduce", 1024, g) == pytest.approx(44.8e-6, rel=0.05)
+    assert net.time_s("all_reduce", 32 * 2**20, g) == pytest.approx(255e-6, rel=0.05)
+
+
+@pytest.mark.parametrize("cid", ["mi300x", "h100-sxm"])
+def test_serving_bypasses_the_collective_library_up_to_the_custom_all_reduce_size(
+    cid: str,
+) -> None:
+    # up to 8 MiB the engine's custom all-reduce pays the fabric's latency (the kind
+    # default), beyond it the library's: on MI300X RCCL's ~45 us floor, on H100 the same
+    # 2 us steps either way (NVIDIA serving unchanged)
+    c = chip(cid)
+    serve = ServeModel(LLAMA8, c, "bf16", model_for(c), Network(c))
+    g = groups(Plan(tp=8), c)["tp"]
+    small, large = CUSTOM_ALL_REDUCE_MAX_BYTES, CUSTOM_ALL_REDUCE_MAX_BYTES + 1
+    fabric = Network(c, efficiency_for(c).with_values(source="test", collective_latency_s=2e-6))
+    assert serve._tp_all_reduce_s(small, g) == pytest.approx(fabric.time_s("all_reduce", small, g))
+    assert serve._tp_all_reduce_s(large, g) == pytest.approx(
+        Network(c).time_s("all_reduce", large, g)
+    )
+    gap = serve._tp_all_reduce_s(large, g) - serve._tp_all_reduce_s(small, g)
+    if cid == "mi300x":
+        assert gap > 30e-6  # RCCL's floor returns beyond the custom kernel's limit
+    else:
+        assert gap < 1e-6

@@ -30,6 +30,7 @@ from chipwise.perf.base import (
     Plan,
     ServingLoadResult,
 )
+from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
 from chipwise.perf.ops.layers import (
     Dtypes,
     Shard,
@@ -43,7 +44,7 @@ from chipwise.perf.ops.layers import (
     layer_window,
 )
 from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
-from chipwise.perf.plan.parallel import Group, check_plan, groups, layers_per_stage
+from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
     KV_FREE_MEMORY_FRACTION,
@@ -86,6 +87,15 @@ ENGINE_OVERLAPS_HOST = True
 # default, unlike Megatron's userbuffers in training, ``train.TP_OVERLAP``), so prefill
 # and decode both pay all of it.
 SERVE_TP_OVERLAP = 0.0
+# Serving engines run a tensor-parallel all-reduce of up to this many bytes with their own
+# one-kernel all-reduce over peer memory, not through NCCL/RCCL: vLLM's CustomAllreduce
+# (max_size 8 MiB, vllm/distributed/device_communicators/custom_all_reduce.py; on ROCm in
+# AMD's vLLM fork since 2024-05, ROCm/vllm PR #27, upstream since 2025-03, vLLM PR #14125),
+# as TensorRT-LLM's and SGLang's custom all-reduce kernels do. Its steps cost the fabric's
+# latency (the kind default ``collective_latency_s``), not a collective library's own
+# (RCCL's ~45 us floor on MI300X, efficiency.toml [architecture.cdna3]). Larger messages (a
+# step of ~1000 sequences of a 70B+ model, prefill chunks) go through NCCL/RCCL.
+CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 # XLA runs static shapes, so a TPU serving engine compiles one program per bucket of the
 # step's token count and pads each step up to the next bucket: vLLM TPU
 # (vllm-project/tpu-inference, tpu_inference/runner/tpu_runner.py TPUModelRunner.__init__:
@@ -452,13 +462,35 @@ class ServeModel(StepTimer):
             engine=result,
         )
 
+    def _tp_all_reduce_s(self, n_bytes: float, group: Group) -> float:
+        """One tensor-parallel all-reduce of ``n_bytes``: the engine's custom all-reduce
+        within a scale-up domain up to ``CUSTOM_ALL_REDUCE_MAX_BYTES``, else the library's."""
+        if (
+            n_bytes > CUSTOM_ALL_REDUCE_MAX_BYTES
+            or group.crosses_domains
+            or self.chip.kind == "tpu"
+        ):
+            return self.network.time_s("all_reduce", n_bytes, group)
+        net: Network | None = self.__dict__.get("_custom_all_reduce")
+        if net is None:
+            eff = self.network.efficiency or efficiency_for(self.chip)
+            fabric = fabric_collective_latency_s(self.chip)
+            if fabric != eff.collective_latency_s:
+                eff = eff.with_values(
+                    source="the fabric's per-step latency (kind default): serving engines' "
+                    "custom all-reduce bypasses the collective library (perf/step/serve.py)",
+                    collective_latency_s=fabric,
+                )
+            net = self.__dict__["_custom_all_reduce"] = Network(self.chip, eff)
+        return net.time_s("all_reduce", n_bytes, group)
+
     def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the
         all-to-alls of MoE layers over ep."""
         spec = self.spec
         t = 0.0
         if plan.tp > 1:
-            t += 2 * spec.n_layers * self.network.time_s("all_reduce", n_bytes, g["tp"])
+            t += 2 * spec.n_layers * self._tp_all_reduce_s(n_bytes, g["tp"])
         if plan.pp > 1:
             t += (plan.pp - 1) * self.network.time_s("p2p", n_bytes / plan.tp, g["pp"])
         if spec.is_moe and plan.ep > 1:
