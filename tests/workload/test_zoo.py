@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 
 import pytest
@@ -47,6 +48,9 @@ ACTIVE = [
     ("gpt-oss-20b", 3.61e9, True),
     ("qwen3-30b-a3b", 3.3e9, False),
     ("llama4-scout", 17e9, False),
+    ("kimi-k2", 32.6e9, False),
+    ("deepseek-v2", 21e9, False),
+    ("qwen3-coder-480b", 35e9, False),
 ]
 
 
@@ -61,6 +65,19 @@ def test_moe_active_params_match_published(
     assert preset_config(preset_id)["_published_active_params"] == published
     assert active == pytest.approx(published, rel=PARAMS_TOLERANCE)
     assert accounting.params_active(spec) < accounting.params_total(spec)
+
+
+@pytest.mark.parametrize(("preset_id", "published"), [("glm-4.5", 32e9), ("glm-4.5-air", 12e9)])
+def test_glm45_active_params_match_without_the_embedding_tables(
+    preset_id: str, published: float
+) -> None:
+    # Z.ai states 32B / 12B active without a convention; the count without the input
+    # embedding and the untied LM head matches it (with them: 33.6B / 13.4B; see _notes)
+    spec = load_preset(preset_id)
+    assert not spec.tied_embeddings
+    without_tables = accounting.params_active(spec) - 2 * accounting.embedding_params(spec)
+    assert preset_config(preset_id)["_published_active_params"] == published
+    assert without_tables == pytest.approx(published, rel=PARAMS_TOLERANCE)
 
 
 def test_every_config_file_has_a_registry_entry_and_back() -> None:
@@ -95,6 +112,17 @@ def test_every_config_file_has_a_registry_entry_and_back() -> None:
         ("mistralai/Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
         ("microsoft/phi-4", "phi-4"),
         ("deepseek-ai/DeepSeek-V2-Lite", "deepseek-v2-lite"),
+        ("deepseek-ai/DeepSeek-V2", "deepseek-v2"),
+        ("Kimi-K2", "kimi-k2"),
+        ("moonshotai/Kimi-K2-Instruct", "kimi-k2"),
+        ("zai-org/GLM-4.5", "glm-4.5"),
+        ("zai-org/GLM-4.5-Air", "glm-4.5-air"),
+        ("Qwen/Qwen3-Coder-480B-A35B-Instruct", "qwen3-coder-480b"),
+        ("qwen3-coder-480b-a35b", "qwen3-coder-480b"),
+        ("mistralai/Mistral-Large-Instruct-2407", "mistral-large-2"),
+        ("Qwen/Qwen2.5-32B-Instruct", "qwen2.5-32b"),
+        ("Qwen/Qwen2.5-14B-Instruct", "qwen2.5-14b"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama3-70b"),
     ],
 )
 def test_aliases_resolve_case_insensitively(alias: str, preset_id: str) -> None:
@@ -131,6 +159,11 @@ def test_aliases_do_not_collide() -> None:
         ("qwen3-30b-a3b", 48, 0, 1),
         ("gpt-oss-20b", 24, 0, 1),
         ("deepseek-v2-lite", 26, 1, 1),  # first_k_dense_replace = 1
+        ("deepseek-v2", 59, 1, 1),
+        ("kimi-k2", 60, 1, 1),  # one dense layer, then 60 MoE layers
+        ("glm-4.5", 89, 3, 1),  # first_k_dense_replace = 3
+        ("glm-4.5-air", 45, 1, 1),
+        ("qwen3-coder-480b", 62, 0, 1),
     ],
 )
 def test_moe_layer_patterns(preset_id: str, moe_layers: int, first_dense: int, step: int) -> None:
@@ -198,3 +231,28 @@ def test_deepseek_v2_lite_mla_without_query_compression() -> None:
     assert active == pytest.approx(by_hand, rel=1e-3)
     # the paper states 2.4B to two significant figures
     assert round(active / 1e9, 1) in (2.4, 2.5)
+
+
+def test_deepseek_v3_descendants_read_their_mla_and_routing() -> None:
+    kimi = load_preset("kimi-k2")
+    assert kimi.uses_mla and (kimi.n_heads, kimi.head_dim, kimi.q_lora_rank) == (64, 192, 1536)
+    assert (kimi.n_experts, kimi.experts_per_token, kimi.n_shared_experts) == (384, 8, 1)
+    assert kimi.expert_groups == 0  # n_group 1: no group-limited routing
+    v2 = load_preset("deepseek-v2")
+    assert v2.uses_mla and (v2.n_experts, v2.experts_per_token, v2.n_shared_experts) == (160, 6, 2)
+    assert (v2.expert_groups, v2.expert_groups_per_token) == (8, 3)  # device-limited, M = 3
+
+
+def test_glm45_is_gqa_with_a_shared_expert() -> None:
+    glm = load_preset("glm-4.5")
+    assert not glm.uses_mla and glm.gated_mlp
+    assert (glm.n_heads, glm.n_kv_heads, glm.head_dim) == (96, 8, 128)  # head_dim key, not 5120/96
+    assert (glm.n_experts, glm.experts_per_token, glm.n_shared_experts) == (160, 8, 1)
+    assert (glm.d_ff, glm.moe_d_ff) == (12288, 1536)
+
+
+def test_promoted_validation_config_matches_the_zoo() -> None:
+    # the serving rows read configs/qwen3-coder-480b-a35b.json; the zoo copy must not drift
+    data = resources.files("chipwise.validate").joinpath("data", "configs")
+    text = data.joinpath("qwen3-coder-480b-a35b.json").read_text()
+    assert json.loads(text) == preset_config("qwen3-coder-480b")

@@ -22,9 +22,10 @@ layer pattern (``first_k_dense_replace``/``moe_layer_freq``, ``decoder_sparse_st
 ``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``.
 
 Gated MLP (three matrices): an explicit ``"gated_mlp": true|false`` key wins; else the
-family decides (Llama, Mistral, Mixtral, Qwen, Gemma, DeepSeek, gpt-oss: gated; GPT-2,
-GPT-J, BERT, Falcon: not; T5 by ``feed_forward_proj``); else an unknown family is gated when
-``hidden_act`` is SiLU/Swish, since that activation ships almost only as SwiGLU.
+family decides (Llama, Mistral, Mixtral, Qwen, Gemma, DeepSeek, Kimi K2, GLM-4.5 MoE,
+gpt-oss: gated; GPT-2, GPT-J, BERT, Falcon: not; T5 by ``feed_forward_proj``); else an
+unknown family is gated when ``hidden_act`` is SiLU/Swish, since that activation ships
+almost only as SwiGLU.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ _FAMILIES: dict[str, _Family] = {
     **dict.fromkeys(
         (
             "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-            "deepseek_v2", "deepseek_v3", "gpt_oss", "phi3", "olmo", "olmo2", "granite",
+            "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gpt_oss", "phi3", "olmo",
+            "olmo2", "granite",
         ),
         _LLAMA_LIKE,
     ),

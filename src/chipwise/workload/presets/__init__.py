@@ -60,6 +60,10 @@ PRESETS: tuple[Preset, ...] = (
             "meta-llama/Meta-Llama-3-70B",
             "meta-llama/Llama-3.1-70B",
             "meta-llama/Llama-3.3-70B-Instruct",
+            # DeepSeek-R1-Distill-Llama-70B is fine-tuned from Llama-3.3-70B-Instruct: its
+            # config.json has the same architecture keys (see the config's _source)
+            "deepseek-r1-distill-llama-70b",
+            "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
         ),
     ),
     Preset(
@@ -94,6 +98,15 @@ PRESETS: tuple[Preset, ...] = (
             "mistral-small-24b",
             "mistralai/Mistral-Small-24B-Base-2501",
             "mistralai/Mistral-Small-24B-Instruct-2501",
+        ),
+    ),
+    Preset(
+        id="mistral-large-2",
+        title="Mistral Large 2 (123B)",
+        aliases=(
+            "mistral-large-2407",
+            "mistral-large-123b",
+            "mistralai/Mistral-Large-Instruct-2407",
         ),
     ),
     Preset(id="phi-4", title="Phi-4 (14B)", aliases=("phi4", "microsoft/phi-4")),
@@ -131,6 +144,16 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"),
     ),
     Preset(
+        id="qwen2.5-14b",
+        title="Qwen2.5 14B",
+        aliases=("qwen2.5-14b-instruct", "Qwen/Qwen2.5-14B", "Qwen/Qwen2.5-14B-Instruct"),
+    ),
+    Preset(
+        id="qwen2.5-32b",
+        title="Qwen2.5 32B",
+        aliases=("qwen2.5-32b-instruct", "Qwen/Qwen2.5-32B", "Qwen/Qwen2.5-32B-Instruct"),
+    ),
+    Preset(
         id="qwen2.5-72b",
         title="Qwen2.5 72B",
         aliases=("qwen2.5-72b-instruct", "Qwen/Qwen2.5-72B", "Qwen/Qwen2.5-72B-Instruct"),
@@ -149,6 +172,15 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("qwen3-235b", "Qwen/Qwen3-235B-A22B"),
     ),
     Preset(
+        id="qwen3-coder-480b",
+        title="Qwen3-Coder 480B-A35B",
+        aliases=(
+            "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+            "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8",
+            "qwen3-coder-480b-a35b",  # the validation rows' config name (wider than the table)
+        ),
+    ),
+    Preset(
         id="deepseek-v3",
         title="DeepSeek-V3 671B",
         aliases=(
@@ -165,6 +197,30 @@ PRESETS: tuple[Preset, ...] = (
         id="deepseek-v2-lite",
         title="DeepSeek-V2-Lite 16B",
         aliases=("deepseek-v2-lite-16b", "deepseek-ai/DeepSeek-V2-Lite"),
+    ),
+    Preset(
+        id="deepseek-v2",
+        title="DeepSeek-V2 236B",
+        aliases=("deepseek-v2-236b", "deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2-Chat"),
+    ),
+    Preset(
+        id="kimi-k2",
+        title="Kimi K2 1T-A32B",
+        aliases=(
+            "kimi-k2-instruct",
+            "moonshotai/Kimi-K2-Instruct",
+            "moonshotai/Kimi-K2-Base",
+        ),
+    ),
+    Preset(
+        id="glm-4.5",
+        title="GLM-4.5 355B-A32B",
+        aliases=("glm4.5", "zai-org/GLM-4.5", "zai-org/GLM-4.5-Base", "THUDM/GLM-4.5"),
+    ),
+    Preset(
+        id="glm-4.5-air",
+        title="GLM-4.5-Air 106B-A12B",
+        aliases=("glm4.5-air", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air-Base"),
     ),
     Preset(id="gpt-oss-20b", title="gpt-oss-20b", aliases=("openai/gpt-oss-20b",)),
     Preset(id="gpt-oss-120b", title="gpt-oss-120b", aliases=("openai/gpt-oss-120b",)),
