@@ -211,9 +211,18 @@ def test_a_plan_stopped_by_the_network_says_so_not_that_it_does_not_fit() -> Non
 
 
 def test_serving_that_needs_more_than_one_domain_says_the_domain_rule() -> None:
-    req = serving("llama3-70b", chips=("h100-pcie",), max_chips=8)
-    found = search_chip(CAT.chip("h100-pcie"), req, CAT)
+    # A GeForce card is its own domain (a PCIe data-centre card's is the server's 4-8 GPUs).
+    req = serving("llama3-70b", chips=("rtx-5090",), max_chips=8)
+    found = search_chip(CAT.chip("rtx-5090"), req, CAT)
     assert not found.options
-    assert "on 1 chip (" in found.why_none and "scale-up domain (1 chip of h100-pcie" in (
+    assert "on 1 chip (" in found.why_none and "scale-up domain (1 chip of rtx-5090" in (
         found.why_none
     )
+
+
+def test_serving_a_70b_model_on_pcie_cards_uses_tensor_parallelism_within_the_server() -> None:
+    """8 L40S of an AWS g6e.48xlarge talk over PCIe: llama3-70b needs a tp group of them."""
+    req = serving("llama3-70b", chips=("l40s",), max_chips=8)
+    found = search_chip(CAT.chip("l40s"), req, CAT)
+    assert found.options, found.why_none
+    assert all(1 < o.chips <= 8 for o in found.options)

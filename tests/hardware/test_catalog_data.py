@@ -229,10 +229,26 @@ def test_figures_are_in_si_base_units(chip: Chip) -> None:
 def test_scale_up_domain_matches_topology(chip: Chip) -> None:
     up = chip.scale_up
     if up.topology == "pcie":
-        assert up.domain_chips == 1
+        # the GPUs one server or VM holds, talking over PCIe: 8 at most in the sources
+        assert 1 <= up.domain_chips <= 8
     else:
         assert up.domain_chips >= 2
     assert up.max_chips >= 1
+
+
+# A server or VM holds several PCIe data-centre cards (AWS g6e.48xlarge: 8 L40S; GCP
+# g2-standard-96: 8 L4; Azure NC96ads_A100_v4: 4 A100 PCIe); GeForce cards stay single.
+PCIE_SERVER_GPUS = [
+    ("l40s", 8), ("l4", 8), ("l40", 8), ("h100-pcie", 8), ("rtx-pro-6000", 8),
+    ("a100-pcie-80gb", 4), ("rtx-4090", 1), ("rtx-5090", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("chip_id", "gpus"), PCIE_SERVER_GPUS)
+def test_a_pcie_domain_is_the_gpus_one_server_holds(chip_id: str, gpus: int) -> None:
+    up = chipwise.chip(chip_id).scale_up
+    assert up.topology == "pcie"
+    assert up.domain_chips == gpus
 
 
 # [capabilities]: what non-ML workloads need beyond FLOP/s (graphics, fp64 HPC, video, ...).

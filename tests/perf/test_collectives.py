@@ -203,3 +203,39 @@ def test_an_oversubscribed_tier_slows_only_groups_that_span_pods() -> None:
     assert near.seconds == base.seconds  # inside a pod: the non-blocking fabric
     assert far.bandwidth_s > 6.5 * near.bandwidth_s  # ~7x: the uplinks are shared
     assert any("oversubscribed" in n for n in far.notes)
+
+
+# ---- PCIe (no NVLink): host-bound NCCL rates (NVIDIA/nccl issues #1639, #1530) -------------
+
+
+def test_pcie_all_reduce_is_slower_than_nvlink_at_the_same_link_rate() -> None:
+    """The same 1 GB all-reduce over 8 GPUs: PCIe reaches 28 of 63 GB/s, NVLink 0.8 of it."""
+    pcie = pinned("l40s", 63e9, 25e9)
+    nvlink = dataclasses.replace(
+        A100, scale_up=dataclasses.replace(A100.scale_up, bytes_per_s_per_chip=63e9)
+    )
+    t_pcie = collective_time("all-reduce", GB, 8, pcie, efficiency=EFF)
+    t_nvlink = collective_time("all-reduce", GB, 8, nvlink, efficiency=EFF)
+    assert t_pcie.seconds > t_nvlink.seconds
+    assert t_pcie.bus_bytes_per_s == pytest.approx(28e9, rel=0.02)  # nccl #1639, 8 x RTX 5090
+
+
+def test_pcie_bus_rate_drops_past_four_gpus() -> None:
+    """nccl #1639: busbw 35 GB/s on 4 GPUs, 28 GB/s on 8, over 63 GB/s Gen5 links."""
+    rtx = pinned("rtx-pro-6000", 63e9, 25e9)
+    four = collective_time("all-reduce", 8 * GB, 4, rtx, efficiency=EFF)
+    eight = collective_time("all-reduce", 8 * GB, 8, rtx, efficiency=EFF)
+    assert four.bus_bytes_per_s == pytest.approx(35e9, rel=0.02)
+    assert eight.bus_bytes_per_s == pytest.approx(28e9, rel=0.02)
+    assert any("PCIe" in n for n in eight.notes)
+    assert {a.name for a in eight.assumptions} >= {"pcie_bus_fraction", "pcie_step_latency_s"}
+
+
+def test_pcie_small_all_reduce_has_the_measured_latency_floor() -> None:
+    """An 8-byte all-reduce on 8 PCIe GPUs takes ~42 us in nccl-tests (nccl #1530), several
+    times NVLink's; whatever the efficiency parameters say about NVLink."""
+    l40s = chip("l40s")
+    t = collective_time("all-reduce", 8, 8, l40s, efficiency=EFF)
+    assert t.algorithm == "tree"
+    assert t.seconds == pytest.approx(42e-6, rel=0.01)
+    assert t.seconds > 3 * collective_time("all-reduce", 8, 8, A100, efficiency=EFF).seconds

@@ -131,3 +131,15 @@ def test_serving_bypasses_the_collective_library_up_to_the_custom_all_reduce_siz
         assert gap > 30e-6  # RCCL's floor returns beyond the custom kernel's limit
     else:
         assert gap < 1e-6
+
+
+def test_llama3_70b_serves_on_four_l40s_over_pcie() -> None:
+    """TP 4 over PCIe inside one server (AWS g6e): decode reads a quarter of the weights and
+    pays 2 all-reduces per layer at PCIe's measured rate and latency."""
+    l40s = chip("l40s")
+    s = ServeModel(load_preset("llama3-70b"), l40s, "fp8", model_for(l40s), Network(l40s))
+    p = s.serve(Plan(tp=4), batch=1, input_len=512, output_len=128)
+    weights_s = p.memory.weights_bytes / l40s.hbm_bytes_per_s
+    all_reduces_s = p.decode.communication_s
+    assert all_reduces_s > 80 * 2 * 4 * 7e-6  # 160 all-reduces, each >= the tree's 4 steps
+    assert weights_s + all_reduces_s < p.tpot_s < 2 * (weights_s + all_reduces_s) + 0.01

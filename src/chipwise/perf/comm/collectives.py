@@ -11,7 +11,9 @@ across n, are 2 (n-1)/n x S for all-reduce and (n-1)/n x S for the others.
 Algorithms:
 
 - **Ring** on a switch, a fully connected board or PCIe: all-reduce
-  2(n-1) alpha + 2 (n-1)/n S / B; reduce-scatter and all-gather half of that.
+  2(n-1) alpha + 2 (n-1)/n S / B; reduce-scatter and all-gather half of that. On PCIe
+  (no NVLink) B and alpha are what NCCL measures through the host (``PCIE_*`` below), not
+  the NVLink-calibrated efficiency parameters.
 - **Tree** (NCCL double binary tree): all-reduce 2 log2(n) alpha + 2 S / B; wins for small S.
 - **NVLS** (NVLink SHARP, in-switch reduction, Hopper and Blackwell NVSwitch): all-reduce
   2 alpha + S / (link rate x ``nvls_fraction``). Its bus bandwidth can exceed the link rate,
@@ -52,6 +54,28 @@ TORUS_3D_CUBE = 4
 # is ~1-2 us more than NVLink; nccl-tests small-message all-reduce over 2 nodes ~45 us, see
 # NVIDIA/nccl issue #1244).
 SCALE_OUT_EXTRA_LATENCY_S = 3e-6
+
+# PCIe (no NVLink): the GPUs of one server talk through the PCIe switches and the CPUs' root
+# complexes, so NCCL is bounded by what the host moves, not by the x16 link rate. "On PCI
+# systems, the performance you get is usually determined by the bandwidth your CPU and memory
+# can deliver" (NCCL maintainer sjeaugey, NVIDIA/nccl issue #1639, 2025-03-14). Measured there
+# on 8 RTX 5090 over PCIe Gen5 x16 (63 GB/s per GPU, two Xeon 8480+): all-reduce busbw 35 GB/s
+# on 4 GPUs and 28 GB/s on 8, whose ring crosses between the two sockets' halves of the server.
+# These replace the NVLink-calibrated ``scale_up_fraction`` on topology "pcie". A PCIe Gen4
+# card can come closer to its 31 GB/s (4 RTX 4090 with peer-to-peer enabled: busbw 25.9 GB/s,
+# tinygrad/open-gpu-kernel-modules issue #36), so for Gen4 cards these are on the low side.
+# They hold in serving too: vLLM turns its custom all-reduce off on "more than two PCIe-only
+# GPUs" (vllm/distributed/device_communicators/custom_all_reduce.py), so TP runs on NCCL.
+PCIE_LINK_BYTES_PER_S_MEASURED = 63e9
+PCIE_BUS_FRACTION_SMALL_GROUP = 35e9 / PCIE_LINK_BYTES_PER_S_MEASURED  # 0.56, up to 4 GPUs
+PCIE_BUS_FRACTION_LARGE_GROUP = 28e9 / PCIE_LINK_BYTES_PER_S_MEASURED  # 0.44, 5 to 8 GPUs
+PCIE_SMALL_GROUP_CHIPS = 4
+# Latency: an 8-byte all-reduce on 8 PCIe GPUs takes ~40-55 us in nccl-tests (8 RTX 4090:
+# 42.1 us out-of-place, NVIDIA/nccl issue #1530; 40-55 us in NVIDIA/nccl-tests issues #269 and
+# #270), against ~10-20 us on NVLink. ``_switch`` prices that size as the tree's 2 log2(8) = 6
+# steps of alpha, so the per-step alpha on PCIe is 42 us / 6 = 7 us.
+PCIE_ALL_REDUCE_8_BYTES_8_CHIPS_S = 42e-6
+PCIE_STEP_LATENCY_S = PCIE_ALL_REDUCE_8_BYTES_8_CHIPS_S / (2 * math.log2(8))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -295,15 +319,37 @@ def collective_time(
         link_rate = up.bytes_per_s_per_chip * (d - 1) / (up.domain_chips - 1)
     else:
         link_rate = up.bytes_per_s_per_chip
-    bw_up = link_rate * eff.scale_up_fraction
+    bw_up, alpha_up = link_rate * eff.scale_up_fraction, alpha
+    assumptions = eff.assumptions()
+    if up.topology == "pcie" and d > 1:
+        fraction = pcie_bus_fraction(d)
+        bw_up, alpha_up = link_rate * fraction, PCIE_STEP_LATENCY_S
+        notes.append(
+            f"PCIe: NCCL reaches {fraction:.0%} of the link rate and {alpha_up * 1e6:.0f} us per "
+            f"step (NVIDIA/nccl issues #1639, #1530)"
+        )
+        assumptions += (
+            Assumption(
+                name="pcie_bus_fraction",
+                value=fraction,
+                source="NVIDIA/nccl issue #1639: all-reduce busbw 35 (4 GPUs) and 28 GB/s "
+                "(8 GPUs) over 63 GB/s PCIe Gen5 links",
+            ),
+            Assumption(
+                name="pcie_step_latency_s",
+                value=alpha_up,
+                source="NVIDIA/nccl issue #1530: 8-byte all-reduce 42 us on 8 PCIe GPUs, over "
+                "the tree's 6 steps",
+            ),
+        )
 
     def intra(k: str, size: float) -> _Cost:
         if torus:
             axes = layout.torus_axes or default_torus_axes(chip, d)
             wrap = layout.wraparound or tuple(_wraps(chip, a) for a in axes)
-            return _torus(k, size, axes, wrap, alpha, bw_up)
+            return _torus(k, size, axes, wrap, alpha_up, bw_up)
         nvls = link_rate * eff.nvls_fraction if up.topology == "switch" else 0.0
-        return _switch(k, size, d, alpha, bw_up, nvls)
+        return _switch(k, size, d, alpha_up, bw_up, nvls)
 
     if m == 1:
         cost = intra(kind, n_bytes)
@@ -359,8 +405,15 @@ def collective_time(
         bus_bytes=bus_bytes(kind, n_bytes, n),
         link_bytes_per_s=link_bytes_per_s,
         notes=tuple(notes),
-        assumptions=eff.assumptions(),
+        assumptions=assumptions,
     )
+
+
+def pcie_bus_fraction(chips: int) -> float:
+    """Share of the PCIe link rate an NCCL ring of ``chips`` GPUs reaches (nccl #1639)."""
+    if chips <= PCIE_SMALL_GROUP_CHIPS:
+        return PCIE_BUS_FRACTION_SMALL_GROUP
+    return PCIE_BUS_FRACTION_LARGE_GROUP
 
 
 def _layout(chip: Chip, n: int, spans: bool | GroupLayout) -> GroupLayout:
