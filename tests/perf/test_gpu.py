@@ -363,3 +363,21 @@ def test_a_decode_gemv_streams_its_weights_near_hbm_bandwidth(cid: str, m: int) 
     assert t <= 1.4 * max(compute_s, stream_s)
     if stream_s >= 2.0 * compute_s:
         assert t <= 1.1 * stream_s
+
+
+def test_cdna3_decode_attention_reads_the_kv_cache_below_a_copys_rate() -> None:
+    # the fitted CDNA3 decode_attention_hbm_fraction (fp8-KV paged attention of ROCm vLLM)
+    # slows a decode step's KV read, not a prefill's attention; NVIDIA keeps hbm_fraction
+    mi300x, h100 = chip("mi300x"), chip("h100-sxm")
+    eff = efficiency_for(mi300x)
+    assert 0 < eff.decode_attention_hbm_fraction < eff.hbm_fraction
+    assert efficiency_for(h100).decode_attention_fraction() == efficiency_for(h100).hbm_fraction
+    kv = 256 * 4096 * 2 * 128.0  # 256 sequences x 4096 cached tokens x (K, V) x 128 fp8
+    decode = Op(name="attn", kind=OpKind.ATTENTION, dtype="bf16", mnk=(1, 4096, 128),
+                batch=256, bytes_read=kv, flops=4.0 * 256 * 4096 * 128)  # fmt: skip
+    t = GpuModel(mi300x).op_time(decode)
+    plain = GpuModel(mi300x, dataclasses.replace(eff, decode_attention_hbm_fraction=0.0))
+    ratio = eff.hbm_fraction / eff.decode_attention_hbm_fraction
+    assert t.memory_s == pytest.approx(plain.op_time(decode).memory_s * ratio, rel=1e-9)
+    prefill = dataclasses.replace(decode, mnk=(4096, 4096, 128))
+    assert GpuModel(mi300x).op_time(prefill).seconds == plain.op_time(prefill).seconds

@@ -36,6 +36,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   ``gemm_hbm_fraction`` where the vendor library's skinny GEMMs were measured below a large
   copy's rate (CDNA3: hipBLASLt fp8 decode projections at ~2.95 of 5.3 TB/s), else at
   ``hbm_fraction``.
+- **Decode attention** (one query token per sequence reading its paged KV cache) streams
+  at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
+  attention, bound by dequantising the cache), else at ``hbm_fraction``.
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
 - **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
   Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding applies per
@@ -57,6 +60,7 @@ from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
+from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.workload.ir import Op, OpKind
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
@@ -344,9 +348,16 @@ class GpuModel(PerfModel):
             blocks = block_overcount(op, FLASH_BLOCK)
             if blocks > 1.0001:
                 notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")
+            kv_bandwidth = bandwidth
+            if is_decode_attention(op) and eff.decode_attention_hbm_fraction:
+                kv_bandwidth = chip.hbm_bytes_per_s * eff.decode_attention_fraction()
+                notes.append(
+                    f"decode attention: the paged KV-cache read streams at "
+                    f"{eff.decode_attention_fraction():.0%} of HBM bandwidth"
+                )
             r = Roof(
                 compute_s=flops * blocks / (peak * frac) if flops else 0.0,
-                memory_s=n_bytes / bandwidth,
+                memory_s=n_bytes / kv_bandwidth,
                 overhead_s=eff.launch_overhead_s,
             )
         else:
