@@ -439,3 +439,22 @@ def test_a_server_load_on_vllm_may_raise_the_batch_limit_as_submitters_do() -> N
     assert isinstance(tuned, InferPrediction) and isinstance(fixed, InferPrediction)
     assert fixed.engine is not None and fixed.engine.decode_batch_per_replica <= 256
     assert tuned.output_tokens_per_s > 1.1 * fixed.output_tokens_per_s
+
+
+def test_a_finite_closed_loop_run_adds_its_first_wave_to_mean_and_p99_ttft() -> None:
+    """Every client of a finite closed-loop run sends its first request at once: the last
+    of that wave waits for all the others' prefill, which lifts the run's mean and p99 TTFT
+    (SVT-002/004's p99 of 2.5 s / 8.3 s) but not its throughput or median."""
+    s = _serve(LLAMA70)
+    base = dict(load="concurrency", concurrency=64, input_len=1000, output_len=1000,
+                max_num_tokens=512)  # fmt: skip
+    endless = s.serve_engine(Plan(tp=4), Inference(**base))  # type: ignore[arg-type]
+    run = s.serve_engine(Plan(tp=4), Inference(**base, num_requests=3000))  # type: ignore[arg-type]
+    short = s.serve_engine(Plan(tp=4), Inference(**base, num_requests=640))  # type: ignore[arg-type]
+    assert endless.engine is not None and run.engine is not None and short.engine is not None
+    assert run.output_tokens_per_s == pytest.approx(endless.output_tokens_per_s)
+    assert run.ttft_s > endless.ttft_s
+    assert short.ttft_s > run.ttft_s  # the wave is a larger share of a shorter run
+    # the wave's last prompt waits for 63 prompts of 1000 tokens at < 512 tokens a step
+    assert run.engine.ttft_p99_s > 64 * 1000 / 512 * endless.tpot_s * 0.5
+    assert run.engine.ttft_p50_s == pytest.approx(endless.engine.ttft_p50_s, rel=0.05)

@@ -231,7 +231,8 @@ def predict_command(
         "--num-requests",
         min=0,
         max=MAX_SERVE_BATCH,
-        help="Infer: requests in a --max-throughput run (0 = an endless backlog).",
+        help="Infer: requests in a --max-throughput or --concurrency run (0 = an endless "
+        "backlog / steady state; a closed loop's first wave then counts in its TTFT).",
     ),
     disaggregated: bool = typer.Option(
         False,

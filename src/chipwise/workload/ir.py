@@ -380,8 +380,9 @@ class Inference:
     ttft_p99_s: float = 0.0
     tpot_p99_s: float = 0.0
     engine: str = "vllm"
-    # requests in a max_throughput run (benchmarks state it: trtllm-bench's --num_requests,
-    # MLPerf Offline's sample count); 0 = an endless backlog (the engine's steady state)
+    # requests in a max_throughput or concurrency run (benchmarks state it: trtllm-bench's
+    # --num_requests, MLPerf Offline's sample count, vllm bench serve's --num-prompts); 0 =
+    # an endless backlog (the engine's steady state)
     num_requests: int = 0
 
     def __post_init__(self) -> None:

@@ -52,6 +52,10 @@ the tails come from queueing theory. The model, per replica:
   this model meet the targets, with the engine's batch limit as tuned as its layout (its
   default or 2048). Near capacity the batch, and so TPOT, grows as ``1 / (1 - rho)``: the
   latency a Server run reports follows from how close to the engine's capacity it runs.
+  A finite closed-loop run (``num_requests``) starts every client at once: that first
+  wave's prompts are prefilled one after another (its last waits for all the others), and
+  its TTFTs weigh ``N / num_requests`` in the run's mean and percentiles (the p99 TTFT of
+  a ``vllm bench serve`` run is often that wave).
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
   approximation, mixed over output lengths.
@@ -220,8 +224,12 @@ class Engine:
         disaggregated: bool = False,
         prefill_replicas_per_decode: float = 1.0,
         kv_transfer_s_per_token: float = 0.0,
+        run_requests: float = 0.0,
     ) -> None:
         self.step = step
+        # requests in the whole run (0 = endless): a closed loop's clients all send their
+        # first request at once, and that first wave's queue is part of a finite run's TTFT
+        self.run_requests = run_requests
         self.lengths = lengths
         self.l_in = lengths.mean_in
         self.l_pre = max(1.0, self.l_in * prefill_tokens_fraction)
@@ -354,6 +362,34 @@ class Engine:
             return min(1.0, x * in_engine_s)
         return 0.0
 
+    def _first_wave(self, load: str, clients: float, limit: str) -> FloatArray:
+        """TTFTs of a finite closed-loop run's first wave: its ``clients`` send their first
+        request together (``vllm bench serve --max-concurrency``, AIPerf, genai-perf start
+        every client at once) into an idle engine, which prefills the prompts one after
+        another within its token budget (several to a step when they fit); the j-th
+        prompt's chunks share each step with the j prompts already decoding, so it gets
+        ``budget - j`` tokens a step and its first token comes after the prefill of all
+        before it. Empty when the run is endless
+        (``run_requests`` 0), not a closed loop below the engine's limits, or disaggregated."""
+        n = round(clients)
+        if (
+            load != "concurrency"
+            or limit != "concurrency"
+            or self.disaggregated
+            or n < 2
+            or self.run_requests < clients
+        ):
+            return np.zeros(0)
+        times = np.empty(n)
+        done = 0.0
+        for j in range(n):
+            room = max(1.0, self.budget - j)
+            # a step packs the waiting prompts' tokens up to its room
+            chunk = min(room, (n - j) * self.l_pre)
+            done += self.l_pre / chunk * self.step(float(j), self.ctx, chunk, self.l_in)
+            times[j] = done
+        return times
+
     def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
                limit: str) -> EngineState:  # fmt: skip
         lens = self.lengths
@@ -396,7 +432,16 @@ class Engine:
         if saturated:
             wait_mean = math.inf
         service, w = _with_step_residual(service, w, rate.step_s, busy)
-        p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
+        ttft_mean = es + resid + wait_mean
+        wave = self._first_wave(load, value, limit)
+        if wave.size:
+            # a finite closed-loop run: its first wave's TTFTs are part of the run's mean
+            # and percentiles (each of the run's requests weighs 1 / run_requests)
+            share = wave.size / self.run_requests
+            ttft_mean = (1 - share) * ttft_mean + share * float(wave.mean())
+            p50, p99 = _mixed_quantiles(service, w, rho, wait_mean, wave, share, (0.5, 0.99))
+        else:
+            p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         tpot50, tpot99 = _tpot_quantiles(rate, lens)
         in_engine = es + resid + wait_mean + decode_s
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
@@ -404,7 +449,7 @@ class Engine:
             rate=rate,
             requests_per_s=x,
             in_system=in_system,
-            ttft_mean_s=es + resid + wait_mean,
+            ttft_mean_s=ttft_mean,
             ttft_p50_s=p50,
             ttft_p99_s=p99,
             tpot_p50_s=tpot50,
@@ -511,6 +556,34 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
     out: list[float] = []
     for q in qs:
         lo, hi = 0.0, float(service.max()) + (theta * 50 if theta > 0 else 0.0) + 1e-9
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if tail(mid) > 1 - q:
+                lo = mid
+            else:
+                hi = mid
+        out.append(hi)
+    return tuple(out)
+
+
+def _mixed_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: float,
+                     points: FloatArray, share: float,
+                     qs: tuple[float, ...]) -> tuple[float, ...]:  # fmt: skip
+    """Quantiles of a mixture: W + S (as ``_sum_quantiles``) with weight ``1 - share`` and
+    the equally weighted ``points`` with weight ``share``."""
+    if not math.isfinite(wait_mean):
+        return tuple(math.inf for _ in qs)
+    theta = wait_mean / rho if rho > 0 and wait_mean > 0 else 0.0
+
+    def tail(t: float) -> float:
+        gap = t - service
+        pw = np.where(gap < 0, 1.0, rho * np.exp(-gap / theta) if theta > 0 else 0.0)
+        return (1 - share) * float(w @ pw) + share * float(np.mean(points > t))
+
+    out: list[float] = []
+    top = max(float(service.max()) + (theta * 50 if theta > 0 else 0.0), float(points.max()))
+    for q in qs:
+        lo, hi = 0.0, top + 1e-9
         for _ in range(40):
             mid = (lo + hi) / 2
             if tail(mid) > 1 - q:

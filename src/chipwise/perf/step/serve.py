@@ -378,6 +378,7 @@ class ServeModel(StepTimer):
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill / replicas,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
+                run_requests=phase.num_requests / replicas,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
