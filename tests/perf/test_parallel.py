@@ -101,3 +101,12 @@ def test_p2p_uses_one_link_rate() -> None:
     t = net.time_s("p2p", 1e9, Group(axis="pp", size=2, in_domain=2))
     # 1 GB over one NVLink port set at the scale-up fraction of 450 GB/s: a few ms
     assert 1e9 / 450e9 < t < 1e9 / 200e9
+
+
+def test_a_pipeline_send_over_pcie_runs_at_what_nccl_measures_there() -> None:
+    # two L40S in one server: one PCIe Gen4 link at NCCL's measured PCIe share, well below
+    # the link rate, and slower than the same bytes over NVLink
+    l40s = chip("l40s")
+    t = Network(l40s).time_s("p2p", 1e9, Group(axis="pp", size=2, in_domain=2))
+    assert t > 1e9 / (l40s.scale_up.bytes_per_s_per_chip * 0.6)
+    assert t > Network(H100).time_s("p2p", 1e9, Group(axis="pp", size=2, in_domain=2))

@@ -22,10 +22,12 @@ from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf.base import Plan
 from chipwise.perf.comm.collectives import (
+    PCIE_STEP_LATENCY_S,
     SCALE_OUT_EXTRA_LATENCY_S,
     TORUS_LINKS,
     GroupLayout,
     collective_time,
+    pcie_bus_fraction,
 )
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.workload.ir import TransformerSpec
@@ -212,6 +214,11 @@ class Network:
             tier = self.chip.scale_out or FALLBACK_SCALE_OUT
             bw = tier.bytes_per_s_per_chip * eff.scale_out_fraction
             latency = eff.collective_latency_s + SCALE_OUT_EXTRA_LATENCY_S
+        elif up.topology == "pcie":
+            # one PCIe hop between two cards of a server: NCCL's measured share of a pair's
+            # link, and one step's latency (collectives.PCIE_*)
+            bw = up.bytes_per_s_per_chip * pcie_bus_fraction(2)
+            latency = PCIE_STEP_LATENCY_S
         else:
             links = TORUS_LINKS.get(up.topology, 1)
             bw = up.bytes_per_s_per_chip / links * eff.scale_up_fraction
