@@ -265,8 +265,10 @@ def predict_command(
         None,
         "--plan",
         help="A parallel plan, e.g. 'tp=8, pp=2, microbatch=1, recompute=selective' (keys: dp "
-        "fsdp tp pp cp ep etp vp microbatch recompute; etp = the experts' tensor parallelism, "
-        "1 under ep). Unnamed axes are 1 and dp takes the chips left; without "
+        "fsdp tp pp cp ep etp vp microbatch recompute adp; etp = the experts' tensor "
+        "parallelism, 1 under ep; adp=1 = infer with attention data parallelism: each tp rank "
+        "serves its own requests, experts split over the ranks). Unnamed axes are 1 and dp "
+        "takes the chips left; without "
         "microbatch/recompute the planner picks them. Default: the planner chooses everything.",
     ),
     calibrated: bool = typer.Option(

@@ -105,6 +105,13 @@ class Plan:
     Megatron-Bridge ``moe_a2a_overlap``): 1 on, 0 off, -1 = chipwise's default
     (``step.train.EP_COMM_OVERLAP``). Either way the schedule must allow it (pp = 1 with
     at least two micro-batches, or vp > 1).
+
+    ``adp`` is a serving setting: 1 runs the ``tp`` ranks of a replica as attention data
+    parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``):
+    every non-expert op (attention and its KV cache, norms, dense and shared-expert MLPs,
+    embedding and LM head) runs whole (tp = 1) on each rank's own requests, and only the
+    routed experts are split over the ``tp`` ranks (``etp x ep = tp``); 0 (the default) is
+    tensor-parallel attention. See ``step.serve``.
     """
 
     dp: int = 1
@@ -120,6 +127,7 @@ class Plan:
     states: States = "fp32"
     grad_reduce: GradReduce = ""
     a2a_overlap: int = -1
+    adp: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -135,6 +143,8 @@ class Plan:
             raise PlanError(f"plan: grad_reduce must be fp32|bf16, got {self.grad_reduce}")
         if self.a2a_overlap not in (-1, 0, 1):
             raise PlanError(f"plan: a2a_overlap must be 0|1, got {self.a2a_overlap}")
+        if self.adp not in (0, 1):
+            raise PlanError(f"plan: adp must be 0|1, got {self.adp}")
 
     @property
     def chips(self) -> int:
@@ -174,8 +184,14 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}
 # Plan fields that are not chip counts, and the values __str__ leaves out.
-_NOT_COUNTS = ("recompute", "etp", "states", "grad_reduce", "a2a_overlap")
-_UNSTATED: dict[str, object] = {"etp": 0, "states": "fp32", "grad_reduce": "", "a2a_overlap": -1}
+_NOT_COUNTS = ("recompute", "etp", "states", "grad_reduce", "a2a_overlap", "adp")
+_UNSTATED: dict[str, object] = {
+    "etp": 0,
+    "states": "fp32",
+    "grad_reduce": "",
+    "a2a_overlap": -1,
+    "adp": 0,
+}
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
 # micro-batch is at most the largest global batch; virtual stages split at most the layers.
 _PLAN_MAX: dict[str, int] = {
@@ -184,7 +200,7 @@ _PLAN_MAX: dict[str, int] = {
     "microbatch": MAX_GLOBAL_BATCH,
 }
 _PLAN_FIX = "each axis is a count of chips >= 1, e.g. 'tp=8,pp=2'"
-# A --plan string names eleven keys at most; 512 characters is far more than that needs.
+# A --plan string names fourteen keys at most; 512 characters is far more than that needs.
 MAX_PLAN_CHARS = 512
 
 
@@ -207,9 +223,9 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: {key} is given twice; give each key once")
         if key in ("recompute", "states", "grad_reduce"):
             values[key] = raw
-        elif key == "a2a_overlap":
+        elif key in ("a2a_overlap", "adp"):
             if raw not in ("0", "1"):
-                raise PlanError(f"plan: a2a_overlap must be 0 (off) or 1 (on), got {raw!r}")
+                raise PlanError(f"plan: {key} must be 0 (off) or 1 (on), got {raw!r}")
             values[key] = int(raw)
         else:
             try:

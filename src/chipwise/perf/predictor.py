@@ -46,6 +46,7 @@ from chipwise.perf.plan.parallel import Group, Network, check_plan
 from chipwise.perf.plan.planner import (
     ServeChoice,
     TrainChoice,
+    check_training_plan_keys,
     plan_engine,
     plan_serving,
     plan_slo,
@@ -268,6 +269,7 @@ class Predictor:
         phase = self._training()
         step = self.step_model()
         if plan is not None:
+            check_training_plan_keys({"adp": plan.adp})
             check_plan(plan, chips, self.chip, step.spec)
             return step.train(plan, seq_len=phase.seq_len, global_batch=phase.global_batch)
         choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
@@ -289,7 +291,7 @@ class Predictor:
         if plan is not None:
             check_plan(plan, chips, self.chip, serve.spec)
             if phase.load == "server":
-                keys = {"tp": plan.tp, "ep": plan.ep}
+                keys = {"tp": plan.tp, "ep": plan.ep, "adp": plan.adp}
                 return self._server_choice(chips, phase, keys).prediction
             if phase.load != "batch":
                 return serve.serve_engine(plan, phase)

@@ -62,6 +62,10 @@ SCHEDULE_KEYS = ("vp", "microbatch", "recompute", "states")
 # Framework settings a recipe states (``Plan.grad_reduce``, ``Plan.a2a_overlap``): kept when
 # named, else the framework default; the planner does not search them.
 RECIPE_KEYS = ("grad_reduce", "a2a_overlap")
+# How a serving engine runs its tensor-parallel ranks (``Plan.adp``: attention data
+# parallelism): kept when named, else off (vLLM's and SGLang's default, TensorRT-LLM's
+# enable_attention_dp default False); the serving planners do not search it.
+SERVING_KEYS = ("adp",)
 
 
 def given_keys(text: str) -> dict[str, int | str]:
@@ -98,7 +102,7 @@ def plan_constraints(text: str, chips: int) -> dict[str, int | str]:
             f"plan {text!r} uses fsdp*tp*pp*cp = {used} chips, which does not divide "
             f"--chips {chips}; choose axes whose product divides {chips}"
         )
-    for k in (*SCHEDULE_KEYS, *RECIPE_KEYS):
+    for k in (*SCHEDULE_KEYS, *RECIPE_KEYS, *SERVING_KEYS):
         if k in keys:
             fixed[k] = keys[k]
     if "etp" in keys:  # the experts' tensor parallelism, only when named (else automatic)
@@ -204,6 +208,15 @@ def _layouts(model: StepModel, chips: int, seq_len: int, global_batch: int,
                                            microbatch=mb, etp=etp, **recipe)  # fmt: skip
 
 
+def check_training_plan_keys(keys: Mapping[str, int | str]) -> None:
+    """Raise ``PlanError`` for a serving-only key (``adp=1``) in a training plan."""
+    if int(keys.get("adp", 0)):
+        raise PlanError(
+            "plan: adp=1 (attention data parallelism) is a serving setting; drop it from a "
+            "training --plan"
+        )
+
+
 def _expert_parallel_sizes(experts: int, tp: int, cp: int, data: int, etp: int) -> list[int]:
     """Expert-parallel sizes a stage of ``tp x cp x data`` ranks can hold: divisors of the
     experts that divide the data-parallel ranks, or, when the experts' tensor parallelism
@@ -235,6 +248,7 @@ def plan_training(
     unknown = set(fixed) - PLAN_KEYS
     if unknown:
         raise PlanError(f"plan: unknown key(s) {sorted(unknown)}")
+    check_training_plan_keys(fixed)
     capacity = model.chip.hbm_capacity_bytes
     recomputes: tuple[Recompute, ...] = RECOMPUTE_ORDER
     if "recompute" in fixed:
@@ -379,6 +393,7 @@ def plan_serving(
 ) -> ServeChoice:
     """The serving plan (tp x pp x dp replicas) with the most output tokens/s that fits."""
     fixed = dict(fixed or {})
+    adp = int(fixed.get("adp", 0))
     spec, chip = model.spec, model.chip
     domain = domain_chips(chip, chips)
     best: InferPrediction | None = None
@@ -393,7 +408,7 @@ def plan_serving(
             dp = chips // (tp * pp)
             if ("dp" in fixed and fixed["dp"] != dp) or dp > batch:
                 continue
-            plan = Plan(dp=dp, tp=tp, pp=pp)
+            plan = Plan(dp=dp, tp=tp, pp=pp, adp=adp)
             candidates += 1
             pred = model.serve(plan, batch=batch, input_len=input_len, output_len=output_len)
             if least is None or pred.memory.total_bytes < least.memory.total_bytes:
@@ -432,6 +447,7 @@ def plan_engine(
     output tokens/s; under an rps load (every plan serves the same rate) the lowest p99
     TPOT among plans that keep up. Weights must leave room for some KV cache."""
     fixed = dict(fixed or {})
+    adp = int(fixed.get("adp", 0))
     spec, chip = model.spec, model.chip
     domain = domain_chips(chip, chips)
     best: InferPrediction | None = None
@@ -450,7 +466,7 @@ def plan_engine(
             continue
         eps = [int(fixed["ep"])] if "ep" in fixed else _engine_eps(spec, tp)
         for ep in eps:
-            plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep)
+            plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, adp=adp)
             try:
                 pred = model.serve_engine(plan, phase)
             except PlanError as err:
@@ -585,6 +601,7 @@ def plan_slo(
     and cached on ``model``, so a search over chip counts solves each replica shape once.
     ``phase`` gives lengths and engine knobs (its load is replaced by an rps load)."""
     fixed = dict(fixed or {})
+    adp = int(fixed.get("adp", 0))
     spec, chip = model.spec, model.chip
     domain = domain_chips(chip, chips)
     best: tuple[float, Plan] | None = None
@@ -596,8 +613,8 @@ def plan_slo(
         eps = [int(fixed["ep"])] if "ep" in fixed else _engine_eps(spec, tp)
         for ep in eps:
             try:
-                rate, why = _replica_capacity(model, phase, Plan(tp=tp, ep=ep), ttft_p99_s,
-                                              tpot_p99_s)  # fmt: skip
+                rate, why = _replica_capacity(model, phase, Plan(tp=tp, ep=ep, adp=adp),
+                                              ttft_p99_s, tpot_p99_s)  # fmt: skip
             except PlanError as err:
                 missed = missed or str(err)
                 continue
@@ -607,7 +624,7 @@ def plan_slo(
                 continue
             dp = chips // tp
             if best is None or rate * dp > best[0]:
-                best = (rate * dp, Plan(dp=dp, tp=tp, ep=ep))
+                best = (rate * dp, Plan(dp=dp, tp=tp, ep=ep, adp=adp))
     if best is None:
         if not candidates:
             missed = missed or _no_serving_plan(spec, chip, chips, fixed)

@@ -59,6 +59,12 @@ the tails come from queueing theory. The model, per replica:
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
   approximation, mixed over output lengths.
+* **Lockstep replicas.** Attention-data-parallel ranks (``Plan.adp``) each run this loop on
+  their own requests, but every MoE layer's all-gather and reduce-scatter joins them, so a
+  step lasts as long as the slowest rank's: with ``n`` ranks each carrying a chunk in a share
+  ``f`` of its steps, independently, a share ``1 - (1 - f)^n`` of steps is a chunked one
+  (``t(b, c)``) for all of them. (The chunked step is timed as if every rank had a chunk, an
+  upper bound on its expert work when only some do.)
 
 Pipeline parallelism is timed as one pass through all layers per step (latency); its
 throughput gain from overlapping micro-batches is not modelled.
@@ -182,7 +188,7 @@ class Rate:
     t0_s: float  # a decode-only step
     t1_s: float  # a step with a prefill chunk
     chunk: float  # prefill tokens in a chunked step
-    f: float  # share of steps with a chunk
+    f: float  # share of steps with a chunk (on any of the lockstep replicas)
     step_s: float  # mean step
 
     @property
@@ -225,11 +231,14 @@ class Engine:
         prefill_replicas_per_decode: float = 1.0,
         kv_transfer_s_per_token: float = 0.0,
         run_requests: float = 0.0,
+        lockstep_replicas: int = 1,
     ) -> None:
         self.step = step
         # requests in the whole run (0 = endless): a closed loop's clients all send their
         # first request at once, and that first wave's queue is part of a finite run's TTFT
         self.run_requests = run_requests
+        # replicas whose steps are joined by collectives (attention-DP ranks): see above
+        self.lockstep = max(1, lockstep_replicas)
         self.lengths = lengths
         self.l_in = lengths.mean_in
         self.l_pre = max(1.0, self.l_in * prefill_tokens_fraction)
@@ -267,6 +276,8 @@ class Engine:
             need = b * self.l_pre / self.l_out
             chunk = max(1.0, min(self.budget - b, max(self.l_pre, need)))
             f = min(1.0, need / chunk)
+            # a step of lockstep replicas is a chunked one when any of them carries a chunk
+            f = 1.0 - (1.0 - f) ** self.lockstep
             t1 = self.step(b, self.ctx, chunk, self.l_in)
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=f * t1 + (1 - f) * t0)
         self._rates[b] = r

@@ -14,6 +14,22 @@ M = b, which the per-op model makes memory-bound). Tensor parallelism adds two a
 of the activations per layer; at decode sizes these are latency-bound and not overlapped
 (vLLM's and TensorRT-LLM's custom all-reduce run between the GEMMs). Pipeline stages run
 one after another for a given token (PP adds capacity, not latency).
+
+**Attention data parallelism** (``Plan.adp``; TensorRT-LLM ``enable_attention_dp``, SGLang
+``--enable-dp-attention``) runs the ``tp`` ranks of a replica as ``tp`` attention replicas:
+each rank holds its own requests and their KV cache, and runs every non-expert op whole
+(attention, norms, dense and shared-expert MLPs, router, embedding, LM head: their weights
+replicated on each rank), on its own tokens only. The routed experts stay split over the
+``tp`` ranks (``etp x ep = tp``): before each MoE layer the ranks all-gather their tokens,
+already quantized to the matmul dtype, with their routing (top-k ids and weights), each rank
+runs its experts on every rank's tokens, and a reduce-scatter returns each rank its tokens'
+sums (TensorRT-LLM ``CutlassFusedMoE.forward_chunk``: ``allgather`` when ``use_dp`` and no
+all-to-all, then ``reducescatter_or_allreduce``; its all-to-all needs a multi-node NVLink
+system or DeepEP, ``select_alltoall_method_type``). No attention all-reduce is left. So the
+model times one rank as a tp=1 replica with experts split ``etp x ep``
+(``rank_plan``), with those two collectives over the ``tp`` group in place of the
+all-reduces; the engine runs ``dp x tp`` replicas, each with its own batch limit, token
+budget and KV pool (what the HBM left after replicated non-expert weights holds).
 """
 
 from __future__ import annotations
@@ -105,6 +121,33 @@ CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 # norms, TP all-reduces) runs on the padded count; the ragged paged-attention kernel reads
 # only the real sequences' KV pages, so attention is not padded.
 TPU_TOKEN_BUCKET_MIN = 16
+
+
+# Each token crosses the attention-DP all-gather with its routing: k expert ids (int32) and k
+# routing weights (fp32) (TensorRT-LLM's allgather of token_selected_slots and
+# token_final_scales beside the quantized activations).
+ROUTING_BYTES_PER_CHOICE = 4 + 4
+
+
+def rank_plan(plan: Plan) -> Plan:
+    """What one chip of ``plan`` holds and runs, as a plan: ``plan`` itself, or under
+    attention data parallelism (``plan.adp``) a tp=1 replica per rank (``dp x tp`` of them)
+    whose routed experts are split ``etp x ep`` over the ``tp`` ranks of the group."""
+    if not plan.adp:
+        return plan
+    return Plan(dp=plan.dp * plan.tp, tp=1, pp=plan.pp, ep=plan.ep, etp=plan.expert_tp)
+
+
+def check_adp(plan: Plan) -> None:
+    """Raise ``PlanError`` when ``plan``'s attention data parallelism cannot run."""
+    if not plan.adp:
+        return
+    if plan.expert_tp * plan.ep != plan.tp:
+        raise PlanError(
+            f"plan {plan}: adp=1 splits the routed experts over the tp={plan.tp} ranks, so "
+            f"etp x ep must equal tp (got {plan.expert_tp} x {plan.ep}); use ep={plan.tp}, "
+            f"or etp={plan.tp // plan.ep} with ep={plan.ep}"
+        )
 
 
 def kv_dtype_for(precision: str) -> str:
@@ -208,11 +251,13 @@ class ServeModel(StepTimer):
     def serve(self, plan: Plan, *, batch: int, input_len: int, output_len: int) -> InferPrediction:
         spec, chip = self.spec, self.chip
         if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
-            raise PlanError("serving plans use tp, pp, dp (replicas) and ep only")
+            raise PlanError("serving plans use tp, pp, dp (replicas), ep and adp only")
         check_plan(plan, plan.chips, chip, spec)
+        check_adp(plan)
         g = groups(plan, chip)
-        b = -(-batch // plan.dp)  # requests per replica
-        shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
+        rank = rank_plan(plan)
+        b = -(-batch // rank.dp)  # requests per replica (per rank under adp)
+        shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
         act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
         kv_dtype = kv_dtype_for(self.precision)
         kw = {"b": b, "seq_len": input_len, "shard": shard, "precision": self.precision}
@@ -249,7 +294,7 @@ class ServeModel(StepTimer):
 
         memory = serve_memory(
             spec,
-            plan,
+            rank,
             batch=b,
             context=input_len + output_len,
             precision=self.precision,
@@ -291,8 +336,9 @@ class ServeModel(StepTimer):
         """Per-op times of one typical prefill layer and one decode layer under ``plan``
         (an MoE model's typical layer is an MoE layer), for a roofline chart."""
         spec = self.spec
-        shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
-        b = -(-batch // plan.dp)  # requests per replica, as ``serve`` counts them
+        rank = rank_plan(plan)
+        shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
+        b = -(-batch // rank.dp)  # requests per replica, as ``serve`` counts them
         moe = spec.is_moe
         prefill = layer_ops(
             spec, b=b, seq_len=input_len, shard=shard, precision=self.precision, moe=moe
@@ -311,13 +357,13 @@ class ServeModel(StepTimer):
     def kv_capacity_tokens(
         self, plan: Plan, kv_dtype: str, timer: EngineStepTimer, engine: str = "vllm"
     ) -> float:
-        """Tokens of KV cache one replica holds: what ``engine``'s sizing rule leaves after
-        the weights, one chunk's activations and the runtime's fixed reserve
-        (``engine.kv_pool_bytes``)."""
+        """Tokens of KV cache one replica (one rank under ``adp``) holds: what ``engine``'s
+        sizing rule leaves after the weights, one chunk's activations and the runtime's
+        fixed reserve (``engine.kv_pool_bytes``)."""
         chip = self.chip
         base = serve_memory(
-            self.spec, plan, batch=1, context=0, precision=self.precision, kv_dtype=kv_dtype,
-            prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
+            self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
+            kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
         )  # fmt: skip
         fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
         non_kv = fixed + base.weights_bytes + base.activations_bytes
@@ -358,12 +404,17 @@ class ServeModel(StepTimer):
                 f"the engine solves concurrency, rps and max_throughput loads, not "
                 f"{phase.load!r} (a server load goes through the planner)"
             )
+        if phase.disaggregated and plan.adp:
+            raise PlanError(
+                "disaggregated serving with attention data parallelism (adp=1) is not "
+                "modelled; drop adp=1 or --disaggregation"
+            )
         if phase.disaggregated and plan.dp < 2:
             raise PlanError(
                 "disaggregated serving needs at least 2 replicas (dp >= 2): one prefill pool "
                 "and one decode pool; use more chips or a smaller tp"
             )
-        splits = [(0, plan.dp)]
+        splits = [(0, rank_plan(plan).dp)]
         if phase.disaggregated:
             splits = [(p, plan.dp - p) for p in range(1, plan.dp)]
         best = None
@@ -379,6 +430,7 @@ class ServeModel(StepTimer):
                 prefill_replicas_per_decode=n_prefill / replicas,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
                 run_requests=phase.num_requests / replicas,
+                lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
@@ -399,7 +451,7 @@ class ServeModel(StepTimer):
         rate = st.rate
         kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token()
         base = serve_memory(
-            spec, plan, batch=max(1, round(rate.b)), context=0, precision=self.precision,
+            spec, rank_plan(plan), batch=max(1, round(rate.b)), context=0, precision=self.precision,
             kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
         )  # fmt: skip
         # The engine pre-allocates its KV pool by its own rule (kv_pool_bytes), whose
@@ -487,8 +539,12 @@ class ServeModel(StepTimer):
 
     def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the
-        all-to-alls of MoE layers over ep."""
+        all-to-alls of MoE layers over ep; under ``adp`` the MoE all-gather and
+        reduce-scatter instead (``_adp_comm``). ``n_bytes``: the pass's activations
+        (tokens x D) on one replica, on one rank under ``adp``."""
         spec = self.spec
+        if plan.adp:
+            return self._adp_comm(plan, g, n_bytes)
         t = 0.0
         if plan.tp > 1:
             t += 2 * spec.n_layers * self._tp_all_reduce_s(n_bytes, g["tp"])
@@ -510,6 +566,25 @@ class ServeModel(StepTimer):
                     "all_to_all", n_bytes * spec.experts_per_token * share, g["ep"]
                 )
                 t += 2 * spec.n_moe_layers * a2a
+        return t
+
+    def _adp_comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
+        """Attention data parallelism, per forward pass of one rank's ``n_bytes`` of
+        activations: each MoE layer all-gathers every rank's tokens (quantized to the
+        matmul dtype, with their routing) over the tp group and reduce-scatters the
+        experts' outputs back (activation dtype); p2p between stages. No all-reduce."""
+        spec = self.spec
+        t = 0.0
+        if plan.pp > 1:
+            t += (plan.pp - 1) * self.network.time_s("p2p", n_bytes, g["pp"])
+        if spec.is_moe and plan.tp > 1:
+            act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
+            tokens = n_bytes / (spec.d_model * act)
+            matmul = dtype_bytes(Dtypes.for_precision(self.precision).matmul)
+            per_token = spec.d_model * matmul + spec.experts_per_token * ROUTING_BYTES_PER_CHOICE
+            gather = self.network.time_s("all_gather", plan.tp * tokens * per_token, g["tp"])
+            scatter = self.network.time_s("reduce_scatter", plan.tp * n_bytes, g["tp"])
+            t += spec.n_moe_layers * (gather + scatter)
         return t
 
     @staticmethod
@@ -541,12 +616,14 @@ class EngineStepTimer:
 
     def __init__(self, serve: ServeModel, plan: Plan, kv_dtype: str) -> None:
         if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
-            raise PlanError("serving plans use tp, pp, dp (replicas) and ep only")
+            raise PlanError("serving plans use tp, pp, dp (replicas), ep and adp only")
         check_plan(plan, plan.chips, serve.chip, serve.spec)
+        check_adp(plan)
         self.serve = serve
         self.plan = plan
         self.kv_dtype = kv_dtype
-        self.shard = Shard(tp=plan.tp, ep=plan.ep, etp=plan.expert_tp)
+        rank = rank_plan(plan)  # under adp: one rank, a tp=1 replica with split experts
+        self.shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
         self.groups = groups(plan, serve.chip)
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
@@ -690,9 +767,10 @@ class EngineStepTimer:
         return bucket
 
     def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes one token of context takes on one chip (all its layers)."""
+        """KV-cache bytes one token of context takes on one chip (all its layers; every
+        key/value head on one rank under ``adp``)."""
         spec = self.serve.spec
         layers = layers_per_stage(spec.n_layers, self.plan.pp)
         return kv_cached_tokens(spec, 1, layers) * kv_bytes_per_token_per_layer(
-            spec, self.plan.tp, self.kv_dtype
+            spec, self.shard.tp, self.kv_dtype
         )

@@ -1,0 +1,116 @@
+"""Attention data parallelism (``Plan.adp``): each tp rank serves its own requests with
+whole attention and its own KV cache; only the routed experts are split over the ranks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.errors import PlanError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan, parse_plan
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.plan.planner import plan_constraints
+from chipwise.perf.predict import predict
+from chipwise.perf.step.serve import EngineStepTimer, ServeModel, rank_plan
+from chipwise.workload.ir import Inference, Training, Workload
+from chipwise.workload.presets import load_preset
+
+H100 = chip("h100-sxm")
+MOE = load_preset("qwen3-30b-a3b")  # 4 key/value heads, 128 experts, 8 per token
+DENSE = load_preset("llama3-8b")
+SHORT = Inference(load="max_throughput", input_len=128, output_len=128, engine="trtllm")
+
+
+def _serve(spec=MOE) -> ServeModel:
+    return ServeModel(spec, H100, "fp8", model_for(H100), Network(H100))
+
+
+def test_adp_parses_prints_and_is_kept_by_the_planner_keys() -> None:
+    p = parse_plan("tp=8,ep=8,adp=1")
+    assert p.adp == 1 and "adp=1" in str(p) and parse_plan(str(p)) == p
+    assert "adp" not in str(Plan(tp=8))
+    with pytest.raises(PlanError, match="adp must be 0"):
+        parse_plan("tp=8,adp=2")
+    assert plan_constraints("tp=8,ep=8,adp=1", 8)["adp"] == 1
+    assert "adp" not in plan_constraints("tp=8", 8)
+
+
+def test_adp_is_a_serving_setting_only() -> None:
+    work = Workload(model=MOE, phase=Training(seq_len=4096, global_batch=64))
+    with pytest.raises(PlanError, match="serving setting"):
+        predict(work, H100, 8, "bf16", plan_keys=plan_constraints("tp=8,adp=1", 8))
+
+
+def test_adp_needs_the_experts_split_over_exactly_the_tp_ranks() -> None:
+    with pytest.raises(PlanError, match="etp x ep must equal tp"):
+        _serve().serve_engine(Plan(tp=8, ep=4, adp=1), SHORT)
+    with pytest.raises(PlanError, match="not modelled"):
+        _serve().serve_engine(Plan(dp=2, tp=4, ep=4, adp=1), replace(SHORT, disaggregated=True))
+
+
+def test_a_rank_holds_whole_attention_and_its_share_of_the_experts() -> None:
+    assert rank_plan(Plan(dp=2, tp=8, ep=8, adp=1)) == Plan(dp=16, tp=1, ep=8, etp=1)
+    assert rank_plan(Plan(tp=8, adp=1)) == Plan(dp=8, tp=1, etp=8)
+    assert rank_plan(Plan(tp=8, ep=8)) == Plan(tp=8, ep=8)
+
+
+def test_adp_replicates_attention_so_each_rank_has_less_kv_cache() -> None:
+    s = _serve()
+    tp, adp = Plan(tp=8, ep=8), Plan(tp=8, ep=8, adp=1)
+    a = s.serve_engine(tp, SHORT)
+    b = s.serve_engine(adp, SHORT)
+    assert a.engine is not None and b.engine is not None
+    assert b.memory.weights_bytes > a.memory.weights_bytes  # non-expert weights on every rank
+    # every key/value head on one rank: more bytes per token, and less room for them
+    assert (
+        s.engine_timer(adp, "fp8").kv_bytes_per_token()
+        > s.engine_timer(tp, "fp8").kv_bytes_per_token()
+    )
+    assert b.engine.kv_capacity_tokens_per_replica < a.engine.kv_capacity_tokens_per_replica
+
+
+def test_each_rank_has_its_own_batch_limit() -> None:
+    p = _serve().serve_engine(Plan(tp=8, ep=8, adp=1), replace(SHORT, max_num_seqs=64))
+    assert p.engine is not None and p.engine.max_seqs_per_replica == 64
+    # eight ranks of 64 sequences each: more than one engine's limit runs at once
+    assert p.batch > 64 * 4
+
+
+def test_adp_on_a_dense_model_is_data_parallelism() -> None:
+    s = _serve(DENSE)
+    adp = s.serve_engine(Plan(tp=8, adp=1), SHORT)
+    dp = s.serve_engine(Plan(dp=8), SHORT)
+    assert adp.output_tokens_per_s == pytest.approx(dp.output_tokens_per_s, rel=1e-9)
+    assert adp.memory.weights_bytes == pytest.approx(dp.memory.weights_bytes)
+
+
+class _Recording(Network):
+    """A network that notes the kind of every collective it times."""
+
+    def __init__(self, c) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(c)
+        object.__setattr__(self, "kinds", [])
+
+    def time_s(self, kind, n_bytes, group):  # type: ignore[no-untyped-def]
+        self.kinds.append(kind)  # type: ignore[attr-defined]
+        return super().time_s(kind, n_bytes, group)
+
+
+@given(st.sampled_from([2, 4, 8]), st.integers(min_value=1, max_value=8192), st.booleans())
+@settings(max_examples=20, deadline=None)
+def test_adp_never_adds_the_attention_all_reduce(tp: int, tokens: int, moe: bool) -> None:
+    spec = MOE if moe else DENSE
+    net = _Recording(H100)
+    s = ServeModel(spec, H100, "fp8", model_for(H100), net)
+    comm = EngineStepTimer(s, Plan(tp=tp, ep=tp if moe else 1, adp=1), "fp8").comm_s(tokens)
+    kinds = net.kinds  # type: ignore[attr-defined]
+    assert "all_reduce" not in kinds
+    if moe:  # an all-gather and a reduce-scatter (timed once, paid per MoE layer)
+        assert kinds == ["all_gather", "reduce_scatter"] and comm > 0
+    else:
+        assert kinds == [] and comm == 0.0
