@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -458,3 +459,14 @@ def test_a_finite_closed_loop_run_adds_its_first_wave_to_mean_and_p99_ttft() -> 
     # the wave's last prompt waits for 63 prompts of 1000 tokens at < 512 tokens a step
     assert run.engine.ttft_p99_s > 64 * 1000 / 512 * endless.tpot_s * 0.5
     assert run.engine.ttft_p50_s == pytest.approx(endless.engine.ttft_p50_s, rel=0.05)
+
+
+@pytest.mark.parametrize("input_len", [16, 512])
+def test_one_more_sequence_never_makes_a_static_decode_step_faster(input_len: int) -> None:
+    # every batch from 1 to 400: where a GEMM turns compute-bound at the sustained tensor
+    # rate its time must not jump (testing the unthrottled compute made b=270 10 % faster
+    # than b=269); the kernel choice may move a tile by well under 1 %
+    s = _serve()
+    tpots = [s.serve(Plan(), batch=b, input_len=input_len, output_len=256).tpot_s
+             for b in range(1, 401)]  # fmt: skip
+    assert all(later >= earlier * 0.999 for earlier, later in itertools.pairwise(tpots))

@@ -270,7 +270,9 @@ def plan_gemm(
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
     ]
-    return min(candidates, key=lambda c: max(c.compute_s, c.memory_s))
+    # among kernels equally fast, the one with the least tensor work (the most slack under
+    # the memory stream), so a memory-bound GEMM stays memory-bound at a lower tensor rate
+    return min(candidates, key=lambda c: (max(c.compute_s, c.memory_s), c.compute_s))
 
 
 @final

@@ -229,11 +229,11 @@ class ServeModel(StepTimer):
     """Times serving of one model on one chip type, caching op times.
 
     The sustained tensor rate (``sustained_tensor_fraction``, fitted to whole training steps:
-    among other things clocks under a full load's power cap) limits every serving op the
-    per-op model finds compute-bound, prefill or decode alike: a decode step of hundreds of
-    sequences runs its GEMMs at the same throttled rate as a prefill. A memory-bound op (a
-    skinny decode GEMM streaming its weights, a KV-cache read) is limited by HBM, not by the
-    tensor rate, and is left as the per-op model times it."""
+    among other things clocks under a full load's power cap) limits every serving op whose
+    compute at that rate outlasts its memory stream, prefill or decode alike: a decode step
+    of hundreds of sequences runs its GEMMs at the same throttled rate as a prefill. A
+    memory-bound op (a skinny decode GEMM streaming its weights, a KV-cache read) is limited
+    by HBM, not by the tensor rate, and is left as the per-op model times it."""
 
     def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
         return time_ops(ops, self.model, sustained=sustained, compute_bound_only=True)
