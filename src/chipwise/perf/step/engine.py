@@ -559,14 +559,31 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
             s0 + (theta * math.log(rho / (1 - q)) if theta > 0 and rho > 1 - q else 0.0) for q in qs
         )
 
-    def tail(t: float) -> float:
-        gap = t - service
-        pw = np.where(gap < 0, 1.0, rho * np.exp(-gap / theta) if theta > 0 else 0.0)
-        return float(w @ pw)
+    return _bisect_quantiles(
+        lambda t: _wait_tail(t, service, w, rho, theta), _wait_top(service, theta), qs
+    )
 
+
+def _wait_tail(t: float, service: FloatArray, w: FloatArray, rho: float, theta: float) -> float:
+    """P(W + S > t) for ``_sum_quantiles``'s W and S."""
+    gap = t - service
+    pw = np.where(gap < 0, 1.0, rho * np.exp(-gap / theta) if theta > 0 else 0.0)
+    return float(w @ pw)
+
+
+def _wait_top(service: FloatArray, theta: float) -> float:
+    """A time beyond every quantile of W + S that the models ask for."""
+    return float(service.max()) + (theta * 50 if theta > 0 else 0.0)
+
+
+def _bisect_quantiles(
+    tail: Callable[[float], float], top: float, qs: tuple[float, ...]
+) -> tuple[float, ...]:
+    """The ``qs`` quantiles of a distribution from its tail P(X > t), by bisection on
+    [0, ``top``] (40 halvings)."""
     out: list[float] = []
     for q in qs:
-        lo, hi = 0.0, float(service.max()) + (theta * 50 if theta > 0 else 0.0) + 1e-9
+        lo, hi = 0.0, top + 1e-9
         for _ in range(40):
             mid = (lo + hi) / 2
             if tail(mid) > 1 - q:
@@ -587,22 +604,11 @@ def _mixed_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: 
     theta = wait_mean / rho if rho > 0 and wait_mean > 0 else 0.0
 
     def tail(t: float) -> float:
-        gap = t - service
-        pw = np.where(gap < 0, 1.0, rho * np.exp(-gap / theta) if theta > 0 else 0.0)
-        return (1 - share) * float(w @ pw) + share * float(np.mean(points > t))
+        wait = _wait_tail(t, service, w, rho, theta)
+        return (1 - share) * wait + share * float(np.mean(points > t))
 
-    out: list[float] = []
-    top = max(float(service.max()) + (theta * 50 if theta > 0 else 0.0), float(points.max()))
-    for q in qs:
-        lo, hi = 0.0, top + 1e-9
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            if tail(mid) > 1 - q:
-                lo = mid
-            else:
-                hi = mid
-        out.append(hi)
-    return tuple(out)
+    top = max(_wait_top(service, theta), float(points.max()))
+    return _bisect_quantiles(tail, top, qs)
 
 
 def _tpot_quantiles(rate: Rate, lens: Lengths) -> tuple[float, float]:
