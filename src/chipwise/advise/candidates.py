@@ -32,6 +32,7 @@ from chipwise.advise.disaggregation import DisaggregatedSearch, replicas_below
 from chipwise.advise.option import TIE_TOLERANCE, Option, objective_key, time_s
 from chipwise.advise.pricing import (
     deadline_words,
+    needs_price,
     no_price_reason,
     priced_serving,
     priced_training,
@@ -111,7 +112,7 @@ def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) ->
     offers = offers_in(catalog, chip.id, cloud=request.cloud, pricing=pricing_filter(request))
     if request.cloud != "any" and not offers and request.cloud not in chip.clouds:
         return f"not offered on {request.cloud} (catalog availability and offers)"
-    if not offers and (request.objective == "cost" or request.budget_usd is not None):
+    if not offers and needs_price(request):
         unpriced = catalog.no_price_for(chip.id)
         return f"no public price: {unpriced.why}" if unpriced else no_price_reason(request)
     phase, budget = request.workload.phase, request.budget_usd

@@ -71,7 +71,7 @@ def priced_training(
         )
         if best is None:
             cost, usd, label = None, None, "no price"
-            if request.objective == "cost" or request.budget_usd is not None:
+            if needs_price(request):
                 excluded = no_price_reason(request)
         else:
             cost, usd, label = best, best.usd_total, offer_label(best.offer)
@@ -89,6 +89,11 @@ def priced_training(
         kwh=energy.facility_kwh,
         excluded=excluded,
     )
+
+
+def needs_price(request: AdviseRequest) -> bool:
+    """Whether an option without a price is excluded: ranking by cost, or a budget."""
+    return request.objective == "cost" or request.budget_usd is not None
 
 
 def no_price_reason(request: AdviseRequest) -> str:
@@ -138,7 +143,7 @@ def priced_serving(
         )
         if cost is None:
             usd, label = None, "no price"
-            if request.objective == "cost" or request.budget_usd is not None:
+            if needs_price(request):
                 excluded = no_price_reason(request)
         else:
             usd, label = cost.usd_per_day, offer_label(cost.offer)
