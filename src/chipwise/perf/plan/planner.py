@@ -508,13 +508,12 @@ def _no_layout(model: StepModel, chips: int, global_batch: int,
     """Why no training layout was tried: the given plan's own fault when it has one (an
     expert axis on a dense model, a tp that does not divide the heads), else the batch."""
     spec = model.spec
-    axes = {k: int(v) for k, v in fixed.items() if k in ("dp", "fsdp", "tp", "pp", "cp", "ep",
-                                                         "vp", "etp")}  # fmt: skip
+    axes = {k: int(v) for k, v in fixed.items() if k in (*LAYOUT_KEYS, "etp")}
     if axes:
         try:
             check_plan(Plan(**axes), chips, model.chip, spec)  # type: ignore[arg-type]
         except PlanError as err:
-            return f"{err}"
+            return str(err)
     data = axes.get("dp", 1) * axes.get("fsdp", 1) if "dp" in axes else None
     ranks = f"its {data:,} data-parallel ranks" if data else "the data-parallel ranks"
     return (
