@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 
 from chipwise.errors import PlanError
+from chipwise.hardware import Chip
 from chipwise.perf.base import (
     Assumption,
     Breakdown,
@@ -73,7 +74,7 @@ from chipwise.perf.step.engine import (
 )
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Inference, Op, OpKind
+from chipwise.workload.ir import Inference, Op, OpKind, TransformerSpec
 
 # Host (CPU) work per engine step: scheduling, preparing the step's inputs, sampling
 # bookkeeping, stop checks, detokenising, launching the step's CUDA graph. Measured
@@ -138,11 +139,20 @@ def rank_plan(plan: Plan) -> Plan:
     return Plan(dp=plan.dp * plan.tp, tp=1, pp=plan.pp, ep=plan.ep, etp=plan.expert_tp)
 
 
-def check_adp(plan: Plan) -> None:
-    """Raise ``PlanError`` when ``plan``'s attention data parallelism cannot run."""
-    if not plan.adp:
-        return
-    if plan.expert_tp * plan.ep != plan.tp:
+def rank_shard(plan: Plan) -> Shard:
+    """How one chip of ``plan`` splits a layer's weights (``rank_plan``'s tp, ep and etp)."""
+    rank = rank_plan(plan)
+    return Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
+
+
+def check_serving_plan(plan: Plan, chip: Chip, spec: TransformerSpec) -> None:
+    """Raise ``PlanError`` when ``plan`` cannot serve ``spec`` on ``chip``: a training axis,
+    a layout ``check_plan`` refuses, or attention data parallelism whose experts do not
+    split exactly over the tp ranks."""
+    if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
+        raise PlanError("serving plans use tp, pp, dp (replicas), ep and adp only")
+    check_plan(plan, plan.chips, chip, spec)
+    if plan.adp and plan.expert_tp * plan.ep != plan.tp:
         raise PlanError(
             f"plan {plan}: adp=1 splits the routed experts over the tp={plan.tp} ranks, so "
             f"etp x ep must equal tp (got {plan.expert_tp} x {plan.ep}); use ep={plan.tp}, "
@@ -250,14 +260,11 @@ class ServeModel(StepTimer):
 
     def serve(self, plan: Plan, *, batch: int, input_len: int, output_len: int) -> InferPrediction:
         spec, chip = self.spec, self.chip
-        if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
-            raise PlanError("serving plans use tp, pp, dp (replicas), ep and adp only")
-        check_plan(plan, plan.chips, chip, spec)
-        check_adp(plan)
+        check_serving_plan(plan, chip, spec)
         g = groups(plan, chip)
         rank = rank_plan(plan)
         b = -(-batch // rank.dp)  # requests per replica (per rank under adp)
-        shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
+        shard = rank_shard(plan)
         act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
         kv_dtype = kv_dtype_for(self.precision)
         kw = {"b": b, "seq_len": input_len, "shard": shard, "precision": self.precision}
@@ -336,9 +343,8 @@ class ServeModel(StepTimer):
         """Per-op times of one typical prefill layer and one decode layer under ``plan``
         (an MoE model's typical layer is an MoE layer), for a roofline chart."""
         spec = self.spec
-        rank = rank_plan(plan)
-        shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
-        b = -(-batch // rank.dp)  # requests per replica, as ``serve`` counts them
+        shard = rank_shard(plan)
+        b = -(-batch // rank_plan(plan).dp)  # requests per replica, as ``serve`` counts them
         moe = spec.is_moe
         prefill = layer_ops(
             spec, b=b, seq_len=input_len, shard=shard, precision=self.precision, moe=moe
@@ -615,15 +621,11 @@ class EngineStepTimer:
     carry the step's tokens; a fixed host cost per step."""
 
     def __init__(self, serve: ServeModel, plan: Plan, kv_dtype: str) -> None:
-        if plan.fsdp > 1 or plan.cp > 1 or plan.vp > 1:
-            raise PlanError("serving plans use tp, pp, dp (replicas), ep and adp only")
-        check_plan(plan, plan.chips, serve.chip, serve.spec)
-        check_adp(plan)
+        check_serving_plan(plan, serve.chip, serve.spec)
         self.serve = serve
         self.plan = plan
         self.kv_dtype = kv_dtype
-        rank = rank_plan(plan)  # under adp: one rank, a tp=1 replica with split experts
-        self.shard = Shard(tp=rank.tp, ep=rank.ep, etp=rank.expert_tp)
+        self.shard = rank_shard(plan)  # under adp: one rank, a tp=1 replica, split experts
         self.groups = groups(plan, serve.chip)
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
