@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chipwise.errors import PlanError, UnsupportedOpError, WorkloadError
@@ -109,3 +111,15 @@ def test_a_predictor_for_another_phase_shares_the_serving_model_and_predicts_the
     assert shared.serve(2, plan_keys={"tp": 1, "dp": 2}) == fresh.serve(
         2, plan_keys={"tp": 1, "dp": 2}
     )
+
+
+def test_fp4_on_a_chip_without_fp4_serves_weight_only_and_says_so() -> None:
+    p = Predictor(SERVE, H100, "fp4")
+    got, want = p.serve(1), Predictor(SERVE, H100, "int4").serve(1)
+    assert p.precision == "int4" and replace(got, assumptions=want.assumptions) == want
+    assert got.assumptions[:-1] == want.assumptions
+    assert got.assumptions[-1].name == "precision" and "W4A16" in str(got.assumptions[-1].value)
+    # a chip with fp4 tensor cores runs it as W4A4; training fp4 on h100 stays an error
+    assert Predictor(SERVE, "b200", "fp4").precision == "fp4"
+    with pytest.raises(UnsupportedOpError, match="no fp4 rate"):
+        Predictor(TRAIN, H100, "fp4").train(1)

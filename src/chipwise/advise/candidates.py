@@ -98,7 +98,9 @@ def _predict(predictor: Predictor, chips: int) -> Prediction:
 def _precheck(predictor: Predictor, request: AdviseRequest, catalog: Catalog) -> str:
     """Why no count of the chip can qualify, decided without planning; '' if some may."""
     chip = predictor.chip
-    dtype = compute_dtype(request.precision)  # weight-only int4/w8a16 run their math in bf16
+    # weight-only int4/w8a16 run their math in bf16; so does fp4 served on a chip with no
+    # fp4 rate (the predictor's served precision)
+    dtype = compute_dtype(predictor.precision)
     if not chip.supports(dtype):
         have = ", ".join(chip.dense_flops_per_s) or "none"
         return f"no {dtype} rate in the catalog (it has: {have})"

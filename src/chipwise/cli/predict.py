@@ -105,8 +105,9 @@ class KvDtypeChoice(StrEnum):
 
 
 PRECISION_HELP = (
-    "Matmul precision: bf16, fp16, fp32, fp8 (W8A8), int8 (W8A8), fp4 (NVFP4/MXFP4, chips "
-    "with an fp4 rate), int4 / w8a16 (weight-only W4A16 / W8A16: fewer weight bytes, bf16 math)."
+    "Matmul precision: bf16, fp16, fp32, fp8 (W8A8), int8 (W8A8), fp4 (NVFP4/MXFP4: W4A4 on "
+    "chips with an fp4 rate; served weight-only elsewhere), int4 / w8a16 (weight-only W4A16 / "
+    "W8A16: fewer weight bytes, bf16 math)."
 )
 
 

@@ -38,7 +38,7 @@ from chipwise.perf.ops.roofline import op_bytes, op_flops, roof, timed
 from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
 from chipwise.perf.plan.planner import ServeChoice, TrainChoice, plan_constraints
 from chipwise.perf.predict import predict
-from chipwise.perf.predictor import PRECISIONS, Predictor, SloServing
+from chipwise.perf.predictor import PRECISIONS, Predictor, SloServing, served_precision
 
 __all__ = [
     "EFFICIENCY_PARAMETERS",
@@ -70,6 +70,7 @@ __all__ = [
     "predict",
     "predict_primitive",
     "roof",
+    "served_precision",
     "step_floor_s",
     "time_graph",
     "timed",

@@ -101,6 +101,30 @@ class SloServing:
     missed: str = ""
 
 
+# Serving fp4 weights on a chip without fp4 tensor cores (Hopper, Ampere, MI300X, TPUs):
+# the engines run them weight-only, dequantising the 4-bit blocks to bf16 in the GEMM
+# (vLLM's MXFP4 path for gpt-oss on Hopper and Ampere: triton matmul_ogs / Marlin W4A16
+# kernels, docs.vllm.ai "GPT OSS" recipe, 2025-08), which is the int4 weight-only model.
+FP4_WEIGHT_ONLY_NOTE = (
+    "weight-only W4A16: {chip} has no fp4 tensor rate, so the engine dequantises the fp4 "
+    "(MXFP4/NVFP4) weights to bf16 in each GEMM, as vLLM's MXFP4 kernels do on Hopper and "
+    "Ampere"
+)
+
+
+def served_precision(precision: str, chip: Chip, phase: Training | Inference) -> str:
+    """The precision ``chip`` serves ``precision`` at: fp4 weights on a chip with no fp4
+    rate (but a bf16 one) are served weight-only (``int4``); anything else unchanged."""
+    if (
+        precision == "fp4"
+        and isinstance(phase, Inference)
+        and not chip.supports("fp4")
+        and chip.supports("bf16")
+    ):
+        return "int4"
+    return precision
+
+
 def _check_chips(chips: int) -> None:
     if chips < 1:
         raise PlanError(f"chips must be >= 1, got {chips}")
@@ -136,7 +160,8 @@ class Predictor:
                 f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}"
             )
         self.workload = workload
-        self.precision = precision
+        self.requested_precision = precision
+        self.precision = served_precision(precision, self.chip, workload.phase)
         self.efficiency = efficiency
         self._network = network
         self._perf: PerfModel | None = None
@@ -148,7 +173,7 @@ class Predictor:
         a disaggregated serving load beside a colocated one) that shares this one's per-op
         model, network and serving model (which does not depend on the phase), so op
         timings cached by one are reused by the other."""
-        other = Predictor(replace(self.workload, phase=phase), self.chip, self.precision,
+        other = Predictor(replace(self.workload, phase=phase), self.chip, self.requested_precision,
                           efficiency=self.efficiency, network=self.network)  # fmt: skip
         other._perf, other._serve = self.perf_model, self._serve
         return other
@@ -288,18 +313,28 @@ class Predictor:
         _check_chips(chips)
         phase = self._inference()
         serve = self.serve_model()
-        if plan is not None:
-            check_plan(plan, chips, self.chip, serve.spec)
-            if phase.load == "server":
-                keys = {"tp": plan.tp, "ep": plan.ep, "adp": plan.adp}
-                return self._server_choice(chips, phase, keys).prediction
-            if phase.load != "batch":
-                return serve.serve_engine(plan, phase)
-            return serve.serve(plan, batch=phase.batch, input_len=phase.input_len,
+        if plan is None:
+            choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
+            assert isinstance(choice, ServeChoice)
+            return self._precision_noted(_noted(choice.prediction, choice.reason))
+        check_plan(plan, chips, self.chip, serve.spec)
+        if phase.load == "server":
+            keys = {"tp": plan.tp, "ep": plan.ep, "adp": plan.adp}
+            pred = self._server_choice(chips, phase, keys).prediction
+        elif phase.load != "batch":
+            pred = serve.serve_engine(plan, phase)
+        else:
+            pred = serve.serve(plan, batch=phase.batch, input_len=phase.input_len,
                                output_len=phase.output_len)  # fmt: skip
-        choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
-        assert isinstance(choice, ServeChoice)
-        return _noted(choice.prediction, choice.reason)
+        return self._precision_noted(pred)
+
+    def _precision_noted(self, pred: InferPrediction) -> InferPrediction:
+        """``pred`` saying so when the chip serves another precision than was asked."""
+        if self.precision == self.requested_precision:
+            return pred
+        note = Assumption(name="precision", source="perf.predictor.served_precision",
+                          value=FP4_WEIGHT_ONLY_NOTE.format(chip=self.chip.id))  # fmt: skip
+        return replace(pred, assumptions=(*pred.assumptions, note))
 
     def _server_choice(
         self, chips: int, phase: Inference, plan_keys: Mapping[str, int | str] | None
@@ -368,7 +403,7 @@ class Predictor:
             f"requests/s within the p99 targets ({choice.capacity_rps:.3g} req/s of "
             f"{choice.candidates} plans); {replicas} replica(s) carry {rps:.3g} req/s"
         )
-        return SloServing(prediction=_noted(pred, reason), replicas=replicas,
+        return SloServing(prediction=self._precision_noted(_noted(pred, reason)), replicas=replicas,
                           capacity_rps=choice.capacity_rps)  # fmt: skip
 
     def predict(
