@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -137,11 +138,16 @@ def test_weight_only_int4_reads_a_quarter_of_the_bf16_weight_bytes_and_decodes_f
     assert q4.tpot_s < bf.tpot_s  # type: ignore[union-attr]
 
 
-def test_fp4_needs_a_chip_with_an_fp4_rate() -> None:
+def test_fp4_runs_w4a4_on_a_chip_with_an_fp4_rate_and_weight_only_elsewhere() -> None:
     phase = Inference(load="max_throughput", input_len=128, output_len=128)
-    assert predict(Workload(model=LLAMA70, phase=phase), chip("b200"), 1, "fp4").fits
+    wl = Workload(model=LLAMA70, phase=phase)
+    assert predict(wl, chip("b200"), 1, "fp4").precision == "fp4"
+    on_h100, int4 = predict(wl, H100, 1, "fp4"), predict(wl, H100, 1, "int4")
+    assert on_h100.precision == "int4"
+    assert replace(on_h100, assumptions=int4.assumptions) == int4
+    # a chip with neither fp4 nor bf16 (T4) cannot serve it at all
     with pytest.raises(Exception, match="fp4"):
-        predict(Workload(model=LLAMA70, phase=phase), H100, 1, "fp4")
+        predict(wl, chip("t4"), 1, "fp4")
 
 
 @pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
@@ -470,3 +476,29 @@ def test_one_more_sequence_never_makes_a_static_decode_step_faster(input_len: in
     tpots = [s.serve(Plan(), batch=b, input_len=input_len, output_len=256).tpot_s
              for b in range(1, 401)]  # fmt: skip
     assert all(later >= earlier * 0.999 for earlier, later in itertools.pairwise(tpots))
+
+
+def test_a_finite_backlog_counts_each_requests_wait_for_a_slot_in_its_ttft() -> None:
+    """``vllm bench serve`` at request rate inf queues every request at once and times each
+    from the start: a request beyond the running batch waits for slots to free, so a run of
+    three batches' worth has a median TTFT of about one wave and a p99 of about two, while
+    an endless backlog reports the prefill service only."""
+    s = _serve()
+
+    def run(n: int) -> InferPrediction:
+        return s.serve_engine(
+            Plan(), Inference(load="max_throughput", input_len=512, output_len=256, num_requests=n)
+        )
+
+    endless = run(0)
+    assert endless.engine is not None
+    b = int(endless.engine.decode_batch_per_replica)
+    three = run(3 * b)
+    assert three.engine is not None
+    wave_s = b / three.engine.requests_per_s
+    assert three.engine.ttft_p50_s == pytest.approx(wave_s, rel=0.25)
+    assert three.engine.ttft_p99_s == pytest.approx(2 * wave_s, rel=0.25)
+    assert endless.engine.ttft_p99_s < 0.1 * wave_s
+    # more requests never shorten the wait; one batch's worth waits for prefill only
+    assert run(6 * b).ttft_s > three.ttft_s
+    assert run(b).engine.ttft_p99_s < wave_s  # type: ignore[union-attr]

@@ -46,8 +46,10 @@ the tails come from queueing theory. The model, per replica:
   by ``(N - 1) / N``), solved jointly with ``b + X (S + W) = N``; at the limits the clients
   beyond them queue for a slot and the mean wait is what Little's law leaves of ``N / X``
   after service and decode, with the same exponential tail. ``max_throughput`` (MLPerf Offline,
-  ``trtllm-bench``): every request is queued at once, so the reported TTFT is the prefill
-  service (the backlog's wait is the benchmark's length, not the engine's). ``server``
+  ``trtllm-bench``): every request is queued at once. An endless backlog reports the prefill
+  service; a run of ``N`` requests (``vllm bench serve`` at request rate inf) counts each
+  request's wait from the run's start: the first ``b`` are prefilled one after another, the
+  k-th after them waits ``k // b`` waves of ``b / X`` for a slot. ``server``
   (MLPerf Server): the planner searches the highest ``rps`` whose p99 TTFT and TPOT from
   this model meet the targets, with the engine's batch limit as tuned as its layout (its
   default or 2048). Near capacity the batch, and so TPOT, grows as ``1 / (1 - rho)``: the
@@ -391,6 +393,11 @@ class Engine:
             or self.run_requests < clients
         ):
             return np.zeros(0)
+        return self._wave_ttfts(n)
+
+    def _wave_ttfts(self, n: int) -> FloatArray:
+        """First-token times of ``n`` prompts sent together into an idle engine, prefilled
+        one after another within its token budget (``_first_wave``)."""
         times = np.empty(n)
         done = 0.0
         for j in range(n):
@@ -400,6 +407,20 @@ class Engine:
             done += self.l_pre / chunk * self.step(float(j), self.ctx, chunk, self.l_in)
             times[j] = done
         return times
+
+    def _backlog_ttfts(self, load: str, value: float, rate: Rate) -> FloatArray:
+        """TTFTs of a finite run of ``value`` requests all queued at once (``vllm bench
+        serve`` at request rate inf, ``trtllm-bench``: each request's clock starts when the
+        run does), empty otherwise: the engine admits ``b`` and prefills them one after
+        another (``_wave_ttfts``); the k-th request after them waits for a slot, i.e. for
+        ``k // b`` waves of ``b / X`` seconds each (the waves of ``_finite_run_rate``)."""
+        if load != "max_throughput" or self.disaggregated or value < 1:
+            return np.zeros(0)
+        n = max(1, round(value))
+        b = max(1, min(n, math.floor(rate.b)))
+        wave_s = b / self.requests_per_s(b)
+        k = np.arange(n)
+        return np.asarray((k // b) * wave_s + self._wave_ttfts(b)[k % b], dtype=float)
 
     def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
                limit: str) -> EngineState:  # fmt: skip
@@ -445,7 +466,11 @@ class Engine:
         service, w = _with_step_residual(service, w, rate.step_s, busy)
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
-        if wave.size:
+        backlog = self._backlog_ttfts(load, value, rate)
+        if backlog.size:
+            ttft_mean = float(backlog.mean())
+            p50, p99 = (float(q) for q in np.quantile(backlog, (0.5, 0.99)))
+        elif wave.size:
             # a finite closed-loop run: its first wave's TTFTs are part of the run's mean
             # and percentiles (each of the run's requests weighs 1 / run_requests)
             share = wave.size / self.run_requests
