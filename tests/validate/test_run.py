@@ -156,12 +156,25 @@ def test_fine_tune_rows_are_predicted_with_their_method_and_summarised_apart() -
     assert cases and all(c.phase == "finetune" and c.method == "qlora" for c in cases)
     assert all(c.source != path.name for c in cases)  # each row names its publication
     report = run_validation(cases=cases)
-    memory = [r for r in report.results if r.case.metric == "memory_bytes"]
+    memory = [r for r in report.results if r.case.metric in ("memory_bytes", "allocated_bytes")]
     assert memory and all(r.predicted is not None for r in memory)
     # a QLoRA row predicts far less than the same run trained in full would need
     assert all(r.predicted is not None and r.predicted < 40e9 for r in memory[:6])
     summary = report.summary()
     assert "finetune" in summary and "train" not in summary
+
+
+def test_an_allocator_peak_row_is_the_device_total_less_context_and_fragmentation() -> None:
+    from chipwise.validate.run import own_measurements_paths, read_cases
+
+    path = next(p for p in own_measurements_paths() if p.name == "measurements-finetune.csv")
+    row = {c.id: c for c in read_cases(path)}["FT-001"]
+    assert row.metric == "allocated_bytes"
+    allocated = run_case(row).predicted
+    total = run_case(replace(row, metric="memory_bytes")).predicted
+    assert allocated is not None and total is not None
+    # A100 40GB: 1.5 GB CUDA context + 5 % of 40 GB fragmentation allowance
+    assert total - allocated == pytest.approx(1.5e9 + 0.05 * 40e9, rel=1e-3)
 
 
 def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:

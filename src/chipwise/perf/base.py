@@ -263,6 +263,10 @@ class MemoryUse:
     # tuned to the largest micro-batch that fits use it). A total inside capacity + slack
     # fits, "tight".
     slack_bytes: float = 0.0
+    # The part of other_bytes that lives outside the framework's caching allocator (the
+    # CUDA context and driver state): memory a device has to have, but that
+    # torch.cuda.max_memory_allocated / max_memory_reserved never count.
+    unallocated_bytes: float = 0.0
 
     def fits_in(self, capacity_bytes: float) -> bool:
         """Whether this fits ``capacity_bytes``, the fragmentation allowance included."""
@@ -282,6 +286,12 @@ class MemoryUse:
             + self.kv_cache_bytes
             + self.other_bytes
         )
+
+    @property
+    def allocated_bytes(self) -> float:
+        """The allocator's peak (``torch.cuda.max_memory_allocated``): the total less the
+        memory outside the allocator and the fragmentation allowance."""
+        return self.total_bytes - self.unallocated_bytes - self.slack_bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

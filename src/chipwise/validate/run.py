@@ -19,7 +19,9 @@ method in the optional columns ``method`` (full | lora | qlora), ``lora_rank`` a
 ``lora_targets`` (PEFT module names separated by ``;``) and are summarised as their own
 group, apart from pre-training throughput. Their metric may be ``memory_bytes``: the
 predicted bytes per chip (weights, adapter states, activations, framework reserve) against
-the published peak GPU memory.
+the published peak GPU memory; or ``allocated_bytes``: the same less the memory outside the
+framework's allocator (CUDA context) and the fragmentation allowance, against a published
+allocator peak (``torch.cuda.max_memory_allocated``).
 
 A row's plan is a *partial* plan: the keys it gives are kept, the planner chooses the rest
 (micro-batch, recompute, ...), as the framework's config would have. A row with no plan is
@@ -57,6 +59,7 @@ SCALE_OUT_COLUMN = "scale_out_bytes_per_s_per_chip"  # optional: the row's syste
 METRICS = (
     "tokens_per_s_per_chip",
     "memory_bytes",
+    "allocated_bytes",
     "output_tokens_per_s",
     "output_tokens_per_s_per_chip",
     "tokens_per_s",
@@ -415,6 +418,8 @@ def _metric(
         return pred.tokens_per_s_per_chip
     if isinstance(pred, TrainPrediction) and metric == "memory_bytes":
         return pred.memory.total_bytes
+    if isinstance(pred, TrainPrediction) and metric == "allocated_bytes":
+        return pred.memory.allocated_bytes
     if isinstance(pred, InferPrediction):
         eng = pred.engine
         return {

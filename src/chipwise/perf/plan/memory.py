@@ -293,8 +293,14 @@ def _in_flight(pp: int, vp: int, microbatches: int) -> float:
 
 
 def reserve_bytes(chip: Chip) -> float:
+    return fixed_reserve_bytes(chip) + slack_bytes(chip)
+
+
+def fixed_reserve_bytes(chip: Chip) -> float:
+    """The fixed part of the reserve (``RESERVE_FIXED_BYTES``): context and runtime memory
+    outside the framework's allocator (``MemoryUse.unallocated_bytes``)."""
     kind = chip.kind if chip.kind in RESERVE_FIXED_BYTES else "gpu"
-    return RESERVE_FIXED_BYTES[kind] + slack_bytes(chip)
+    return RESERVE_FIXED_BYTES[kind]
 
 
 def slack_bytes(chip: Chip) -> float:
@@ -329,6 +335,7 @@ def train_memory(
         activations_bytes=a,
         other_bytes=other + reserve_bytes(chip),
         slack_bytes=slack_bytes(chip),
+        unallocated_bytes=fixed_reserve_bytes(chip),
     )
 
 
