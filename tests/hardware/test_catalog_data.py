@@ -24,7 +24,7 @@ REQUIRED_GPUS = (
     "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200",
     "b300", "gb300", "h800", "h20", "l4", "l40", "l40s", "rtx-4090", "rtx-5090",
     "rtx-pro-6000", "mi250x", "mi300x",
-    "mi325x", "mi355x", "max-1550",
+    "mi325x", "mi355x", "max-1550", "a10g",
 )  # fmt: skip
 REQUIRED_TPUS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7")
 REQUIRED_ASICS = ("gaudi3", "trainium2")
@@ -38,7 +38,7 @@ ALIASES = [
     ("GB300 NVL72", "gb300"), ("GB300", "gb300"), ("L40", "l40"), ("L40S", "l40s"),
     ("H20", "h20"), ("RTX PRO 6000", "rtx-pro-6000"), ("RTX 5090", "rtx-5090"),
     ("Blackwell Ultra", "b300"), ("RTX 4090", "rtx-4090"), ("5090", "rtx-5090"),
-    ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"),
+    ("mi300", "mi300x"), ("MI355X", "mi355x"), ("Max 1550", "max-1550"), ("A10G", "a10g"),
     ("Gaudi 3", "gaudi3"), ("trn2", "trainium2"), ("v4", "tpu-v4"), ("v5e", "tpu-v5e"),
     ("v5p", "tpu-v5p"), ("TPU v5p", "tpu-v5p"), ("TPU v6e", "tpu-v6e"),
     ("trillium", "tpu-v6e"), ("ironwood", "tpu-v7"), ("tpu7x", "tpu-v7"), ("TPU7x", "tpu-v7"),
@@ -57,7 +57,7 @@ _ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
 # accumulate (RTX 4090: 128 x 4 x 2.52 GHz x 256 = 330 TF, S18). Intel Xe-HPC: 4096 BF16
 # ops/clk per Xe core over 8 XMX engines (Tom's Hardware, Architecture Day 2021).
 FLOP_PER_MATRIX_UNIT_CLOCK = {
-    "volta": 128, "turing": 128, "ampere": 512, "ada": 256, "hopper": 1024,
+    "volta": 128, "turing": 128, "ampere": 512, "ampere-ga10x": 256, "ada": 256, "hopper": 1024,
     "blackwell": 2048, "blackwell-rtx": 256, "cdna2": 256, "cdna3": 512, "cdna4": 1024,
     "xe-hpc": 512,
 }  # fmt: skip
@@ -237,10 +237,13 @@ def test_scale_up_domain_matches_topology(chip: Chip) -> None:
 
 
 # A server or VM holds several PCIe data-centre cards (AWS g6e.48xlarge: 8 L40S; GCP
-# g2-standard-96: 8 L4; Azure NC96ads_A100_v4: 4 A100 PCIe); GeForce cards stay single.
+# g2-standard-96: 8 L4; Azure NC96ads_A100_v4: 4 A100 PCIe; AWS g5.48xlarge: 8 A10G and
+# g4dn.metal: 8 T4; an Aurora node: 6 Max 1550 over Xe Link, priced at the PCIe floor);
+# GeForce cards stay single.
 PCIE_SERVER_GPUS = [
     ("l40s", 8), ("l4", 8), ("l40", 8), ("h100-pcie", 8), ("rtx-pro-6000", 8),
-    ("a100-pcie-80gb", 4), ("rtx-4090", 1), ("rtx-5090", 1),
+    ("a100-pcie-80gb", 4), ("rtx-4090", 1), ("rtx-5090", 1), ("a10g", 8), ("t4", 8),
+    ("max-1550", 6),
 ]  # fmt: skip
 
 
@@ -263,7 +266,7 @@ KNOWN_FEATURES = [
     ("rtx-4090", "display", True),
     ("rtx-4090", "raster", True), ("rtx-5090", "media-encode", True),
     ("rtx-pro-6000", "media-encode", True), ("rtx-pro-6000", "rt-cores", True),
-    ("t4", "rt-cores", True),
+    ("t4", "rt-cores", True), ("a10g", "media-encode", True), ("a10g", "display", False),
     ("mi300x", "media-decode", True), ("mi300x", "media-encode", False),
     ("mi300x", "raster", False), ("gaudi3", "media-decode", True),
     ("gaudi3", "general-compute", False), ("trainium2", "general-compute", False),

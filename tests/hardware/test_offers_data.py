@@ -65,12 +65,16 @@ def test_every_gcp_tpu_with_a_price_has_spot_and_on_demand() -> None:
 
 @pytest.mark.parametrize("offer", [o for o in OFFERS if o.pricing in CHEAPER_THAN], ids=_offer_id)
 def test_discounted_prices_are_below_the_undiscounted_one(offer: PriceOffer) -> None:
-    dearer = [
-        o.usd_per_chip_hour
+    undiscounted = [
+        o
         for o in OFFERS
         if (o.provider, o.chip_id) == (offer.provider, offer.chip_id)
         and o.pricing == CHEAPER_THAN[offer.pricing]
     ]
+    # the same instance type when it has both prices (a 1-GPU and an 8-GPU machine of one
+    # chip differ in host share per GPU: AWS g5.xlarge $1.006 vs g5.48xlarge $2.036 per GPU)
+    same = [o for o in undiscounted if offer.instance and o.instance == offer.instance]
+    dearer = [o.usd_per_chip_hour for o in (same or undiscounted)]
     if not dearer:
         pytest.skip(f"no {CHEAPER_THAN[offer.pricing]} price to compare with")
     assert offer.usd_per_chip_hour < min(dearer)
@@ -130,3 +134,21 @@ def test_consumer_cards_and_trainium2_have_a_sourced_rental_price() -> None:
         assert any(o.pricing == "on-demand" for o in offers), chip
         for o in offers:
             assert o.confidence in ("medium", "low"), _offer_id(o)
+
+
+# AWS G5 (A10G) and G4dn (T4): a 1-GPU and an 8-GPU instance, on-demand and a 1-year
+# reserved instance each, from the same dated copy of AWS's price list.
+@pytest.mark.parametrize(("chip", "family"), [("a10g", "g5."), ("t4", "g4dn.")])
+def test_aws_g_instances_are_priced_per_pricing_model(chip: str, family: str) -> None:
+    offers = [o for o in CATALOG.offers_for(chip) if o.provider == "aws"]
+    by_pricing = {(o.pricing, o.instance): o.usd_per_chip_hour for o in offers}
+    assert {p for p, _ in by_pricing} == {"on-demand", "committed-1y"}
+    assert all(i.startswith(family) for _, i in by_pricing)
+    for (pricing, instance), usd in by_pricing.items():
+        if pricing == "committed-1y":
+            assert usd < by_pricing[("on-demand", instance)], instance
+    # the 8-GPU machine carries more host per GPU than the smallest one
+    eight = [i for _, i in by_pricing if i.endswith(("48xlarge", "metal"))]
+    one = [i for _, i in by_pricing if i.endswith(".xlarge")]
+    assert eight and one
+    assert by_pricing[("on-demand", eight[0])] > by_pricing[("on-demand", one[0])]
