@@ -117,6 +117,19 @@ def test_the_public_cases_ship_with_the_package() -> None:
     assert "GPU-001" in ids and "TPU-001" in ids
 
 
+def test_a_public_serving_row_states_its_closed_loop_load() -> None:
+    # TPU-048 was a vLLM bench run at --max-concurrency 128 against --max-num-seqs 256 and
+    # --max-num-batched-tokens 512: a closed loop through the engine, not a static batch
+    rows = {c.id: c for c in read_cases(public_cases_path())}
+    row = rows["TPU-048"]
+    assert (row.load, row.concurrency) == ("concurrency", 128)
+    assert (row.max_num_seqs, row.max_num_tokens, row.num_requests) == (256, 512, 3000)
+    assert rows["TPU-001"].load == "batch"  # training rows leave the columns empty
+    result = run_case(row)
+    assert result.predicted is not None
+    assert result.predicted == pytest.approx(row.value, rel=0.10)
+
+
 def test_every_config_a_row_names_ships_beside_it() -> None:
     for c in load_cases():
         if c.workload.lower().endswith(".json"):
