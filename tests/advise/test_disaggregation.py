@@ -81,10 +81,10 @@ def test_short_prompts_stay_colocated_because_disaggregation_needs_more_chips() 
     assert pick is not None and not pick.disaggregated
     assert all(r.rule != "disaggregated-serving" for r in rec.reasons)
     # not ignored: the best disaggregated deployment of that replica size, unbounded, needs
-    # more chips than the colocated pick
+    # no fewer chips than the colocated pick (a tie keeps the simpler colocated one)
     dis, why = _search(request).fewest(pick.chips, 64)
     assert dis is not None, why
-    assert dis.replicas * dis.chips_per_replica > pick.total_chips
+    assert dis.replicas * dis.chips_per_replica >= pick.total_chips
 
 
 def test_the_deployment_is_the_fewest_replicas_that_meet_the_targets() -> None:

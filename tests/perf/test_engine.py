@@ -17,7 +17,15 @@ from chipwise.perf.ops.layers import Dtypes, active_experts, weight_bytes
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.predict import predict
-from chipwise.perf.step.engine import MAX_NUM_SEQS_DEFAULT, Engine, kv_pool_bytes, lengths_of
+from chipwise.perf.step.engine import (
+    MAX_NUM_SEQS_DEFAULT,
+    BatchDefaults,
+    Engine,
+    engine_batch_defaults,
+    engine_max_num_seqs,
+    kv_pool_bytes,
+    lengths_of,
+)
 from chipwise.perf.step.serve import HOST_STEP_S, EngineStepTimer, ServeModel
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
@@ -97,9 +105,11 @@ def test_a_closed_loop_never_beats_max_throughput_and_grows_with_clients() -> No
     many = s.serve_engine(Plan(), Inference(load="concurrency", concurrency=64, **kw))
     assert few.output_tokens_per_s < many.output_tokens_per_s <= top * 1.001
     assert few.tpot_s < many.tpot_s  # TPOT rises with the batch
-    over = s.serve_engine(Plan(), Inference(load="concurrency", concurrency=4096, **kw))
+    # vLLM V0 (2024): at most its default 256 sequences, however many clients
+    old = Inference(load="concurrency", concurrency=4096, engine_date="2024-10", **kw)
+    over = s.serve_engine(Plan(), old)
     assert over.engine is not None
-    assert over.engine.decode_batch_per_replica <= MAX_NUM_SEQS_DEFAULT
+    assert over.engine.decode_batch_per_replica == MAX_NUM_SEQS_DEFAULT
 
 
 def test_prefix_hits_cut_ttft() -> None:
@@ -153,8 +163,11 @@ def test_fp4_runs_w4a4_on_a_chip_with_an_fp4_rate_and_weight_only_elsewhere() ->
 @pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
 def test_an_engine_at_its_kv_limit_fits_the_memory_its_own_rule_sized(engine: str) -> None:
     # TensorRT-LLM perf-overview ran Llama-3.3-70B fp8 on one H200 at 128/128 (SV-011): the
-    # KV pool is 0.9 of the free memory, so the deployment fits by construction
-    phase = Inference(load="max_throughput", input_len=128, output_len=128, engine=engine)
+    # KV pool is 0.9 of the free memory, so the deployment fits by construction (2048
+    # sequences allowed: vLLM's own 1024 would bind before the KV cache does)
+    phase = Inference(
+        load="max_throughput", input_len=128, output_len=128, engine=engine, max_num_seqs=2048
+    )
     pred = predict(Workload(model=LLAMA70, phase=phase), chip("h200-sxm"), 1, "fp8")
     assert isinstance(pred, InferPrediction) and pred.engine is not None
     assert pred.engine.limit == "kv_cache"
@@ -502,3 +515,65 @@ def test_a_finite_backlog_counts_each_requests_wait_for_a_slot_in_its_ttft() -> 
     # more requests never shorten the wait; one batch's worth waits for prefill only
     assert run(6 * b).ttft_s > three.ttft_s
     assert run(b).engine.ttft_p99_s < wave_s  # type: ignore[union-attr]
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("engine", "load", "gib", "chip_id", "date", "seqs", "tokens"),
+    [
+        # vLLM V0 (before v0.8.0): 256 on every GPU, whatever the load
+        ("vllm", "max_throughput", 192, "mi300x", "2024-10-10", 256, 8192),
+        ("vllm", "rps", 80, "h100-sxm", "2025-02", 256, 8192),
+        # V1, PR #12369: H100/H200 by name only
+        ("vllm", "max_throughput", 80, "h100-sxm", "2025-04-01", 1024, 16384),
+        ("vllm", "rps", 141, "h200-sxm", "2025-04-01", 1024, 8192),
+        ("vllm", "max_throughput", 192, "mi300x", "2025-04-01", 256, 8192),
+        ("vllm", "rps", 192, "mi300x", "2025-04-01", 256, 2048),
+        # PR #17073: by memory (>= 70 GiB), A100-80GB included until PR #17885
+        ("vllm", "rps", 192, "mi300x", "2025-04-30", 1024, 8192),
+        ("vllm", "rps", 80, "a100-sxm-80gb", "2025-04-30", 1024, 8192),
+        ("vllm", "rps", 80, "a100-sxm-80gb", "2025-06", 256, 2048),
+        ("vllm", "concurrency", 24, "l4", "", 256, 2048),
+        # v0.28.0: >= 160 GiB, 16384 tokens online too
+        ("vllm", "rps", 192, "b200", "2026-07", 1024, 8192),
+        ("vllm", "rps", 192, "b200", "", 1024, 16384),
+        ("vllm", "rps", 141, "h200-sxm", "", 1024, 8192),
+        # other engines: their own limits, whatever the date
+        ("trtllm", "rps", 80, "h100-sxm", "2024-01", 2048, 8192),
+        ("sglang", "concurrency", 80, "h100-sxm", "", 2048, 8192),
+    ],
+)
+def test_engine_batch_defaults_follow_the_engine_release_and_the_gpu(
+    engine: str, load: str, gib: float, chip_id: str, date: str, seqs: int, tokens: int
+) -> None:
+    got = engine_batch_defaults(
+        engine, load=load, hbm_bytes=gib * GIB, chip_id=chip_id, kind="gpu", date=date
+    )
+    assert got == BatchDefaults(seqs, tokens)
+
+
+def test_vllm_on_tpu_and_without_a_chip_keeps_256() -> None:
+    tpu = engine_batch_defaults("vllm", hbm_bytes=192 * GIB, chip_id="tpu-v7", kind="tpu")
+    assert tpu.max_num_seqs == MAX_NUM_SEQS_DEFAULT
+    assert engine_max_num_seqs("vllm") == MAX_NUM_SEQS_DEFAULT
+    assert engine_max_num_seqs("trtllm") == 2048
+
+
+def test_the_engine_release_sets_how_many_sequences_a_backlog_runs() -> None:
+    """benchmark_throughput with vLLM's defaults: 256 sequences on V0 (2024), 1024 on an
+    H100 since V1; the KV cache of llama3-8b holds more than 256 at these lengths."""
+    s = _serve()
+    kw = {"load": "max_throughput", "input_len": 128, "output_len": 128}
+    old = s.serve_engine(Plan(), Inference(engine_date="2024-10-10", **kw))
+    new = s.serve_engine(Plan(), Inference(**kw))
+    assert old.engine is not None and new.engine is not None
+    assert old.engine.decode_batch_per_replica == MAX_NUM_SEQS_DEFAULT
+    assert new.engine.decode_batch_per_replica > MAX_NUM_SEQS_DEFAULT
+    assert new.output_tokens_per_s > old.output_tokens_per_s
+
+
+def test_an_engine_date_must_be_a_date() -> None:
+    with pytest.raises(WorkloadError, match="engine_date"):
+        Inference(load="max_throughput", engine_date="v0.6.3")

@@ -31,6 +31,7 @@ planned from scratch. Error = predicted / measured - 1.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -123,6 +124,9 @@ class Case:
     ttft_p99_target_s: float = 0.0  # a server load's p99 targets (MLPerf Server)
     tpot_p99_target_s: float = 0.0
     engine: str = "vllm"  # the serving engine (its KV-cache sizing rule); "" in the CSV = vllm
+    # the row's date (YYYY-MM[-DD], "" = none): the engine release whose batch defaults
+    # apply is taken as the newest at that date (no row states a version for every engine)
+    date: str = ""
     num_requests: int = 0  # requests in a max_throughput run; 0 = steady state
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
@@ -318,11 +322,18 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     ttft_p99_target_s=_float(raw.get("ttft_p99_target_s") or ""),
                     tpot_p99_target_s=_float(raw.get("tpot_p99_target_s") or ""),
                     engine=(raw.get("engine") or "").strip() or "vllm",
+                    date=_row_date(raw.get("date") or ""),
                     num_requests=_int(raw.get("num_requests") or ""),
                     lengths=(raw.get("lengths") or "").strip(),
                 )
             )
     return tuple(rows)
+
+
+def _row_date(text: str) -> str:
+    """The YYYY-MM[-DD] a row's date column starts with ("" when it states none)."""
+    found = re.match(r"\d{4}-\d{2}(-\d{2})?", text.strip())
+    return found.group(0) if found else ""
 
 
 def load_cases(paths: Iterable[Path] | None = None) -> tuple[Case, ...]:
@@ -368,7 +379,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
                 ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
-                engine=case.engine, num_requests=case.num_requests,
+                engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
                 lengths=_lengths(case),
             )  # fmt: skip
         else:

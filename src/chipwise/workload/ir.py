@@ -13,6 +13,7 @@ list) to shard it across chips under a parallelism plan.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -358,7 +359,9 @@ class Inference:
     ("" = from the precision), ``prefix_hit_rate`` (share of prompt tokens served from the
     prefix cache), ``disaggregated`` (separate prefill and decode pools), ``engine`` (the
     serving engine, for how it sizes its KV cache: ``vllm`` and ``sglang`` take a share of
-    the GPU's total memory, ``trtllm`` a share of what is free after the weights load).
+    the GPU's total memory, ``trtllm`` a share of what is free after the weights load, and
+    for its default batch limits), ``engine_date`` (YYYY-MM[-DD]: the engine release of that
+    date, whose defaults apply; "" = the newest).
     """
 
     batch: int = 1
@@ -380,6 +383,7 @@ class Inference:
     ttft_p99_s: float = 0.0
     tpot_p99_s: float = 0.0
     engine: str = "vllm"
+    engine_date: str = ""
     # requests in a max_throughput or concurrency run (benchmarks state it: trtllm-bench's
     # --num_requests, MLPerf Offline's sample count, vllm bench serve's --num-prompts); 0 =
     # an endless backlog (the engine's steady state)
@@ -409,6 +413,8 @@ class Inference:
             raise WorkloadError(f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate}")
         if self.num_requests < 0:
             raise WorkloadError(f"num_requests must be >= 0 (0 = endless), got {self.num_requests}")
+        if self.engine_date and not _DATE.fullmatch(self.engine_date):
+            raise WorkloadError(f"engine_date {self.engine_date!r}: write YYYY-MM or YYYY-MM-DD")
         if self.max_num_seqs < 0 or self.max_num_tokens < 0:
             raise WorkloadError("max_num_seqs and max_num_tokens must be >= 0 (0 = default)")
         for row in self.lengths:
@@ -418,6 +424,8 @@ class Inference:
                 )
 
 
+# An engine release date (``Inference.engine_date``).
+_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?")
 # How a serving load is stated (see ``Inference``).
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).

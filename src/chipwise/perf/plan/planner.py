@@ -35,7 +35,6 @@ from chipwise.perf.base import (
 )
 from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
-from chipwise.perf.step.engine import engine_max_num_seqs
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
@@ -650,10 +649,14 @@ def _replica_capacity(
     if hit is not None:
         return hit
     # The rate ceiling: the engine at its own batch limit, the one the rps loads below run
-    # under (TensorRT-LLM 2048, vLLM/SGLang 256). A 256 ceiling for every engine stopped
-    # MLPerf Server runs on TensorRT-LLM at the throughput of 256 sequences.
-    seqs = phase.max_num_seqs or engine_max_num_seqs(phase.engine)
-    top = replace(phase, load="max_throughput", rps=0.0, concurrency=0, max_num_seqs=seqs)
+    # under (``ServeModel.batch_defaults``: by engine, release and GPU). A 256 ceiling for
+    # every engine stopped MLPerf Server runs on TensorRT-LLM at the throughput of 256 sequences.
+    online = model.batch_defaults(phase, load="rps")
+    top = replace(
+        phase, load="max_throughput", rps=0.0, concurrency=0,
+        max_num_seqs=phase.max_num_seqs or online.max_num_seqs,
+        max_num_tokens=phase.max_num_tokens or online.max_num_tokens,
+    )  # fmt: skip
     eng = model.serve_engine(plan, top).engine
     assert eng is not None
     if eng.max_seqs_per_replica < 1:

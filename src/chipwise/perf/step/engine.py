@@ -87,27 +87,93 @@ from chipwise.workload.ir import Inference
 FloatArray = npt.NDArray[np.float64]
 StepFn = Callable[[float, float, float, float], float]
 
-# vLLM's engine argument --max-num-seqs defaults to 256 (docs.vllm.ai, "Engine Arguments");
-# the running batch of a concurrency or rps load never exceeds it unless told.
+# The batch limits an engine applies unless told: ``max_num_seqs`` (running sequences) and
+# ``max_num_tokens`` (tokens per step). They depend on the engine, its release and the GPU:
+#
+# * vLLM (vllm/engine/arg_utils.py; dated by each change's merge, the release carrying it
+#   followed within weeks):
+#   - V0 engine (the default through 0.7.x): EngineArgs.max_num_seqs 256 on every GPU and for
+#     every use (offline LLM class, API server) - docs.vllm.ai "Engine Arguments"; vLLM issue
+#     #6801 (2024-08) on benchmarks run at this default. Its token budget without chunked
+#     prefill is a whole prompt per step (max_model_len): kept at MAX_NUM_TOKENS_DEFAULT here.
+#   - V1 engine, the default from v0.8.0 (VLLM_V1_DEFAULT_DATE): _set_default_args_v1 picks by
+#     usage context and GPU. PR #12369 (2025-01-23): H100/H200 by name 1024 sequences and
+#     16384 tokens for the LLM class (offline: benchmark_throughput, a max_throughput load) or
+#     8192 for the API server (online loads); other GPUs 256 and 8192 / 2048.
+#   - PR #17073 (merged 2025-04-23): the large values for every GPU with >= 70 GiB ("GPUs like
+#     H100 and MI300x"); PR #17885 (2025-05-09) takes A100 out of them again.
+#   - v0.28.0 (2026-08-24; PR #51726, quoted in vLLM issue #53961): GPUs with >= 160 GiB get
+#     16384 tokens for the API server too.
+#   With no date (a question about today) the newest rule applies. vLLM on TPU keeps the
+#   V0 values here (its TPU token defaults, PR #17508, are not modelled).
+# * SGLang: max_running_requests unset = clamp(kv_tokens / context_len x 512, 2048, 4096)
+#   (sgl-project/sglang python/sglang/srt/model_executor/model_runner.py, init_memory_pool):
+#   2048 at the usual context lengths; the KV cache bounds the batch beyond that anyway.
+#   chunked_prefill_size is not modelled (MAX_NUM_TOKENS_DEFAULT).
+# * TensorRT-LLM: max_batch_size 2048 and max_num_tokens 8192 (LLM API / trtllm-serve
+#   BuildConfig defaults) under any load; trtllm-bench and MLPerf submissions run there.
 MAX_NUM_SEQS_DEFAULT = 256
-# At --max-throughput the engine is configured for its largest batch: TensorRT-LLM's
-# max_batch_size defaults to 2048 (TensorRT-LLM LLM API / trtllm-serve BuildConfig), the
-# batch trtllm-bench and MLPerf Offline submissions run at when the KV cache allows.
 MAX_THROUGHPUT_MAX_SEQS = 2048
-# TensorRT-LLM has no separate online default: the same max_batch_size 2048 bounds the
-# running batch of trtllm-serve under any load (vLLM's 256 is a vLLM argument).
-ENGINE_MAX_NUM_SEQS = {"trtllm": MAX_THROUGHPUT_MAX_SEQS}
-
-
-def engine_max_num_seqs(engine: str) -> int:
-    """The running-batch limit ``engine`` applies unless told (TensorRT-LLM 2048, vLLM and
-    SGLang 256): the one source for the engine model, the SLO search and server loads."""
-    return ENGINE_MAX_NUM_SEQS.get(engine, MAX_NUM_SEQS_DEFAULT)
-
-
+ENGINE_MAX_NUM_SEQS = {"trtllm": MAX_THROUGHPUT_MAX_SEQS, "sglang": 2048}
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
+VLLM_V1_DEFAULT_DATE = "2025-03-18"  # v0.8.0: the V1 engine on by default
+VLLM_BY_MEMORY_DATE = "2025-04-23"  # PR #17073: >= 70 GiB, not a GPU list
+VLLM_NOT_A100_DATE = "2025-05-09"  # PR #17885: A100 back to the small values
+VLLM_160_GIB_DATE = "2026-08-24"  # v0.28.0: >= 160 GiB, 16384 API-server tokens
+_GIB = 2**30
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDefaults:
+    """The running-batch and per-step token limits an engine applies unless told."""
+
+    max_num_seqs: int
+    max_num_tokens: int
+
+
+def engine_batch_defaults(
+    engine: str,
+    *,
+    load: str = "rps",
+    hbm_bytes: float = 0.0,
+    chip_id: str = "",
+    kind: str = "gpu",
+    date: str = "",
+) -> BatchDefaults:
+    """``engine``'s own limits (see above) for a ``load`` (``max_throughput`` = vLLM's
+    offline LLM class, any other = its API server) on a chip of ``hbm_bytes`` (``chip_id``
+    names it, ``kind`` gpu or tpu), with the engine of ``date`` (YYYY-MM[-DD]; "" = newest)."""
+    if engine != "vllm":
+        seqs = ENGINE_MAX_NUM_SEQS.get(engine, MAX_NUM_SEQS_DEFAULT)
+        return BatchDefaults(seqs, MAX_NUM_TOKENS_DEFAULT)
+    when = date or "9999"
+    if when < VLLM_V1_DEFAULT_DATE or kind != "gpu":
+        return BatchDefaults(MAX_NUM_SEQS_DEFAULT, MAX_NUM_TOKENS_DEFAULT)
+    offline = load == "max_throughput"
+    name = chip_id.lower()
+    if when < VLLM_BY_MEMORY_DATE:
+        large = name.startswith(("h100", "h200"))
+    else:
+        large = hbm_bytes >= 70 * _GIB and not (when >= VLLM_NOT_A100_DATE and "a100" in name)
+    if not large:
+        return BatchDefaults(MAX_NUM_SEQS_DEFAULT, 8192 if offline else 2048)
+    tokens = 16384 if offline or (when >= VLLM_160_GIB_DATE and hbm_bytes >= 160 * _GIB) else 8192
+    return BatchDefaults(1024, tokens)
+
+
+def engine_max_num_seqs(
+    engine: str, *, hbm_bytes: float = 0.0, chip_id: str = "", kind: str = "gpu", date: str = ""
+) -> int:
+    """The running-batch limit ``engine`` applies unless told (``engine_batch_defaults``;
+    with no chip: a GPU under 70 GiB, TensorRT-LLM 2048, SGLang 2048, vLLM 256): the one
+    source for the engine model, the SLO search and server loads."""
+    return engine_batch_defaults(
+        engine, hbm_bytes=hbm_bytes, chip_id=chip_id, kind=kind, date=date
+    ).max_num_seqs
+
+
 # How much HBM the KV cache gets. Two rules (the same two NVIDIA's aisimulate models for
 # Dynamo's mocker, ai-dynamo/aisimulate crates/core/src/perfmodel/memory.rs: "TRT-LLM
 # free-fraction vs vLLM/SGLang total-fraction"):
@@ -671,10 +737,13 @@ __all__ = [
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
+    "VLLM_V1_DEFAULT_DATE",
+    "BatchDefaults",
     "Engine",
     "EngineState",
     "Lengths",
     "Rate",
+    "engine_batch_defaults",
     "engine_max_num_seqs",
     "kv_pool_bytes",
     "lengths_of",

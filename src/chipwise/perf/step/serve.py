@@ -66,9 +66,9 @@ from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_TOKENS_DEFAULT,
-    MAX_THROUGHPUT_MAX_SEQS,
+    BatchDefaults,
     Engine,
-    engine_max_num_seqs,
+    engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
 )
@@ -393,17 +393,23 @@ class ServeModel(StepTimer):
             timer = timers[plan, kv_dtype] = EngineStepTimer(self, plan, kv_dtype)
         return timer
 
+    def batch_defaults(self, phase: Inference, load: str = "") -> BatchDefaults:
+        """The batch and token limits ``phase``'s engine applies on this chip unless told,
+        under ``load`` ("" = the phase's) (``engine.engine_batch_defaults``: by engine,
+        release date, load and GPU memory)."""
+        chip = self.chip
+        return engine_batch_defaults(
+            phase.engine, load=load or phase.load, hbm_bytes=chip.hbm_capacity_bytes,
+            chip_id=chip.id, kind=chip.kind, date=phase.engine_date,
+        )  # fmt: skip
+
     def serve_engine(self, plan: Plan, phase: Inference) -> InferPrediction:
         """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
         timer = self.engine_timer(plan, kv_dtype)
         lengths = lengths_of(phase)
-        default_seqs = (
-            MAX_THROUGHPUT_MAX_SEQS
-            if phase.load == "max_throughput"
-            else engine_max_num_seqs(phase.engine)
-        )
+        defaults = self.batch_defaults(phase)
         capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
@@ -429,8 +435,8 @@ class ServeModel(StepTimer):
                 timer.step_s,
                 lengths,
                 prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
-                max_num_seqs=phase.max_num_seqs or default_seqs,
-                max_num_tokens=phase.max_num_tokens or MAX_NUM_TOKENS_DEFAULT,
+                max_num_seqs=phase.max_num_seqs or defaults.max_num_seqs,
+                max_num_tokens=phase.max_num_tokens or defaults.max_num_tokens,
                 kv_capacity_tokens=capacity,
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill / replicas,
