@@ -101,6 +101,7 @@ OPTION_SETS = {
         "--input-len-std",
         "--json",
         "--engine",
+        "--engine-date",
         "--kv-dtype",
         "--lengths",
         "--max-num-seqs",

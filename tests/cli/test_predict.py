@@ -172,6 +172,16 @@ def test_engine_trtllm_sizes_a_larger_kv_cache_and_cuts_a_kv_bound_loops_ttft() 
     assert trt["ttft_s"] < vllm["ttft_s"]
 
 
+def test_engine_date_picks_the_vllm_release_whose_batch_limit_applies() -> None:
+    base = ["llama3-8b", "--chip", "h100", "--phase", "infer", "--max-throughput"]
+    old = _json([*base, "--engine-date", "2024-10-10"])  # vLLM V0: 256 sequences
+    new = _json(base)  # the newest: 1024 on an 80 GB H100
+    assert old["decode_batch_per_replica"] == 256
+    assert new["decode_batch_per_replica"] > 256
+    bad = runner.invoke(app, ["predict", *base, "--engine-date", "v0.6.3"])
+    assert bad.exit_code != 0 and "engine_date" in bad.output
+
+
 def test_num_requests_bounds_a_max_throughput_runs_batch() -> None:
     data = _json(["llama3-8b", "--chip", "h100", "--phase", "infer",
                   "--max-throughput", "--num-requests", "100"])  # fmt: skip

@@ -209,14 +209,17 @@ def predict_command(
         "--max-num-seqs",
         min=0,
         max=MAX_SERVE_BATCH,
-        help="Infer: engine's max running sequences (0 = default).",
+        help="Infer: engine's max running sequences (0 = the engine's own default, by "
+        "release and GPU: vLLM 256 before v0.8.0, 1024 since on >= 70 GiB GPUs but A100; "
+        "SGLang and TensorRT-LLM 2048).",
     ),
     max_num_tokens: int = typer.Option(
         0,
         "--max-num-tokens",
         min=0,
         max=MAX_SEQ_LEN,
-        help="Infer: engine's tokens per step (0 = default).",
+        help="Infer: engine's tokens per step (0 = the engine's own default, by release, "
+        "GPU and load).",
     ),
     kv_dtype: KvDtypeChoice = typer.Option(
         KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
@@ -225,7 +228,14 @@ def predict_command(
         EngineChoice.vllm,
         "--engine",
         help="Infer: serving engine, for how it sizes its KV cache (vllm, sglang: a share of "
-        "total HBM; trtllm: a share of the HBM free after the weights).",
+        "total HBM; trtllm: a share of the HBM free after the weights) and its default "
+        "batch limits.",
+    ),
+    engine_date: str = typer.Option(
+        "",
+        "--engine-date",
+        help="Infer: YYYY-MM[-DD], the engine release of that date, whose default batch "
+        "limits apply (default: the newest).",
     ),
     num_requests: int = typer.Option(
         0,
@@ -318,6 +328,7 @@ def predict_command(
             max_num_tokens=max_num_tokens,
             kv_dtype="" if kv_dtype is KvDtypeChoice.auto else kv_dtype.value,
             engine=engine_name.value,
+            engine_date=engine_date,
             num_requests=num_requests,
             prefix_hit_rate=prefix_hit_rate,
             disaggregated=disaggregated,
