@@ -106,3 +106,20 @@ def test_qlora_fits_a_65b_fine_tune_on_one_48_gb_gpu_as_the_qlora_paper_reports(
         pred = predict(Workload(model=llama65, phase=phase), "a100-sxm-80gb", 1, plan=PLAN)
         assert isinstance(pred, TrainPrediction)
         assert (pred.memory.total_bytes <= gpu_48gb) is fits, pred.memory.total_bytes / 2**30
+
+
+def test_double_quantisation_dequantises_the_absmax_before_each_nf4_weight() -> None:
+    from chipwise.perf.ops.adapters import QLORA_BLOCK, dequant_ops
+    from chipwise.workload.ir import Op, OpKind
+
+    mm = Op(name="mlp_down", kind=OpKind.MATMUL, dtype="bf16", flops=2.0 * 8 * 4096 * 14336,
+            bytes_read=0.0, bytes_written=0.0, shape=(8, 4096), mnk=(8, 4096, 14336))  # fmt: skip
+    ops = dequant_ops((mm,), Training(method="qlora"))
+    # bitsandbytes dequantize_4bit: dequantize_blockwise(absmax), absmax += offset, NF4 kernel
+    assert [o.name for o in ops] == [
+        "mlp_down_absmax_dequant", "mlp_down_absmax_offset", "mlp_down_dequant",
+    ]  # fmt: skip
+    blocks = 4096 * 14336 / QLORA_BLOCK
+    assert ops[0].bytes_written == ops[1].bytes_written == 4 * blocks  # fp32 absmax
+    assert ops[2].bytes_written == 2 * 4096 * 14336  # the bf16 copy the GEMM reads
+    assert dequant_ops((mm,), Training(method="lora")) == ()

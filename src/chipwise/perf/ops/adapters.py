@@ -27,7 +27,9 @@ from chipwise.workload.ir import Op, OpKind, Training, TransformerSpec
 # NF4 storage (QLoRA §3): 4 bits per weight, plus double-quantised block constants: fp8
 # constants per 64-weight block and fp32 constants per 256 of those (8/64 + 32/(64*256) =
 # 0.127 bits per weight). 4.127 bits = 0.516 bytes per weight.
-QLORA_WEIGHT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+QLORA_BLOCK = 64  # weights per absmax (bitsandbytes blocksize for 4-bit)
+QLORA_ABSMAX_BLOCK = 256  # absmax values per second-level fp32 constant (double quantisation)
+QLORA_WEIGHT_BYTES = (4 + 8 / QLORA_BLOCK + 32 / (QLORA_BLOCK * QLORA_ABSMAX_BLOCK)) / 8
 # Dequantisation: a table look-up and a scale multiply per weight.
 DEQUANT_FLOPS_PER_WEIGHT = 2.0
 # LoRA adapter weights are kept in fp32 (PEFT upcasts adapters by default,
@@ -116,7 +118,18 @@ def adapter_forward_ops(
 
 def dequant_ops(forward: tuple[Op, ...], training: Training) -> tuple[Op, ...]:
     """QLoRA: one NF4 -> bf16 dequantisation per frozen base matmul (4-bit weights only;
-    the LM head stays in bf16, bitsandbytes skips it)."""
+    the LM head stays in bf16, bitsandbytes skips it).
+
+    With double quantisation the absmax constants are themselves 8-bit, so each
+    dequantisation is three kernels (bitsandbytes 0.43 ``functional.dequantize_4bit``:
+    ``dequantize_blockwise`` of the absmax codes to fp32, ``absmax += offset``, then the NF4
+    kernel): two small ops before each weight's dequantisation, each paying a launch.
+    Check: bitsandbytes' own benchmark (benchmarking/README.md, v0.45.0 vs v0.44.1, Llama
+    3.1 8B on an RTX 4090, batch 8) times NF4+DQ 1.5-1.8 ms per forward above NF4, i.e.
+    7-8 us for each of the 224 quantised matrices: two launches and their tiny traffic. The
+    same table puts NF4 18.6 ms above BF16 (42.5 vs 23.9 ms), what 2.5 more bytes per weight
+    (read 0.5 B NF4, write and re-read 2 B bf16) cost at the card's 1 TB/s.
+    """
     if training.method != "qlora":
         return ()
     out: list[Op] = []
@@ -130,6 +143,29 @@ def dequant_ops(forward: tuple[Op, ...], training: Training) -> tuple[Op, ...]:
             continue
         _, n, k = op.mnk
         weights = float(op.batch * n * k)
+        blocks = weights / QLORA_BLOCK
+        out.append(  # 8-bit absmax codes (+ fp32 second-level constants) -> fp32 absmax
+            Op(
+                name=f"{op.name}_absmax_dequant",
+                kind=OpKind.ELEMENTWISE,
+                dtype="fp32",
+                flops=blocks,
+                bytes_read=blocks * (1 + 4 / QLORA_ABSMAX_BLOCK),
+                bytes_written=4.0 * blocks,
+                shape=(int(blocks),),
+            )
+        )
+        out.append(  # absmax += offset (in place)
+            Op(
+                name=f"{op.name}_absmax_offset",
+                kind=OpKind.ELEMENTWISE,
+                dtype="fp32",
+                flops=blocks,
+                bytes_read=4.0 * blocks,
+                bytes_written=4.0 * blocks,
+                shape=(int(blocks),),
+            )
+        )
         out.append(
             Op(
                 name=f"{op.name}_dequant",
