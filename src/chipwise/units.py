@@ -36,10 +36,14 @@ DTYPE_BYTES: dict[str, float] = {
     "fp16": 2,
     "fp8": 1,
     "int8": 1,
-    "int4": 0.5,
-    # NVFP4 (16-element blocks, one fp8 scale) and MXFP4 (32-element blocks, one 8-bit
-    # scale) both store 4.5 bits or fewer per value; 0.5 byte counts the values only.
-    "fp4": 0.5,
+    # 4-bit formats store a scale per block of values beside the values, and every read of
+    # the weights reads the scales too. int4 is AWQ/GPTQ's default group of 128 with an fp16
+    # scale and a 4-bit zero point (AutoAWQ / GPTQModel q_group_size 128): 4 + 20/128 bits.
+    # fp4 is NVFP4 (16-element blocks, one fp8 E4M3 scale: 4.5 bits; NVIDIA "Introducing
+    # NVFP4", 2025-06), the format of TensorRT-LLM's and ModelOpt's fp4 checkpoints; MXFP4
+    # (OCP MX v1.0: 32-element blocks, an 8-bit E8M0 scale) stores 4.25, 6 % less.
+    "int4": 0.5 + 2.5 / 128,
+    "fp4": 0.5 + 1.0 / 16,
 }
 
 

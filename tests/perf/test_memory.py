@@ -8,6 +8,7 @@ import pytest
 
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
+from chipwise.perf.ops.layers import weight_bytes
 from chipwise.perf.plan.memory import (
     activation_bytes_per_token_layer,
     in_flight_microbatches,
@@ -92,6 +93,27 @@ def test_kv_cache_of_gqa_serving() -> None:
                      kv_dtype="bf16", prefill_tokens=4000, chip=H100)  # fmt: skip
     # K and V, 4 of 8 KV heads per tp rank, 128 dims, 2 bytes, 2 layers, 4 x 1000 tokens
     assert m.kv_cache_bytes == 2 * 4 * 128 * 2 * 2 * 4 * 1000
+
+
+@pytest.mark.parametrize("precision", ["fp8", "fp4", "int4"])
+def test_a_quantised_checkpoint_keeps_its_embedding_and_lm_head_in_bf16(precision: str) -> None:
+    llama = TransformerSpec(
+        name="gqa", n_layers=2, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128,
+        d_ff=14336, vocab_size=128256,
+    )  # fmt: skip
+    plan = Plan(tp=2)
+
+    def weights(p: str) -> float:
+        return serve_memory(llama, plan, batch=1, context=0, precision=p, kv_dtype="bf16",
+                            prefill_tokens=1, chip=H100).weights_bytes  # fmt: skip
+
+    params = stage_params(llama, plan)
+    ends = 2 * 128256 * 4096 / 2  # untied embedding + LM head, split over tp=2
+    assert params.ends_per_chip == ends
+    assert weights(precision) == pytest.approx(
+        (params.total - ends) * weight_bytes(precision) + ends * 2.0
+    )
+    assert weights("bf16") == pytest.approx(params.total * 2.0)
 
 
 def test_experts_shard_over_ep_and_fsdp_once_not_twice() -> None:

@@ -399,19 +399,38 @@ def embedding_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard,
 
 
 def head_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
-             loss: bool = True) -> tuple[Op, ...]:  # fmt: skip
-    """Final norm, LM head (vocab split over tp) and the fp32 cross-entropy loss."""
+             loss: bool = True, quantised_checkpoint: bool = False) -> tuple[Op, ...]:  # fmt: skip
+    """Final norm, LM head (vocab split over tp) and the fp32 cross-entropy loss; a served
+    ``quantised_checkpoint`` keeps its LM head in bf16 (``head_dtypes``)."""
     dt = Dtypes.for_precision(precision)
     t = b * seq_len // shard.cp
     v = -(-spec.vocab_size // shard.tp)
     ops = [
         _memop("final_norm", OpKind.NORM, max(1, t // shard.tp) * spec.d_model, 1, 1, dt.act, 4),
-        _matmul("lm_head", t, v, spec.d_model, dt),
+        _matmul(
+            "lm_head", t, v, spec.d_model, head_dtypes(precision) if quantised_checkpoint else dt
+        ),
     ]
     if loss:
         # Upcast logits, softmax, log, gather the target: ~read twice, write once in fp32.
         ops.append(_memop("loss", OpKind.SOFTMAX, t * v, 2, 1, LOSS_DTYPE, 5))
     return tuple(ops)
+
+
+# A quantised checkpoint keeps its LM head in bf16: ModelOpt's fp8/NVFP4 and llm-compressor's
+# recipes exclude lm_head (ignore=["lm_head"]), AWQ/GPTQ leave it unquantised. The embedding
+# is a bf16 table as well (serving memory counts both at 2 bytes). (Megatron's fp8 training
+# also leaves its output layer, a plain ColumnParallelLinear, in bf16; training still times
+# it in fp8 until the fitted sustained_tensor_fraction is refitted with it.)
+HEAD_WEIGHT_BYTES = 2.0
+
+
+def head_dtypes(precision: str) -> Dtypes:
+    """The dtypes of the LM head at ``precision``: bf16 unless the model runs wider."""
+    dt = Dtypes.for_precision(precision)
+    if dtype_bytes(dt.weight_dtype) >= HEAD_WEIGHT_BYTES and dt.matmul == dt.weight_dtype:
+        return dt
+    return Dtypes.for_precision("bf16")
 
 
 def backward_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:

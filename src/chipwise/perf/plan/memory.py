@@ -43,6 +43,7 @@ from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan, expert_tp
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
+    HEAD_WEIGHT_BYTES,
     attention_params,
     embedding_params,
     heads_per_rank,
@@ -127,6 +128,7 @@ class StageParams:
     total: float  # dense + experts, after tp/etp/ep sharding
     dense_per_chip: float = 0.0  # dense / tp
     experts_per_chip: float = 0.0  # experts / (etp x ep)
+    ends_per_chip: float = 0.0  # the embedding and LM head in ``dense_per_chip``
 
 
 @cache
@@ -194,6 +196,7 @@ def _stage_params(
         total=dense / tp + experts / (etp * ep),
         dense_per_chip=dense / tp,
         experts_per_chip=experts / (etp * ep),
+        ends_per_chip=ends / tp,
     )
 
 
@@ -496,7 +499,10 @@ def serve_memory(
     """Per-chip bytes for serving: weights, the KV cache of ``batch`` x ``context`` tokens,
     and the largest transient (one prefill chunk's activations, the logits)."""
     wbytes = weight_bytes(precision)
-    p = stage_params(spec, plan).total
+    params = stage_params(spec, plan)
+    # quantised checkpoints keep the embedding and the LM head in bf16 (layers.head_ops)
+    ends = params.ends_per_chip
+    weights = (params.total - ends) * wbytes + ends * max(wbytes, HEAD_WEIGHT_BYTES)
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
@@ -506,7 +512,7 @@ def serve_memory(
     transient = chunk * (4 * spec.d_model + width / plan.tp) * act_bytes
     logits = batch * (-(-spec.vocab_size // plan.tp)) * 4.0
     return MemoryUse(
-        weights_bytes=p * wbytes,
+        weights_bytes=weights,
         kv_cache_bytes=kv,
         activations_bytes=transient + logits,
         other_bytes=reserve_bytes(chip),

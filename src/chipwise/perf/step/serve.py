@@ -276,7 +276,8 @@ class ServeModel(StepTimer):
             for moe, sliding in kinds
         }
         pre = self._layers(pre_ops, sustained=True)
-        ends = embedding_ops(spec, **kw) + head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
+        head = head_ops(spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
+        ends = embedding_ops(spec, **kw) + head  # type: ignore[arg-type]
         pre = pre + self._time(ends)
         tokens = b * input_len
         comm_pre = self._comm(plan, g, tokens * spec.d_model * act) * (1 - SERVE_TP_OVERLAP)
@@ -292,10 +293,8 @@ class ServeModel(StepTimer):
         }  # fmt: skip
         dec = self._layers(dec_ops, sustained=True)
         kw1 = {"b": b, "seq_len": 1, "shard": shard, "precision": self.precision}
-        dec = dec + self._time(
-            embedding_ops(spec, **kw1) + head_ops(spec, loss=False, **kw1),  # type: ignore[arg-type]
-            sustained=True,
-        )
+        head1 = head_ops(spec, loss=False, quantised_checkpoint=True, **kw1)  # type: ignore[arg-type]
+        dec = dec + self._time(embedding_ops(spec, **kw1) + head1, sustained=True)  # type: ignore[arg-type]
         comm_dec = self._comm(plan, g, b * spec.d_model * act)
         tpot = dec.total_s + comm_dec + DECODE_STEP_OVERHEAD_S
 
@@ -729,7 +728,7 @@ class EngineStepTimer:
     def _logits_exact(self, seqs: int) -> float:
         sv, spec = self.serve, self.serve.spec
         kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
-        ends = head_ops(spec, loss=False, **kw)  # type: ignore[arg-type]
+        ends = head_ops(spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
         return sv._time(ends).total_s
 
     def comm_s(self, tokens: float) -> float:
