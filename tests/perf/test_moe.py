@@ -38,6 +38,29 @@ def test_alltoall_sends_one_copy_per_remote_node_when_deduplicated() -> None:
     assert remote_domains_per_token(256, 8, 1) == 0.0
 
 
+def test_alltoall_inside_a_domain_sends_one_copy_per_rank_on_gpus() -> None:
+    # Qwen3-30B-A3B: 128 experts, top-8, ep = 8 in one NVLink node: ~5.3 ranks per token
+    kw = dict(tokens=16384, k=8, bytes_per_copy=2048 * 2, group_size=8, in_domain=8,
+              experts=128)  # fmt: skip
+    dedup = alltoall_time(H100, **kw)  # type: ignore[arg-type]
+    per_expert = alltoall_time(H100, dedup=False, **kw)  # type: ignore[arg-type]
+    ranks = remote_domains_per_token(128, 8, 8) * 8 / 7  # ranks touched, own included
+    assert 5.0 < ranks < 5.6
+    assert dedup.scale_up_bytes == pytest.approx(per_expert.scale_up_bytes * ranks / 8)
+    assert dedup.seconds < per_expert.seconds
+    # one expert per rank and k = 1: nothing to de-duplicate
+    one = dict(kw, k=1, experts=8)
+    assert alltoall_time(H100, **one).scale_up_bytes == pytest.approx(  # type: ignore[arg-type]
+        alltoall_time(H100, dedup=False, **one).scale_up_bytes  # type: ignore[arg-type]
+    )
+    # MaxText's ragged all-to-all on a TPU slice sends every (token, expert) copy
+    v5p = chip("tpu-v5p")
+    tpu = dict(kw, group_size=64, in_domain=64)
+    assert alltoall_time(v5p, **tpu).scale_up_bytes == pytest.approx(  # type: ignore[arg-type]
+        alltoall_time(v5p, dedup=False, **tpu).scale_up_bytes  # type: ignore[arg-type]
+    )
+
+
 def test_alltoall_on_a_tpu_torus_is_timed() -> None:
     t = alltoall_time(chip("tpu-v5p"), tokens=8192, k=8, bytes_per_copy=7168 * 2,
                       group_size=64, in_domain=64, experts=256)  # fmt: skip

@@ -21,6 +21,15 @@ Group-limited routing narrows that: DeepSeek-V3 picks a token's experts from at 
 8 expert groups, so a token reaches at most 4 nodes (report §2.1.2, "node-limited
 routing"; its config's ``n_group``/``topk_group``): ``remote_domains_per_token``.
 
+In-domain de-duplication (GPUs): DeepEP's dispatch (and HybridEP's, built on it) first
+computes the layout ``num_tokens_per_rank`` / ``is_token_in_rank`` and sends a token once to
+each rank that holds any of its k experts, not once per expert (github:deepseek-ai/DeepEP
+README, ``Buffer.get_dispatch_layout`` then ``Buffer.dispatch``; the combine returns one
+reduced copy per rank). A token's k experts touch on average n (1 - C(E - E/n, k) / C(E, k))
+of the n ranks (the same hypergeometric term, over ranks), e.g. 5.3 of 8 for Qwen3-30B-A3B
+(E = 128, k = 8, ep = 8) where a per-expert all-to-all sends 8 copies. MaxText's ragged
+all-to-all on TPUs sends one copy per (token, expert): no in-domain de-duplication there.
+
 TPU ICI torus: inside a slice the all-to-all is bisection-limited
 (``collectives._torus``); across slices the DCN is the scale-out network.
 """
@@ -120,6 +129,11 @@ def alltoall_time(
     m = max(1, n // d)
     sent = tokens * k * bytes_per_copy
     up_bytes = sent * (d - 1) / n
+    if dedup and d > 1 and chip.kind == "gpu":
+        # one copy per other in-domain rank that holds any of the token's k experts (DeepEP
+        # dispatch layout), never more than the per-expert copies
+        ranks = remote_domains_per_token(experts, k, n, groups, groups_per_token)
+        up_bytes = tokens * bytes_per_copy * min(ranks * (d - 1) / (n - 1), k * (d - 1) / n)
     if m > 1 and dedup:
         remote = remote_domains_per_token(experts, k, m, groups, groups_per_token)
         out_bytes = tokens * bytes_per_copy * min(remote, k * (n - d) / n)
