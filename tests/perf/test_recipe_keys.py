@@ -81,3 +81,16 @@ def test_no_a2a_overlap_exposes_every_dispatch_and_combine() -> None:
     slow = model.train(replace(plan, a2a_overlap=0), seq_len=4096, global_batch=1280)
     fast = model.train(replace(plan, a2a_overlap=1), seq_len=4096, global_batch=1280)
     assert slow.step_time_s > fast.step_time_s
+
+
+def test_a_zero3_plan_runs_as_an_fsdp2_stack_without_overlap_or_megatron_host_time() -> None:
+    model = _moe(chip("h100-sxm"))
+    megatron = Plan(dp=64, ep=64, microbatch=2)
+    fsdp2 = Plan(fsdp=64, ep=64, microbatch=2)
+    # no combined-1F1B schedule on an FSDP2 stack unless the plan states one
+    assert ep_comm_overlaps(megatron, 4, B200) and not ep_comm_overlaps(fsdp2, 4, B200)
+    assert ep_comm_overlaps(replace(fsdp2, a2a_overlap=1), 4, B200)
+    # experts as one grouped kernel: no per-expert host launches
+    assert model._moe_host_s(megatron) > 1e-3
+    assert model._moe_host_s(fsdp2) == 0.0
+    assert _moe(TPU)._moe_host_s(megatron) == 0.0

@@ -120,6 +120,19 @@ EP_COMM_OVERLAP = True
 # attn / moe_router / moe_preprocess or none), so no recipe setting that removes the term
 # is stated anywhere. The other GPU MoE rows test it out of sample (in_sample.toml).
 MOE_LAYER_HOST_S = 6.01e-3
+# GPU MoE training sharded ZeRO-3 (plan fsdp > 1) is what the PyTorch-native stacks run
+# (FSDP2: NeMo AutoModel, TorchTitan); Megatron-Core's MoE recipes shard with the distributed
+# optimizer (ZeRO-1: every Megatron-Bridge MoE row in validate/data states FSDP 0). Such a
+# plan is modelled as running on that stack, which differs from Megatron in both MoE terms
+# above: (1) no combined-1F1B schedule: AutoModel runs torch.distributed.pipelining's
+# schedules (pp_schedule interleaved1f1b in examples/benchmark/configs/
+# deepseek_v3_te_deepep.yaml @037e04a6) or plain gradient accumulation, one micro-batch at a
+# time, so its all-to-alls are exposed unless the plan states a2a_overlap=1; (2) its experts
+# run as one grouped kernel per projection (nemo_automodel/components/moe/layers.py,
+# GroupedExpertsDeepEP: grouped_gemm's ops.gmm over all local experts), so the per-expert
+# launches MOE_LAYER_HOST_S stands for are absent and no host term is added (the layer's
+# DeepEP/gmm token-count sync remains: microseconds, not modelled).
+FSDP_STACK_MOE_HOST_S = 0.0
 # Bytes per parameter of the gradients a GPU job reduces over data parallelism when it
 # trains in bf16 (or fp8, whose weights are bf16): fp32. Megatron-LM forces it ("bfloat16
 # requires gradient accumulation and all-reduce to be done in fp32", arguments.py: bf16 sets
@@ -163,9 +176,11 @@ def ep_comm_overlaps(plan: Plan, microbatches: int, chip: Chip | None = None) ->
     micro-batches) or with an interleaved pipeline (vp > 1); DeepSeek-V3's DualPipe does
     the same on its bidirectional pipeline. A plain 1F1B pipeline (pp > 1, vp = 1) cannot.
     On TPUs (MaxText) the all-to-all sits on the layer's critical path: no such schedule.
-    A plan that states ``a2a_overlap`` (a recipe's ``moe_a2a_overlap``) overrides
-    ``EP_COMM_OVERLAP``; the schedule must still allow it."""
-    wanted = EP_COMM_OVERLAP if plan.a2a_overlap < 0 else bool(plan.a2a_overlap)
+    A ZeRO-3 plan (fsdp > 1: an FSDP2 stack, see ``FSDP_STACK_MOE_HOST_S``) has no such
+    schedule by default. A plan that states ``a2a_overlap`` (a recipe's ``moe_a2a_overlap``)
+    overrides these defaults; the schedule must still allow it."""
+    default = EP_COMM_OVERLAP and plan.fsdp == 1
+    wanted = default if plan.a2a_overlap < 0 else bool(plan.a2a_overlap)
     if not wanted or (chip is not None and chip.kind == "tpu"):
         return False
     return (plan.pp == 1 and microbatches >= 2) or plan.vp > 1
@@ -316,9 +331,11 @@ class StepModel(StepTimer):
         return e, h
 
     def _moe_host_s(self, plan: Plan) -> float:
-        """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only)."""
-        del plan  # the same for every layout: the syncs are per layer
-        return 0.0 if self.chip.kind == "tpu" else MOE_LAYER_HOST_S
+        """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only):
+        Megatron's per-expert launches, or none on an FSDP2 stack (fsdp > 1)."""
+        if self.chip.kind == "tpu":
+            return 0.0
+        return FSDP_STACK_MOE_HOST_S if plan.fsdp > 1 else MOE_LAYER_HOST_S
 
     def _stage_layer(self, plan: Plan, b: int, seq_len: int, moe: bool, sliding: bool) -> LayerCost:
         """One layer of ``plan``'s busiest stage; MoE layers with the plan's ep and etp."""
