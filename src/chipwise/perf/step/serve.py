@@ -73,6 +73,7 @@ from chipwise.perf.step.engine import (
     lengths_of,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
+from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import Inference, Op, OpKind, TransformerSpec
 
@@ -409,6 +410,16 @@ class ServeModel(StepTimer):
         timer = self.engine_timer(plan, kv_dtype)
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
+        default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
+        if phase.load == "max_throughput" and phase.engine == "trtllm" and phase.num_requests:
+            # a trtllm-bench run sizes its limits from memory and lengths (trtllm_bench.py)
+            default_seqs, default_tokens = trtllm_bench_limits(
+                spec, precision=self.precision, kv_dtype=kv_dtype,
+                hbm_bytes=chip.hbm_capacity_bytes, tp=plan.tp, pp=plan.pp,
+                mean_in=lengths.mean_in, mean_out=lengths.mean_out,
+                max_in=float(lengths.inputs.max()),
+                kv_free_fraction=KV_FREE_MEMORY_FRACTION["trtllm"],
+            )  # fmt: skip
         capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
@@ -434,8 +445,8 @@ class ServeModel(StepTimer):
                 timer.step_s,
                 lengths,
                 prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
-                max_num_seqs=phase.max_num_seqs or defaults.max_num_seqs,
-                max_num_tokens=phase.max_num_tokens or defaults.max_num_tokens,
+                max_num_seqs=phase.max_num_seqs or default_seqs,
+                max_num_tokens=phase.max_num_tokens or default_tokens,
                 kv_capacity_tokens=capacity,
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill / replicas,

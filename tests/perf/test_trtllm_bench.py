@@ -1,0 +1,58 @@
+"""trtllm-bench's own batch and token limits (``perf/step/trtllm_bench.py``)."""
+
+from __future__ import annotations
+
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.serve import ServeModel
+from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
+from chipwise.workload.ir import Inference
+from chipwise.workload.presets import load_preset
+
+H100 = chip("h100-sxm")
+L8B = load_preset("llama3-8b")  # 32 layers, 8 KV heads of 128, 8.03e9 parameters
+
+
+def _limits(isl: int, osl: int, *, max_in: int | None = None, tp: int = 1, precision: str = "fp8"):
+    return trtllm_bench_limits(
+        L8B, precision=precision, kv_dtype="fp8", hbm_bytes=H100.hbm_capacity_bytes, tp=tp,
+        pp=1, mean_in=isl, mean_out=osl, max_in=max_in or isl, kv_free_fraction=0.9,
+    )  # fmt: skip
+
+
+def test_limits_follow_calc_engine_setting_by_hand() -> None:
+    # 2048/2048 on one H100 (74.5 GiB): KV 2 x 32 x 8 x 128 x 1 B = 64 KiB a token;
+    # (74.5 - 7.48) GiB x 0.9 / (64 KiB x 4096) = 241 requests -> 256 (multiple of 32);
+    # tokens 241 x 2 = 483 -> 2048 minimum, then the whole 2048-token prompt + 256 (no chunking)
+    assert _limits(2048, 2048) == (256, 2304)
+    # 2048/128: 454 requests -> 512 (multiple of 128); 454 x 17 = 7718 tokens -> 8192
+    assert _limits(2048, 128) == (512, 8192)
+
+
+def test_short_requests_hit_the_caps_and_long_prompts_raise_the_token_budget() -> None:
+    assert _limits(128, 128) == (4096, 8192)  # min(R, 4096); 4096 x 2 tokens
+    bs, tokens = _limits(20000, 2000)
+    assert bs == 64  # at least 64
+    assert tokens == 20000 + bs  # a 20000-token prompt in one step
+
+
+def test_more_ranks_keep_a_kv_head_each_so_fewer_requests_fit() -> None:
+    # 8 ranks hold 8x the memory, but the KV bytes a token are the same (8 heads >= tp)
+    assert _limits(2048, 2048, tp=8)[0] > _limits(2048, 2048)[0]
+    assert _limits(2048, 2048, tp=16)[0] < _limits(2048, 2048, tp=8)[0] * 2
+
+
+def test_untuned_precisions_take_the_build_defaults() -> None:
+    assert _limits(128, 2048, max_in=9000, precision="int4") == (2048, 9000)
+
+
+def test_a_trtllm_bench_run_uses_the_limits_and_other_loads_do_not() -> None:
+    serve = ServeModel(L8B, H100, "fp8", model_for(H100), Network(H100))
+    kw = {"load": "max_throughput", "input_len": 2048, "output_len": 2048, "engine": "trtllm"}
+    bench = serve.serve_engine(Plan(), Inference(num_requests=1500, **kw)).engine
+    steady = serve.serve_engine(Plan(), Inference(**kw)).engine
+    assert bench is not None and steady is not None
+    assert bench.max_seqs_per_replica == 256 and bench.limit == "max_num_seqs"
+    assert steady.max_seqs_per_replica > 256  # the KV cache at the mean context, not the rule
