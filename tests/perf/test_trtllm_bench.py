@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from chipwise.errors import WorkloadError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
@@ -48,11 +51,17 @@ def test_untuned_precisions_take_the_build_defaults() -> None:
     assert _limits(128, 2048, max_in=9000, precision="int4") == (2048, 9000)
 
 
-def test_a_trtllm_bench_run_uses_the_limits_and_other_loads_do_not() -> None:
+def test_a_trtllm_bench_run_uses_the_limits_and_trtllm_serve_does_not() -> None:
     serve = ServeModel(L8B, H100, "fp8", model_for(H100), Network(H100))
-    kw = {"load": "max_throughput", "input_len": 2048, "output_len": 2048, "engine": "trtllm"}
-    bench = serve.serve_engine(Plan(), Inference(num_requests=1500, **kw)).engine
-    steady = serve.serve_engine(Plan(), Inference(**kw)).engine
-    assert bench is not None and steady is not None
+    kw = {"load": "max_throughput", "input_len": 2048, "output_len": 2048, "engine": "trtllm",
+          "num_requests": 1500}  # fmt: skip
+    bench = serve.serve_engine(Plan(), Inference(harness="trtllm-bench", **kw)).engine
+    served = serve.serve_engine(Plan(), Inference(**kw)).engine  # trtllm-serve + a client
+    assert bench is not None and served is not None
     assert bench.max_seqs_per_replica == 256 and bench.limit == "max_num_seqs"
-    assert steady.max_seqs_per_replica > 256  # the KV cache at the mean context, not the rule
+    assert served.max_seqs_per_replica > 256  # the KV cache, under the engine's defaults
+
+
+def test_an_unknown_harness_is_refused() -> None:
+    with pytest.raises(WorkloadError, match="harness"):
+        Inference(harness="genai-perf")

@@ -128,6 +128,7 @@ class Case:
     # apply is taken as the newest at that date (no row states a version for every engine)
     date: str = ""
     num_requests: int = 0  # requests in a max_throughput run; 0 = steady state
+    harness: str = ""  # the benchmark tool that set the engine's limits ("trtllm-bench")
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
@@ -324,6 +325,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     engine=(raw.get("engine") or "").strip() or "vllm",
                     date=_row_date(raw.get("date") or ""),
                     num_requests=_int(raw.get("num_requests") or ""),
+                    harness=(raw.get("harness") or "").strip(),
                     lengths=(raw.get("lengths") or "").strip(),
                 )
             )
@@ -380,6 +382,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
                 ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
                 engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
+                harness=case.harness,
                 lengths=_lengths(case),
             )  # fmt: skip
         else:

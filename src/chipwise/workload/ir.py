@@ -388,8 +388,14 @@ class Inference:
     # --num_requests, MLPerf Offline's sample count, vllm bench serve's --num-prompts); 0 =
     # an endless backlog (the engine's steady state)
     num_requests: int = 0
+    # the benchmark tool that configured the engine, when it picks limits of its own:
+    # "trtllm-bench" sizes TensorRT-LLM's batch and token limits from memory and the
+    # dataset's lengths (perf/step/trtllm_bench.py); "" = the engine's own defaults
+    harness: str = ""
 
     def __post_init__(self) -> None:
+        if self.harness not in HARNESSES:
+            raise WorkloadError(f"harness {self.harness!r}: choose one of {HARNESSES}")
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
             raise WorkloadError("batch, input_len must be positive and output_len >= 0")
         check_whole("batch", self.batch, low=1, high=MAX_SERVE_BATCH, error=WorkloadError)
@@ -430,6 +436,8 @@ _DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?")
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 ENGINES = ("vllm", "sglang", "trtllm")
+# Benchmark tools whose own engine configuration the serving model knows ("" = none).
+HARNESSES = ("", "trtllm-bench")
 
 
 Phase = Training | Inference
