@@ -575,6 +575,8 @@ def test_the_engine_release_sets_how_many_sequences_a_backlog_runs() -> None:
     assert new.output_tokens_per_s > old.output_tokens_per_s
 
 
-def test_an_engine_date_must_be_a_date() -> None:
+@pytest.mark.parametrize("text", ["v0.6.3", "2025-13", "2025-02-30", "2025-1-05"])
+def test_an_engine_date_must_be_a_date(text: str) -> None:
     with pytest.raises(WorkloadError, match="engine_date"):
-        Inference(load="max_throughput", engine_date="v0.6.3")
+        Inference(load="max_throughput", engine_date=text)
+    assert Inference(load="max_throughput", engine_date="2024-02-29").engine_date

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from enum import StrEnum
 
 from chipwise.errors import WorkloadError
@@ -419,7 +420,7 @@ class Inference:
             raise WorkloadError(f"prefix_hit_rate must be in [0, 1), got {self.prefix_hit_rate}")
         if self.num_requests < 0:
             raise WorkloadError(f"num_requests must be >= 0 (0 = endless), got {self.num_requests}")
-        if self.engine_date and not _DATE.fullmatch(self.engine_date):
+        if self.engine_date and not _is_date(self.engine_date):
             raise WorkloadError(f"engine_date {self.engine_date!r}: write YYYY-MM or YYYY-MM-DD")
         if self.max_num_seqs < 0 or self.max_num_tokens < 0:
             raise WorkloadError("max_num_seqs and max_num_tokens must be >= 0 (0 = default)")
@@ -432,6 +433,19 @@ class Inference:
 
 # An engine release date (``Inference.engine_date``).
 _DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?")
+
+
+def _is_date(text: str) -> bool:
+    """Whether ``text`` is a real calendar date written YYYY-MM or YYYY-MM-DD."""
+    if not _DATE.fullmatch(text):
+        return False
+    try:
+        date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+    except ValueError:
+        return False
+    return True
+
+
 # How a serving load is stated (see ``Inference``).
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
