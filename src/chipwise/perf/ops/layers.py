@@ -87,6 +87,12 @@ def compute_dtype(precision: str) -> str:
     return Dtypes.for_precision(precision).matmul
 
 
+def activation_bytes(precision: str) -> float:
+    """Bytes per activation at ``precision`` (fp32 runs fp32 activations, fp16 fp16, every
+    other precision bf16)."""
+    return dtype_bytes(Dtypes.for_precision(precision).act)
+
+
 def weight_bytes(precision: str) -> float:
     """Bytes per stored weight at ``precision`` (fp32 serving keeps fp32 weights)."""
     return dtype_bytes(Dtypes.for_precision(precision).weight_dtype)

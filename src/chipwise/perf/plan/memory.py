@@ -43,9 +43,10 @@ from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan, expert_tp
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
-    HEAD_WEIGHT_BYTES,
+    activation_bytes,
     attention_params,
     embedding_params,
+    head_dtypes,
     heads_per_rank,
     kv_bytes_per_token_per_layer,
     kv_cached_tokens,
@@ -502,11 +503,13 @@ def serve_memory(
     params = stage_params(spec, plan)
     # quantised checkpoints keep the embedding and the LM head in bf16 (layers.head_ops)
     ends = params.ends_per_chip
-    weights = (params.total - ends) * wbytes + ends * max(wbytes, HEAD_WEIGHT_BYTES)
+    weights = (params.total - ends) * wbytes + ends * dtype_bytes(
+        head_dtypes(precision).weight_dtype
+    )
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
-    act_bytes = 2.0 if precision != "fp32" else 4.0
+    act_bytes = activation_bytes(precision)
     width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
     chunk = min(prefill_tokens, PREFILL_CHUNK_TOKENS)
     transient = chunk * (4 * spec.d_model + width / plan.tp) * act_bytes

@@ -51,6 +51,7 @@ from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
 from chipwise.perf.ops.layers import (
     Dtypes,
     Shard,
+    activation_bytes,
     attention_ops,
     decode_layer_ops,
     embedding_ops,
@@ -266,7 +267,7 @@ class ServeModel(StepTimer):
         rank = rank_plan(plan)
         b = -(-batch // rank.dp)  # requests per replica (per rank under adp)
         shard = rank_shard(plan)
-        act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
+        act = activation_bytes(self.precision)
         kv_dtype = kv_dtype_for(self.precision)
         kw = {"b": b, "seq_len": input_len, "shard": shard, "precision": self.precision}
 
@@ -600,7 +601,7 @@ class ServeModel(StepTimer):
         if plan.pp > 1:
             t += (plan.pp - 1) * self.network.time_s("p2p", n_bytes, g["pp"])
         if spec.is_moe and plan.tp > 1:
-            act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
+            act = activation_bytes(self.precision)
             tokens = n_bytes / (spec.d_model * act)
             matmul = dtype_bytes(Dtypes.for_precision(self.precision).matmul)
             per_token = spec.d_model * matmul + spec.experts_per_token * ROUTING_BYTES_PER_CHOICE
@@ -645,7 +646,7 @@ class EngineStepTimer:
         self.groups = groups(plan, serve.chip)
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
-        self.act_bytes = dtype_bytes("fp32" if serve.precision == "fp32" else "bf16")
+        self.act_bytes = activation_bytes(serve.precision)
         self._linear: dict[int, float] = {}
         self._attn: dict[tuple[int, int, bool], float] = {}
         self._logits: dict[int, float] = {}

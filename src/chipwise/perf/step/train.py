@@ -43,6 +43,7 @@ from chipwise.perf.ops.adapters import (
 )
 from chipwise.perf.ops.layers import (
     Shard,
+    activation_bytes,
     backward_ops,
     embedding_ops,
     head_ops,
@@ -68,7 +69,6 @@ from chipwise.perf.plan.parallel import (
     zero_shards,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, cost_of
-from chipwise.units import dtype_bytes
 from chipwise.workload.accounting import (
     active_matmul_params,
     lm_head_params,
@@ -386,7 +386,7 @@ class StepModel(StepTimer):
         g = self._groups.get(plan)
         if g is None:
             g = self._groups[plan] = groups(plan, chip)
-        act = dtype_bytes("fp32" if self.precision == "fp32" else "bf16")
+        act = activation_bytes(self.precision)
         tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
 
         layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
