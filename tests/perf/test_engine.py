@@ -22,7 +22,6 @@ from chipwise.perf.step.engine import (
     BatchDefaults,
     Engine,
     engine_batch_defaults,
-    engine_max_num_seqs,
     kv_pool_bytes,
     lengths_of,
 )
@@ -462,6 +461,28 @@ def test_a_server_load_on_vllm_may_raise_the_batch_limit_as_submitters_do() -> N
     assert tuned.output_tokens_per_s > 1.1 * fixed.output_tokens_per_s
 
 
+def test_a_server_load_weighs_the_engines_own_limit_on_this_chip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unstated max_num_seqs: the server search tries the engine's default on this chip and
+    release (vLLM V1 on an 80 GB H100: 1024, on an L4: 256) beside the tuned 2048."""
+    import chipwise.perf.predictor as predictor_module
+
+    tried: list[int] = []
+    real = predictor_module.plan_slo
+
+    def spy(model, phase, **kw):  # type: ignore[no-untyped-def]
+        tried.append(phase.max_num_seqs)
+        return real(model, phase, **kw)
+
+    monkeypatch.setattr(predictor_module, "plan_slo", spy)
+    kw = {"input_len": 256, "output_len": 256, "load": "server", "tpot_p99_s": 0.2}
+    for c, default in ((H100, 1024), (chip("l4"), 256)):
+        tried.clear()
+        predict(Workload(model=LLAMA8, phase=Inference(**kw)), c, 1, "fp8")  # type: ignore[arg-type]
+        assert sorted(tried) == [default, 2048]
+
+
 def test_a_finite_closed_loop_run_adds_its_first_wave_to_mean_and_p99_ttft() -> None:
     """Every client of a finite closed-loop run sends its first request at once: the last
     of that wave waits for all the others' prefill, which lifts the run's mean and p99 TTFT
@@ -558,8 +579,8 @@ def test_engine_batch_defaults_follow_the_engine_release_and_the_gpu(
 def test_vllm_on_tpu_and_without_a_chip_keeps_256() -> None:
     tpu = engine_batch_defaults("vllm", hbm_bytes=192 * GIB, chip_id="tpu-v7", kind="tpu")
     assert tpu.max_num_seqs == MAX_NUM_SEQS_DEFAULT
-    assert engine_max_num_seqs("vllm") == MAX_NUM_SEQS_DEFAULT
-    assert engine_max_num_seqs("trtllm") == 2048
+    assert engine_batch_defaults("vllm").max_num_seqs == MAX_NUM_SEQS_DEFAULT
+    assert engine_batch_defaults("trtllm").max_num_seqs == 2048
 
 
 def test_the_engine_release_sets_how_many_sequences_a_backlog_runs() -> None:

@@ -52,7 +52,7 @@ from chipwise.perf.plan.planner import (
     plan_slo,
     plan_training,
 )
-from chipwise.perf.step.engine import MAX_THROUGHPUT_MAX_SEQS, engine_max_num_seqs
+from chipwise.perf.step.engine import MAX_THROUGHPUT_MAX_SEQS
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
 from chipwise.workload.ir import (
@@ -342,11 +342,13 @@ class Predictor:
         """A server load: the plan with the most requests/s within the p99 targets, at that
         rate (MLPerf Server reports the tokens/s of the highest passing rate). Unless the
         load states ``max_num_seqs``, the engine's batch limit is chosen too
-        (its default or ``SERVER_TUNED_MAX_NUM_SEQS``), as submitters tune it."""
+        (its default on this chip and release, or ``SERVER_TUNED_MAX_NUM_SEQS``), as
+        submitters tune it."""
+        default = self.serve_model().batch_defaults(phase).max_num_seqs
         limits = (
             (phase.max_num_seqs,)
             if phase.max_num_seqs
-            else sorted({engine_max_num_seqs(phase.engine), SERVER_TUNED_MAX_NUM_SEQS})
+            else sorted({default, SERVER_TUNED_MAX_NUM_SEQS})
         )
         choices = [
             plan_slo(

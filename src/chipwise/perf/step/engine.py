@@ -163,17 +163,6 @@ def engine_batch_defaults(
     return BatchDefaults(1024, tokens)
 
 
-def engine_max_num_seqs(
-    engine: str, *, hbm_bytes: float = 0.0, chip_id: str = "", kind: str = "gpu", date: str = ""
-) -> int:
-    """The running-batch limit ``engine`` applies unless told (``engine_batch_defaults``;
-    with no chip: a GPU under 70 GiB, TensorRT-LLM 2048, SGLang 2048, vLLM 256): the one
-    source for the engine model, the SLO search and server loads."""
-    return engine_batch_defaults(
-        engine, hbm_bytes=hbm_bytes, chip_id=chip_id, kind=kind, date=date
-    ).max_num_seqs
-
-
 # How much HBM the KV cache gets. Two rules (the same two NVIDIA's aisimulate models for
 # Dynamo's mocker, ai-dynamo/aisimulate crates/core/src/perfmodel/memory.rs: "TRT-LLM
 # free-fraction vs vLLM/SGLang total-fraction"):
@@ -744,7 +733,6 @@ __all__ = [
     "Lengths",
     "Rate",
     "engine_batch_defaults",
-    "engine_max_num_seqs",
     "kv_pool_bytes",
     "lengths_of",
 ]
