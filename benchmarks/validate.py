@@ -3,6 +3,7 @@
     python benchmarks/validate.py [--kind train|infer|microbench] [--json]
     python benchmarks/validate.py --fit-sustained
     python benchmarks/validate.py --fit-moe-host
+    python benchmarks/validate.py --moe-host-gaps
     python benchmarks/validate.py --write-confidence [PATH]
 
 Prints every row (predicted ones with their error, the rest with why they were not
@@ -23,6 +24,11 @@ put in the TOML; it writes nothing.
 compared with the measured one, the gap divided by the MoE-layer passes of the busiest
 stage (micro-batches plus the bubble's share, times its MoE layers); it prints the median
 and each row's gap. It writes nothing.
+
+``--moe-host-gaps`` prints the same per-layer gap (the host term set to zero) for every GPU
+MoE training row on a Megatron plan (ep > 1, fsdp = 1), in sample or not, with its local
+experts (E / ep), micro-batch and all-to-all overlap: the evidence any reshaping of the host
+term (per expert, per dispatcher, per chip) has to explain. It writes nothing.
 
 ``--write-confidence`` predicts every row and writes the confidence table ``advise`` quotes
 (default: the package's ``validate/data/confidence.json``); run it after any model or
@@ -49,6 +55,8 @@ from chipwise.validate import (
     load_cases,
     run_validation,
 )
+from chipwise.validate.run import Case
+from chipwise.workload.ir import TransformerSpec
 
 CONFIDENCE_SOURCE = "python benchmarks/validate.py --write-confidence"
 
@@ -82,36 +90,79 @@ def fit_sustained() -> None:
     print("  all rows out of sample:", _stats(Report(results=lopo.results)))
 
 
+def _moe_layer_gap(case: Case) -> tuple[float, str, int] | None:
+    """The gap between measured and modelled step time of a MoE training row, per MoE-layer
+    pass of the busiest stage, with the row's plan and local experts (E / ep); None when
+    the row is not predicted or not a MoE model. The caller zeroes the host term."""
+    from chipwise.perf import parse_plan
+    from chipwise.perf.plan.memory import stage_layer_kinds
+    from chipwise.perf.plan.parallel import layers_per_stage
+    from chipwise.validate import load_model
+    from chipwise.validate.run import run_case
+
+    result = run_case(case)
+    if result.predicted is None:
+        return None
+    spec = load_model(case.workload, case.base_dir, case.precision)
+    if not isinstance(spec, TransformerSpec) or not spec.n_experts:
+        return None
+    plan = parse_plan(result.plan)
+    tokens = (case.global_batch or 1) * (case.seq_len or 4096) / case.chips
+    m = (case.global_batch or 1) // plan.data_parallel // plan.microbatch
+    layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
+    moe = sum(n for is_moe, _, n in stage_layer_kinds(spec, layers, plan.pp) if is_moe)
+    passes = (m + (plan.pp - 1) / plan.vp) * moe
+    gap = (tokens / case.value - tokens / result.predicted) / passes
+    return gap, result.plan, spec.n_experts // plan.ep
+
+
 def fit_moe_host() -> None:
     """Print the median per-MoE-layer gap over the rows MOE_LAYER_HOST_S is fitted to."""
     from unittest import mock
 
-    from chipwise.perf import parse_plan
-    from chipwise.perf.plan.memory import stage_layer_kinds
-    from chipwise.perf.plan.parallel import layers_per_stage
     from chipwise.perf.step import train
-    from chipwise.validate import in_sample_constants, load_model
-    from chipwise.validate.run import run_case
+    from chipwise.validate import in_sample_constants
 
     rows = next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S")
     cases = {c.id: c for c in load_cases()}
     gaps = []
     with mock.patch.object(train, "MOE_LAYER_HOST_S", 0.0):
         for row in rows:
-            case = cases[row]
-            result = run_case(case)
-            assert result.predicted is not None, result.why
-            plan = parse_plan(result.plan)
-            spec = load_model(case.workload, case.base_dir, case.precision)
-            tokens = (case.global_batch or 1) * (case.seq_len or 4096) / case.chips
-            m = (case.global_batch or 1) // plan.data_parallel // plan.microbatch
-            layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)  # type: ignore[union-attr]
-            moe = sum(n for is_moe, _, n in stage_layer_kinds(spec, layers, plan.pp) if is_moe)  # type: ignore[arg-type]
-            passes = (m + (plan.pp - 1) / plan.vp) * moe
-            gap = (tokens / case.value - tokens / result.predicted) / passes
+            found = _moe_layer_gap(cases[row])
+            assert found is not None, row
+            gap, plan, _ = found
             gaps.append(gap)
-            print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({result.plan})")
+            print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({plan})")
     print(f"MOE_LAYER_HOST_S = {float(np.median(gaps)):.2e}  # median of {len(gaps)} rows")
+
+
+def moe_host_gaps() -> None:
+    """Print the per-MoE-layer gap (no host term) of every GPU MoE training row on a
+    Megatron plan (ep > 1, fsdp = 1), marking the rows MOE_LAYER_HOST_S is fitted to."""
+    from unittest import mock
+
+    from chipwise.perf import parse_plan
+    from chipwise.perf.step import train
+    from chipwise.validate import in_sample_constants
+
+    fitted = set(next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S"))
+    with mock.patch.object(train, "MOE_LAYER_HOST_S", 0.0):
+        for case in load_cases():
+            if case.phase != "train" or case.chip.startswith("tpu"):
+                continue
+            found = _moe_layer_gap(case)
+            if found is None:
+                continue
+            gap, text, local = found
+            plan = parse_plan(text)
+            if plan.ep <= 1 or plan.fsdp > 1:
+                continue
+            mark = " (fitted)" if case.id in fitted else ""
+            print(
+                f"  {case.id:8s} {case.chip:9s} {Path(case.workload).stem[:16]:16s} "
+                f"{case.precision:5s} local experts {local:3d}  gap {gap * 1e3:6.2f} ms  "
+                f"({text}){mark}"
+            )
 
 
 def write_confidence(path: Path) -> None:
@@ -132,6 +183,9 @@ def main() -> None:
     parser.add_argument("--fit-sustained", action="store_true", help="refit and cross-check")
     parser.add_argument("--fit-moe-host", action="store_true", help="refit MOE_LAYER_HOST_S")
     parser.add_argument(
+        "--moe-host-gaps", action="store_true", help="per-layer gap of every GPU MoE row"
+    )
+    parser.add_argument(
         "--write-confidence", nargs="?", const=str(confidence_path()), default=None,
         metavar="PATH", help="write the confidence table advise reads (default: package data)",
     )  # fmt: skip
@@ -144,6 +198,9 @@ def main() -> None:
         return
     if args.fit_moe_host:
         fit_moe_host()
+        return
+    if args.moe_host_gaps:
+        moe_host_gaps()
         return
     report = run_validation(args.kind)
     if args.json:
