@@ -601,3 +601,32 @@ def test_an_engine_date_must_be_a_date(text: str) -> None:
     with pytest.raises(WorkloadError, match="engine_date"):
         Inference(load="max_throughput", engine_date=text)
     assert Inference(load="max_throughput", engine_date="2024-02-29").engine_date
+
+
+def test_a_harness_window_bunches_arrivals_into_longer_ttft_and_a_tpot_tail() -> None:
+    """AMD's MLPerf Server harness holds arrivals for up to 0.3 s and hands each bunch to
+    one engine in turn: a request waits out the rest of the window and its whole bunch's
+    prefill (SVM-003's p50 TTFT of 0.99 s on 8 engines), and the bunch's prefill step
+    stalls decoding, so p99 TPOT sits above the median."""
+    s = _serve(LLAMA70, "fp8", chip("mi300x"))
+    base = {"load": "rps", "input_len": 222, "output_len": 294, "input_len_std": 170.0,
+            "engine": "vllm", "max_num_seqs": 1024, "max_num_tokens": 49152}  # fmt: skip
+    plain = s.serve_engine(Plan(dp=8), Inference(rps=60.0, **base))  # type: ignore[arg-type]
+    held = s.serve_engine(Plan(dp=8), Inference(rps=60.0, harness="amd-mlperf-batcher", **base))  # type: ignore[arg-type]
+    one = s.serve_engine(Plan(dp=1), Inference(rps=7.5, harness="amd-mlperf-batcher", **base))  # type: ignore[arg-type]
+    for p in (plain, held, one):
+        assert p.engine is not None and not p.engine.saturated
+    assert held.engine is not None and plain.engine is not None and one.engine is not None
+    # the window's own wait: 0.15 s on average, up to 0.3 s
+    assert held.engine.ttft_p50_s > plain.engine.ttft_p50_s + 0.1
+    assert held.engine.ttft_p99_s > plain.engine.ttft_p99_s + 0.25
+    # eight engines share the harness: each bunch is eight times larger than with one
+    assert held.engine.ttft_p50_s > one.engine.ttft_p50_s
+    assert held.engine.tpot_p99_s > 1.05 * held.engine.tpot_p50_s
+    # the same requests are served: the window moves latency, not the rate
+    assert held.output_tokens_per_s == pytest.approx(plain.output_tokens_per_s, rel=1e-6)
+
+
+def test_an_unknown_harness_is_refused() -> None:
+    with pytest.raises(WorkloadError, match="harness"):
+        Inference(load="rps", rps=1.0, harness="batcher")

@@ -391,7 +391,9 @@ class Inference:
     num_requests: int = 0
     # the benchmark tool that configured the engine, when it picks limits of its own:
     # "trtllm-bench" sizes TensorRT-LLM's batch and token limits from memory and the
-    # dataset's lengths (perf/step/trtllm_bench.py); "" = the engine's own defaults
+    # dataset's lengths (perf/step/trtllm_bench.py); "amd-mlperf-batcher" holds arrivals
+    # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
+    # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "" = the engine's own defaults
     harness: str = ""
 
     def __post_init__(self) -> None:
@@ -451,7 +453,7 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 ENGINES = ("vllm", "sglang", "trtllm")
 # Benchmark tools whose own engine configuration the serving model knows ("" = none).
-HARNESSES = ("", "trtllm-bench")
+HARNESSES = ("", "trtllm-bench", "amd-mlperf-batcher")
 
 
 Phase = Training | Inference

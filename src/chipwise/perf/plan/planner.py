@@ -35,6 +35,7 @@ from chipwise.perf.base import (
 )
 from chipwise.perf.plan.memory import offloads, reserve_bytes, slack_bytes, train_memory_parts
 from chipwise.perf.plan.parallel import check_plan, domain_chips
+from chipwise.perf.step.engine import HARNESS_ARRIVAL_WINDOWS
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
 from chipwise.units import format_bytes
@@ -612,7 +613,8 @@ def plan_slo(
         for ep in eps:
             try:
                 rate, why = _replica_capacity(model, phase, Plan(tp=tp, ep=ep, adp=adp),
-                                              ttft_p99_s, tpot_p99_s)  # fmt: skip
+                                              ttft_p99_s, tpot_p99_s,
+                                              replicas=chips // tp)  # fmt: skip
             except PlanError as err:
                 missed = missed or str(err)
                 continue
@@ -639,12 +641,18 @@ def _replica_capacity(
     plan: Plan,
     ttft_p99_s: float | None,
     tpot_p99_s: float | None,
+    replicas: int = 1,
 ) -> tuple[float, str]:
-    """(requests/s one replica under ``plan`` serves within the targets, '' or why none)."""
+    """(requests/s one replica under ``plan`` serves within the targets, '' or why none).
+    A harness that bunches arrivals over the deployment's ``replicas`` (``Inference.harness``,
+    ``HARNESS_ARRIVAL_WINDOWS``) is timed with all of them: its bunches grow with their
+    number; otherwise one replica stands for all."""
+    if phase.harness not in HARNESS_ARRIVAL_WINDOWS:
+        replicas = 1
     cache: dict[tuple[object, ...], tuple[float, str]] = model.__dict__.setdefault(
         "_slo_capacity", {}
     )
-    key = (plan, phase, ttft_p99_s, tpot_p99_s)
+    key = (plan, phase, ttft_p99_s, tpot_p99_s, replicas)
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -666,7 +674,8 @@ def _replica_capacity(
     lo = hi / 2**SLO_RATE_STEPS
 
     def miss(rate: float) -> str:
-        return _slo_miss(model.serve_engine(plan, replace(phase, load="rps", rps=rate)),
+        load = replace(phase, load="rps", rps=rate * replicas)
+        return _slo_miss(model.serve_engine(replace(plan, dp=replicas), load),
                          ttft_p99_s, tpot_p99_s)  # fmt: skip
 
     why = miss(lo)

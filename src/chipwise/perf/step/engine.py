@@ -58,6 +58,13 @@ the tails come from queueing theory. The model, per replica:
   wave's prompts are prefilled one after another (its last waits for all the others), and
   its TTFTs weigh ``N / num_requests`` in the run's mean and percentiles (the p99 TTFT of
   a ``vllm bench serve`` run is often that wave).
+* **A harness that bunches arrivals** (``Inference.harness`` in
+  ``HARNESS_ARRIVAL_WINDOWS``: AMD's MLPerf Server harness) holds requests for a window and
+  hands each bunch to one of the deployment's replicas in turn. A replica then sees one
+  bunch every ``replicas x window`` seconds, prefilled in one step (the Rate's chunk is the
+  bunch, met by a share ``f`` of steps), and a request's TTFT is the rest of its window,
+  the step then running and its bunch's prefill (size-biased: itself plus a Poisson number
+  of others) - no queue forms, as bunches come spaced out.
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
   approximation, mixed over output lengths.
@@ -182,6 +189,32 @@ LENGTH_POINTS = 48
 _Z99 = NormalDist().inv_cdf(0.99)
 
 
+@dataclass(frozen=True, slots=True)
+class ArrivalWindow:
+    """A harness that holds arriving requests and hands them to one replica in a bunch:
+    it sends what it holds once ``seconds`` have passed since its last send, or sooner
+    when it holds ``max_prompts``, to the next replica in turn."""
+
+    seconds: float
+    max_prompts: int
+
+
+# Benchmark harnesses that batch arrivals before the engine sees them, by ``harness`` name:
+# * "amd-mlperf-batcher": AMD's MLPerf Inference v4.1 llama2-70b Server harness
+#   (mlcommons/inference_results_v4.1@198fc467 closed/AMD/code/llama2-70b-99.9/VllmFp8:
+#   test_VllmFp8/test_VllmFp8_SyncServer_perf.sh runs mainVllmFp8_SyncServer.py with
+#   --enable-batcher and the defaults --batcher-threshold 0.3 ("Maximum time to wait before
+#   sending a batch to vLLM") and --gpu-batch-size 96; sync_sut.py batch_samples_loop sends
+#   the held samples when 96 are held or 0.3 s have passed, round-robin over the vLLM
+#   engines (next_device_id)). vLLM 0.4.3 there runs without chunked prefill, so a bunch is
+#   prefilled in one step of up to max_num_batched_tokens.
+HARNESS_ARRIVAL_WINDOWS = {"amd-mlperf-batcher": ArrivalWindow(seconds=0.3, max_prompts=96)}
+# Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
+_BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
+# Points of the uniform wait for the harness's window to close
+_WINDOW_POINTS = 16
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Lengths:
     """Joint (input, output) length points with weights summing to 1."""
@@ -289,8 +322,14 @@ class Engine:
         kv_transfer_s_per_token: float = 0.0,
         run_requests: float = 0.0,
         lockstep_replicas: int = 1,
+        arrival_window: ArrivalWindow | None = None,
+        window_replicas: int = 1,
     ) -> None:
         self.step = step
+        # a harness batching arrivals (rps loads): each window's requests reach one of
+        # ``window_replicas`` replicas in turn, as one bunch (``HARNESS_ARRIVAL_WINDOWS``)
+        self.window = arrival_window if not disaggregated else None
+        self.window_replicas = max(1, window_replicas)
         # requests in the whole run (0 = endless): a closed loop's clients all send their
         # first request at once, and that first wave's queue is part of a finite run's TTFT
         self.run_requests = run_requests
@@ -331,14 +370,73 @@ class Engine:
             r = Rate(b=b, t0_s=t0, t1_s=t0, chunk=0.0, f=0.0, step_s=t0)
         else:
             need = b * self.l_pre / self.l_out
-            chunk = max(1.0, min(self.budget - b, max(self.l_pre, need)))
-            f = min(1.0, need / chunk)
-            # a step of lockstep replicas is a chunked one when any of them carries a chunk
-            f = 1.0 - (1.0 - f) ** self.lockstep
-            t1 = self.step(b, self.ctx, chunk, self.l_in)
-            r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=f * t1 + (1 - f) * t0)
+            step_s = t0
+            # with a harness window the prompts come as bunches, one prefilled per step:
+            # its size follows the rate, which follows the step (two fixed-point passes)
+            for _ in range(2 if self.window else 1):
+                bunch = self._bunch_prompts(b / (self.l_out * step_s)) * self.l_pre
+                chunk = max(1.0, min(self.budget - b, max(self.l_pre, need, bunch)))
+                f = min(1.0, need / chunk)
+                # a step of lockstep replicas is a chunked one when any of them has a chunk
+                f = 1.0 - (1.0 - f) ** self.lockstep
+                t1 = self.step(b, self.ctx, chunk, self.l_in)
+                step_s = f * t1 + (1 - f) * t0
+            r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s)
         self._rates[b] = r
         return r
+
+    def _bunch_prompts(self, x: float) -> float:
+        """Mean prompts in one harness bunch when each replica serves ``x`` requests/s: the
+        harness sees ``window_replicas x`` and sends what one window holds (0: no window)."""
+        if self.window is None:
+            return 0.0
+        return min(float(self.window.max_prompts), self.window_replicas * x * self.window.seconds)
+
+    def _window_ttfts(self, rate: Rate, x: float) -> tuple[FloatArray, FloatArray]:
+        """TTFT points and weights of a request that a harness window holds (see
+        ``HARNESS_ARRIVAL_WINDOWS``): the rest of the window (uniform), the engine step then
+        running (uniform), and the prefill of its whole bunch. A request's bunch is
+        size-biased: it is itself plus a Poisson number of others (the harness's arrivals
+        over the window), whose summed prompt length is normal (mean and variance of the
+        length distribution). ``x``: this replica's requests/s."""
+        assert self.window is not None
+        lam = max(1e-9, self.window_replicas * x)  # arrivals at the harness
+        seconds = min(self.window.seconds, self.window.max_prompts / lam)
+        kbar = lam * seconds
+        hi = int(kbar + 6.0 * math.sqrt(kbar) + 6.0)
+        others = np.arange(hi + 1, dtype=float)
+        log_pmf = (
+            others * math.log(max(kbar, 1e-300))
+            - kbar
+            - np.array([math.lgamma(k + 1.0) for k in others.tolist()])
+        )
+        pk = np.exp(log_pmf)
+        pk /= pk.sum()
+        k = np.minimum(others + 1.0, float(self.window.max_prompts))
+        lens = self.lengths
+        inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
+        mean = float(lens.weights @ inputs)
+        sd = math.sqrt(max(0.0, float(lens.weights @ (inputs - mean) ** 2)))
+        tokens = np.maximum(
+            k[:, None], k[:, None] * mean + _BUNCH_Z[None, :] * np.sqrt(k)[:, None] * sd
+        )
+        w = (pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]).ravel()
+        tokens = tokens.ravel()
+        room = max(1.0, self.budget - rate.b)
+        # step times on a geometric grid of bunch sizes, interpolated (bounded work)
+        grid = np.unique(np.geomspace(max(1.0, float(tokens.min())), float(tokens.max()) + 1.0, 24))
+        grid_s = np.array(
+            [
+                math.ceil(n / room) * self.step(rate.b, self.ctx, min(n, room), self.l_in)
+                for n in grid
+            ]
+        )
+        service = np.interp(tokens, grid, grid_s)
+        held = (np.arange(_WINDOW_POINTS) + 0.5) / _WINDOW_POINTS * seconds
+        total = (service[:, None] + held[None, :]).ravel()
+        wt = (w[:, None] * np.full(_WINDOW_POINTS, 1.0 / _WINDOW_POINTS)[None, :]).ravel()
+        # the bunch reaches the engine at a random point of its step cycle
+        return _with_step_residual(total, wt, rate.step_s, 1.0)
 
     def requests_per_s(self, b: float) -> float:
         r = self.rate(b)
@@ -522,7 +620,12 @@ class Engine:
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         backlog = self._backlog_ttfts(load, value, rate)
-        if backlog.size:
+        if self.window is not None and load == "rps" and not saturated:
+            # a harness window: bunches arrive spaced out, so no queue forms before them
+            points, pw = self._window_ttfts(rate, x)
+            ttft_mean = float(pw @ points)
+            p50, p99 = _sum_quantiles(points, pw, 0.0, 0.0, (0.5, 0.99))
+        elif backlog.size:
             ttft_mean = float(backlog.mean())
             p50, p99 = (float(q) for q in np.quantile(backlog, (0.5, 0.99)))
         elif wave.size:
@@ -722,11 +825,13 @@ def _ndtr(z: FloatArray) -> FloatArray:
 __all__ = [
     "ENGINE_MAX_NUM_SEQS",
     "ENGINE_MEMORY_UTILIZATION",
+    "HARNESS_ARRIVAL_WINDOWS",
     "KV_FREE_MEMORY_FRACTION",
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
     "VLLM_V1_DEFAULT_DATE",
+    "ArrivalWindow",
     "BatchDefaults",
     "Engine",
     "EngineState",

@@ -65,6 +65,7 @@ from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_l
 from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
+    HARNESS_ARRIVAL_WINDOWS,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_TOKENS_DEFAULT,
     BatchDefaults,
@@ -454,6 +455,8 @@ class ServeModel(StepTimer):
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
                 run_requests=phase.num_requests / replicas,
                 lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
+                arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
+                window_replicas=replicas,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
