@@ -19,7 +19,8 @@ as one): fitted on the others, the error on the rows left out, then over all row
 predicted out of sample (``chipwise.validate.lopo`` does the work). It prints the values to
 put in the TOML; it writes nothing.
 
-``--fit-moe-host`` refits ``MOE_LAYER_HOST_S`` (perf/step/train.py): on each row that
+``--fit-moe-host`` refits ``MOE_LAYER_HOST_S`` and ``MOE_GRAPHED_HOST_S`` (perf/step/train.py,
+the latter for plans that CUDA-graph the attention, attn_graph=1): on each row that
 ``validate/data/in_sample.toml`` lists for it, the step predicted without the host term is
 compared with the measured one, the gap divided by the MoE-layer passes of the busiest
 stage (micro-batches plus the bubble's share, times its MoE layers); it prints the median
@@ -116,24 +117,29 @@ def _moe_layer_gap(case: Case) -> tuple[float, str, int] | None:
     return gap, result.plan, spec.n_experts // plan.ep
 
 
+HOST_CONSTANTS = ("MOE_LAYER_HOST_S", "MOE_GRAPHED_HOST_S")
+
+
 def fit_moe_host() -> None:
-    """Print the median per-MoE-layer gap over the rows MOE_LAYER_HOST_S is fitted to."""
+    """Print the median per-MoE-layer gap over the rows each host constant is fitted to
+    (``MOE_LAYER_HOST_S``; ``MOE_GRAPHED_HOST_S`` for plans with attn_graph=1)."""
     from unittest import mock
 
     from chipwise.perf.step import train
     from chipwise.validate import in_sample_constants
 
-    rows = next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S")
     cases = {c.id: c for c in load_cases()}
-    gaps = []
-    with mock.patch.object(train, "MOE_LAYER_HOST_S", 0.0):
-        for row in rows:
-            found = _moe_layer_gap(cases[row])
-            assert found is not None, row
-            gap, plan, _ = found
-            gaps.append(gap)
-            print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({plan})")
-    print(f"MOE_LAYER_HOST_S = {float(np.median(gaps)):.2e}  # median of {len(gaps)} rows")
+    for name in HOST_CONSTANTS:
+        rows = next(c.rows for c in in_sample_constants() if c.name == name)
+        gaps = []
+        with mock.patch.multiple(train, **dict.fromkeys(HOST_CONSTANTS, 0.0)):
+            for row in rows:
+                found = _moe_layer_gap(cases[row])
+                assert found is not None, row
+                gap, plan, _ = found
+                gaps.append(gap)
+                print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({plan})")
+        print(f"{name} = {float(np.median(gaps)):.2e}  # median of {len(gaps)} rows")
 
 
 def moe_host_gaps() -> None:
@@ -146,7 +152,7 @@ def moe_host_gaps() -> None:
     from chipwise.validate import in_sample_constants
 
     fitted = set(next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S"))
-    with mock.patch.object(train, "MOE_LAYER_HOST_S", 0.0):
+    with mock.patch.multiple(train, **dict.fromkeys(HOST_CONSTANTS, 0.0)):
         for case in load_cases():
             if case.phase != "train" or case.chip.startswith("tpu"):
                 continue
@@ -181,7 +187,7 @@ def main() -> None:
     parser.add_argument("--kind", choices=("train", "infer", "microbench"), default=None)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--fit-sustained", action="store_true", help="refit and cross-check")
-    parser.add_argument("--fit-moe-host", action="store_true", help="refit MOE_LAYER_HOST_S")
+    parser.add_argument("--fit-moe-host", action="store_true", help="refit the MoE host terms")
     parser.add_argument(
         "--moe-host-gaps", action="store_true", help="per-layer gap of every GPU MoE row"
     )

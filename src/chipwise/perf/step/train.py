@@ -120,6 +120,18 @@ EP_COMM_OVERLAP = True
 # attn / moe_router / moe_preprocess or none), so no recipe setting that removes the term
 # is stated anywhere. The other GPU MoE rows test it out of sample (in_sample.toml).
 MOE_LAYER_HOST_S = 6.01e-3
+# The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
+# Megatron --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router
+# moe_preprocess, Megatron-Bridge's GB200 recipes for Qwen3-235B-A22B and DeepSeek-V3 at
+# 00b7660be0 and df0289c180, Megatron-MoE-ModelZoo's GB200/GB300 Qwen3 commands). After the
+# MoE layer's device-to-host sync the GPU waits on the host's next launches; with the
+# attention a graph, one launch hands it the next layer's attention (milliseconds of work)
+# while the host issues the experts' kernels behind it, so little of the launch time stays
+# exposed. Fitted like MOE_LAYER_HOST_S (median per-MoE-layer gap, ``python
+# benchmarks/validate.py --fit-moe-host``, 2026-12-04) on the 2 Megatron-Bridge rows that
+# state it for Qwen3-235B-A22B on GB200 (25.11 BF16 0.95 ms, 26.02 FP8 1.14 ms); the other
+# rows that state it are out of sample (in_sample.toml).
+MOE_GRAPHED_HOST_S = 1.04e-3
 # GPU MoE training sharded ZeRO-3 (plan fsdp > 1) is what the PyTorch-native stacks run
 # (FSDP2: NeMo AutoModel, TorchTitan); Megatron-Core's MoE recipes shard with the distributed
 # optimizer (ZeRO-1: every Megatron-Bridge MoE row in validate/data states FSDP 0). Such a
@@ -332,10 +344,13 @@ class StepModel(StepTimer):
 
     def _moe_host_s(self, plan: Plan) -> float:
         """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only):
-        Megatron's per-expert launches, or none on an FSDP2 stack (fsdp > 1)."""
+        Megatron's per-expert launches (less with the attention CUDA-graphed), or none on an
+        FSDP2 stack (fsdp > 1)."""
         if self.chip.kind == "tpu":
             return 0.0
-        return FSDP_STACK_MOE_HOST_S if plan.fsdp > 1 else MOE_LAYER_HOST_S
+        if plan.fsdp > 1:
+            return FSDP_STACK_MOE_HOST_S
+        return MOE_GRAPHED_HOST_S if plan.attn_graph == 1 else MOE_LAYER_HOST_S
 
     def _stage_layer(self, plan: Plan, b: int, seq_len: int, moe: bool, sliding: bool) -> LayerCost:
         """One layer of ``plan``'s busiest stage; MoE layers with the plan's ep and etp."""
