@@ -516,8 +516,9 @@ def test_one_more_sequence_never_makes_a_static_decode_step_faster(input_len: in
 def test_a_finite_backlog_counts_each_requests_wait_for_a_slot_in_its_ttft() -> None:
     """``vllm bench serve`` at request rate inf queues every request at once and times each
     from the start: a request beyond the running batch waits for slots to free, so a run of
-    three batches' worth has a median TTFT of about one wave and a p99 of about two, while
-    an endless backlog reports the prefill service only."""
+    three batches' worth has a median TTFT of about one wave and a p99 of about two (the
+    simulated run: vLLM admits on its prompts' blocks and preempts when the cache fills, so
+    the waves blur), while an endless backlog reports the prefill service only."""
     s = _serve()
 
     def run(n: int) -> InferPrediction:
@@ -531,8 +532,8 @@ def test_a_finite_backlog_counts_each_requests_wait_for_a_slot_in_its_ttft() -> 
     three = run(3 * b)
     assert three.engine is not None
     wave_s = b / three.engine.requests_per_s
-    assert three.engine.ttft_p50_s == pytest.approx(wave_s, rel=0.25)
-    assert three.engine.ttft_p99_s == pytest.approx(2 * wave_s, rel=0.25)
+    assert 0.75 * wave_s < three.engine.ttft_p50_s < 1.5 * wave_s
+    assert 1.5 * wave_s < three.engine.ttft_p99_s < 3 * wave_s  # the run lasts 3 waves
     assert endless.engine.ttft_p99_s < 0.1 * wave_s
     # more requests never shorten the wait; one batch's worth waits for prefill only
     assert run(6 * b).ttft_s > three.ttft_s

@@ -175,6 +175,14 @@ def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float
     """Query-key pairs one sequence's attention computes (flash skips masked blocks)."""
     if window and window < s_kv:
         full = s_q * window
+        if causal and s_q < s_kv:
+            # the queries are the sequence's last s_q (a prefill chunk): the one at
+            # position p sees min(p + 1, window) keys, so only those within the first
+            # window positions see fewer (the whole-sequence form below went negative for
+            # a chunk shorter than half the window)
+            start = s_kv - s_q
+            short = max(0, window - 1 - start)  # queries that see fewer than window keys
+            return full - short * (short + 1) / 2.0
         return full - (window * window / 2.0 if causal else 0.0)
     return s_q * s_kv / 2.0 if causal else float(s_q * s_kv)
 

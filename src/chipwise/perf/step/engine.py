@@ -28,8 +28,15 @@ the tails come from queueing theory. The model, per replica:
   (vLLM preempts and recomputes when the cache runs out; at steady state the running set is
   the capacity).
 * **Load.** ``max_throughput``: ``b`` at the limits; a run of ``N`` requests (``num_requests``,
-  as benchmarks state it) holds at most ``N`` and runs in ``ceil(N / b)`` waves, the last
-  one smaller, so its rate is ``N`` over the waves' time. ``concurrency`` N (closed loop):
+  as benchmarks state it) is simulated request by request (``finite_run``: the engine's own
+  admission, KV-cache preemption or reservation, the prefill burst at the start and the
+  drain tail at the end, where the longest outputs decode at a small batch); the
+  balance equations cannot hold that tail, whose length is set by the order statistics of
+  the output lengths and by when the last requests got in. Its rate is ``N`` over the
+  run's wall time, its TTFTs count from the run's start, its TPOTs are each request's
+  ``(last - first token) / (outputs - 1)``. Beyond the simulation's bounds (more than
+  ``finite_run.MAX_REQUESTS`` per replica, disaggregated or lockstep replicas) the run is
+  ``ceil(N / b)`` waves at the steady state, the last one smaller. ``concurrency`` N (closed loop):
   ``b + X(b) TTFT(b) = N`` by Little's law (bisection), TTFT = ``N / X - L_out t``.
   ``rps`` R (open loop, Poisson): ``X(b) = R`` (bisection); above ``X`` at the limits the
   replica is saturated.
@@ -83,12 +90,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
+from chipwise.perf.step.finite_run import MAX_REQUESTS as MAX_RUN_REQUESTS
+from chipwise.perf.step.finite_run import RunResult, sample_requests, simulate_run
 from chipwise.workload.ir import Inference
 
 FloatArray = npt.NDArray[np.float64]
@@ -324,12 +333,16 @@ class Engine:
         lockstep_replicas: int = 1,
         arrival_window: ArrivalWindow | None = None,
         window_replicas: int = 1,
+        scheduler: str = "vllm",
     ) -> None:
         self.step = step
         # a harness batching arrivals (rps loads): each window's requests reach one of
         # ``window_replicas`` replicas in turn, as one bunch (``HARNESS_ARRIVAL_WINDOWS``)
         self.window = arrival_window if not disaggregated else None
         self.window_replicas = max(1, window_replicas)
+        # whose scheduler admits and preempts in a finite run (finite_run.simulate_run)
+        self.scheduler = scheduler
+        self.max_num_seqs = max_num_seqs
         # requests in the whole run (0 = endless): a closed loop's clients all send their
         # first request at once, and that first wave's queue is part of a finite run's TTFT
         self.run_requests = run_requests
@@ -497,7 +510,54 @@ class Engine:
         x = self.requests_per_s(b) if (load != "rps" or saturated) else value
         if load == "max_throughput" and value >= 1:
             x = self._finite_run_rate(value, b)
-        return self._state(load, value, rate, x, saturated, limit)
+        state = self._state(load, value, rate, x, saturated, limit)
+        if load == "max_throughput" and value >= 1:
+            run = self._simulated_run(value)
+            if run is not None:
+                return self._run_state(state, run)
+        return state
+
+    def _simulated_run(self, n: float) -> RunResult | None:
+        """A finite run of ``n`` requests queued at once, simulated (``finite_run``); None
+        when it is not simulated: disaggregated or lockstep replicas (their steps join other
+        ranks'), or beyond the simulation's bounds."""
+        if self.disaggregated or self.lockstep > 1:
+            return None
+        count = max(1, round(n))
+        if count > MAX_RUN_REQUESTS:
+            return None
+        lens = self.lengths
+        inputs, outputs = sample_requests(lens.inputs, lens.outputs, lens.weights, count)
+        return simulate_run(
+            self.step, inputs, outputs, prefill_fraction=self.pre_fraction,
+            max_num_seqs=self.max_num_seqs, max_num_tokens=int(self.budget),
+            kv_capacity_tokens=self.kv_capacity_tokens, context=self.ctx,
+            scheduler=self.scheduler,
+        )  # fmt: skip
+
+    def _run_state(self, state: EngineState, run: RunResult) -> EngineState:
+        """``state`` with what the simulated finite run measures: requests/s such that
+        requests/s x the mean output length is its output tokens over its wall time, its
+        TTFTs (from the run's start) and TPOTs per request, the steady state at its
+        time-averaged decode batch."""
+        x = run.output_tokens / (self.l_out * run.duration_s)
+        ttft = run.ttft_s
+        p50, p99 = (float(q) for q in np.quantile(ttft, (0.5, 0.99)))
+        if run.tpot_s.size:
+            tpot50, tpot99 = (float(q) for q in np.quantile(run.tpot_s, (0.5, 0.99)))
+        else:
+            tpot50 = tpot99 = state.tpot_p50_s
+        return replace(
+            state,
+            rate=self.rate(max(1.0, run.mean_decode_batch)),
+            requests_per_s=x,
+            in_system=run.mean_in_system,
+            ttft_mean_s=float(ttft.mean()),
+            ttft_p50_s=p50,
+            ttft_p99_s=p99,
+            tpot_p50_s=tpot50,
+            tpot_p99_s=tpot99,
+        )
 
     def _finite_run_rate(self, n: float, b: float) -> float:
         """Requests/s over a run of ``n`` requests all queued at once (``trtllm-bench

@@ -457,6 +457,7 @@ class ServeModel(StepTimer):
                 lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
                 window_replicas=replicas,
+                scheduler=phase.engine,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,

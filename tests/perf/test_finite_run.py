@@ -1,0 +1,146 @@
+"""A finite run of N requests queued at once: drain tail, admission, preemption, bounds."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.perf.step.engine import Engine, Lengths
+from chipwise.perf.step.finite_run import MAX_REQUESTS, sample_requests, simulate_run
+
+
+def _step(decode: float, context: float, prefill: float, prompt_len: float) -> float:
+    """A step: weights once (4 ms), 40 us a decoding sequence, 10 us a prompt token."""
+    del context, prompt_len
+    return 0.004 + 4e-5 * decode + 1e-5 * prefill
+
+
+# a long-tailed output distribution (ShareGPT-like: most answers short, a few long)
+TAILED = Lengths(
+    inputs=np.array([100.0, 200.0, 400.0, 100.0, 300.0]),
+    outputs=np.array([50.0, 150.0, 250.0, 600.0, 1200.0]),
+    weights=np.array([0.3, 0.3, 0.2, 0.15, 0.05]),
+)
+FIXED = Lengths(inputs=np.array([200.0]), outputs=np.array([200.0]), weights=np.array([1.0]))
+
+
+def _run(lens: Lengths, n: int, *, cap: float = 1e7, seqs: int = 256, scheduler: str = "vllm"):  # type: ignore[no-untyped-def]
+    i, o = sample_requests(lens.inputs, lens.outputs, lens.weights, n)
+    return simulate_run(
+        _step, i, o, prefill_fraction=1.0, max_num_seqs=seqs, max_num_tokens=8192,
+        kv_capacity_tokens=cap, context=lens.mean_context, scheduler=scheduler,
+    )  # fmt: skip
+
+
+def _engine(lens: Lengths, *, cap: float = 1e7, seqs: int = 256, scheduler: str = "vllm") -> Engine:
+    return Engine(
+        _step, lens, prefill_tokens_fraction=1.0, max_num_seqs=seqs, max_num_tokens=8192,
+        kv_capacity_tokens=cap, scheduler=scheduler,
+    )  # fmt: skip
+
+
+def test_the_sample_keeps_the_distributions_mean_and_reaches_its_tail() -> None:
+    i, o = sample_requests(TAILED.inputs, TAILED.outputs, TAILED.weights, 1000)
+    assert o.mean() == pytest.approx(TAILED.mean_out, rel=0.01)
+    assert i.mean() == pytest.approx(TAILED.mean_in, rel=0.01)
+    assert o.max() == TAILED.outputs.max()
+    # well mixed: the longest outputs are not all at the end of the queue
+    assert np.flatnonzero(o == 1200.0).min() < 500
+
+
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm"])
+def test_every_request_finishes_once_and_its_clock_runs_forward(scheduler: str) -> None:
+    run = _run(TAILED, 600, cap=60_000, scheduler=scheduler)
+    assert run is not None
+    assert run.requests == 600
+    assert np.all(np.isfinite(run.ttft_s)) and np.all(run.ttft_s > 0)
+    assert run.ttft_s.max() <= run.duration_s
+    assert np.all(run.tpot_s > 0)
+    assert 0 < run.mean_decode_batch <= 256
+
+
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm"])
+def test_a_finite_run_is_never_faster_than_the_steady_state(scheduler: str) -> None:
+    """The steady state holds the batch at its limit for ever; a finite run starts empty and
+    drains at the end, so it never moves more requests per second."""
+    for lens, cap in ((TAILED, 1e7), (TAILED, 60_000), (FIXED, 1e7), (FIXED, 20_000)):
+        eng = _engine(lens, cap=cap, scheduler=scheduler)
+        steady = eng.solve("max_throughput", 0).requests_per_s
+        for n in (50, 400, 2000):
+            finite = _engine(lens, cap=cap, scheduler=scheduler).solve("max_throughput", n)
+            assert finite.requests_per_s <= steady * 1.02, (lens, cap, n)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(20, 600), more=st.integers(1, 600), cap=st.sampled_from([3e4, 1e5, 1e7]))
+def test_a_run_lasts_longer_with_more_requests(n: int, more: int, cap: float) -> None:
+    short, long = _run(FIXED, n, cap=cap), _run(FIXED, n + more, cap=cap)
+    assert short is not None and long is not None
+    assert long.duration_s >= short.duration_s
+
+
+def test_the_drain_tail_is_set_by_the_longest_outputs() -> None:
+    """Same requests, same mean output: when a few answers are 24x the others, the run ends
+    when they do, decoding at a small batch, and moves fewer tokens a second than when all
+    answers are of one length."""
+    n = 512
+    uniform = Lengths(inputs=np.array([100.0]), outputs=np.array([100.0]), weights=np.array([1.0]))
+    share = 50.0 / 1150.0  # of 1200-token answers, so that the mean stays 100
+    tailed = Lengths(
+        inputs=np.array([100.0, 100.0]), outputs=np.array([50.0, 1200.0]),
+        weights=np.array([1.0 - share, share]),
+    )  # fmt: skip
+    a, b = _run(uniform, n), _run(tailed, n)
+    assert a is not None and b is not None
+    assert b.output_tokens / b.duration_s < 0.8 * a.output_tokens / a.duration_s
+    # the run lasts at least as long as the longest output alone would take at batch 1
+    assert b.duration_s >= 1200 * _step(1, 0, 0, 0)
+
+
+def test_vllm_preempts_when_long_outputs_fill_the_cache_and_trtllm_reserves_instead() -> None:
+    """vLLM admits on its prompt's blocks, so long-tailed outputs fill the cache mid-decode
+    and it preempts (recomputes) the newest; TensorRT-LLM's GUARANTEED_NO_EVICT reserves
+    each request's whole output at admission and never evicts."""
+    vllm = _run(TAILED, 800, cap=40_000, scheduler="vllm")
+    trt = _run(TAILED, 800, cap=40_000, scheduler="trtllm")
+    assert vllm is not None and trt is not None
+    assert vllm.preemptions > 0
+    assert trt.preemptions == 0
+    # with room for everything nobody is preempted
+    roomy = _run(TAILED, 800, cap=1e7, scheduler="vllm")
+    assert roomy is not None and roomy.preemptions == 0
+
+
+def test_sglang_runs_its_prefill_batches_alone_so_decodes_wait() -> None:
+    """SGLang (no mixed chunks) stalls its decodes for a waiting prefill batch: a run's
+    TPOT tail is longer than vLLM's, which mixes prompt chunks into decode steps."""
+    sgl = _run(TAILED, 800, scheduler="sglang")
+    vllm = _run(TAILED, 800, scheduler="vllm")
+    assert sgl is not None and vllm is not None
+    assert np.quantile(sgl.tpot_s, 0.99) > np.quantile(vllm.tpot_s, 0.99)
+
+
+def test_the_simulation_is_bounded() -> None:
+    """No input hangs it: more requests than MAX_REQUESTS, or a request its cache cannot
+    hold, are left to the steady state (None), and the largest run it takes is quick."""
+    assert _run(FIXED, MAX_REQUESTS + 1) is None
+    assert _run(FIXED, 10, cap=300) is None  # 200 + 200 tokens never fit in 300
+    start = time.perf_counter()
+    assert _run(TAILED, MAX_REQUESTS, cap=2e5, seqs=1024) is not None
+    assert time.perf_counter() - start < 5.0
+
+
+def test_the_engine_reports_the_simulated_runs_ttft_from_its_start() -> None:
+    """A run of 4 batches' worth: its TTFT percentiles are the simulated requests', each
+    counted from the run's start, and its rate is the run's requests over its duration."""
+    eng = _engine(FIXED, seqs=128)
+    st_ = eng.solve("max_throughput", 512)
+    run = _run(FIXED, 512, seqs=128)
+    assert run is not None
+    assert st_.ttft_p50_s == pytest.approx(float(np.median(run.ttft_s)))
+    assert st_.ttft_p99_s > 1.3 * st_.ttft_p50_s  # the last batch waits for three
+    assert st_.requests_per_s == pytest.approx(512 / run.duration_s, rel=0.01)
