@@ -88,6 +88,7 @@ OPTION_SETS = {
         "-w",
     },
     "predict": {
+        "--api",
         "--batch",
         "--calibrated",
         "--chip",

@@ -245,6 +245,12 @@ def predict_command(
         help="Infer: requests in a --max-throughput or --concurrency run (0 = an endless "
         "backlog / steady state; a closed loop's first wave then counts in its TTFT).",
     ),
+    api: bool = typer.Option(
+        False,
+        "--api",
+        help="Infer: the load is timed through the engine's OpenAI-compatible HTTP server "
+        "(vllm bench serve, AIPerf, genai-perf): TTFT adds the server's own latency.",
+    ),
     disaggregated: bool = typer.Option(
         False,
         "--disaggregated",
@@ -332,6 +338,7 @@ def predict_command(
             num_requests=num_requests,
             prefix_hit_rate=prefix_hit_rate,
             disaggregated=disaggregated,
+            harness="api" if api else "",
         ),
     )
     chosen = chip_option(chip, chip_file)

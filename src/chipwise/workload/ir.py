@@ -393,7 +393,11 @@ class Inference:
     # "trtllm-bench" sizes TensorRT-LLM's batch and token limits from memory and the
     # dataset's lengths (perf/step/trtllm_bench.py); "amd-mlperf-batcher" holds arrivals
     # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
-    # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "" = the engine's own defaults
+    # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "api": a client that times each request
+    # through the engine's OpenAI-compatible HTTP server, streaming (``vllm bench serve``,
+    # AIPerf, genai-perf), so its TTFT also holds the server's own latency
+    # (``serve.API_REQUEST_S``); "" = in-process (MLPerf LoadGen, offline benchmarks), the
+    # engine's own defaults
     harness: str = ""
 
     def __post_init__(self) -> None:
@@ -410,6 +414,11 @@ class Inference:
             raise WorkloadError(f"engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
         if self.load == "concurrency" and self.concurrency < 1:
             raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
+        if self.harness == "api" and self.load not in ("concurrency", "rps", "max_throughput"):
+            raise WorkloadError(
+                f"an API client (harness 'api') times an engine's server loads (concurrency, "
+                f"rps, max_throughput), not a {self.load!r} load"
+            )
         if self.load == "server" and not (self.ttft_p99_s > 0 or self.tpot_p99_s > 0):
             raise WorkloadError("a server load needs a p99 target (--ttft MS and/or --tpot MS)")
         if self.ttft_p99_s < 0 or self.tpot_p99_s < 0:
@@ -453,7 +462,7 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 ENGINES = ("vllm", "sglang", "trtllm")
 # Benchmark tools whose own engine configuration the serving model knows ("" = none).
-HARNESSES = ("", "trtllm-bench", "amd-mlperf-batcher")
+HARNESSES = ("", "trtllm-bench", "amd-mlperf-batcher", "api")
 
 
 Phase = Training | Inference

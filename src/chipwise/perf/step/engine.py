@@ -334,6 +334,7 @@ class Engine:
         arrival_window: ArrivalWindow | None = None,
         window_replicas: int = 1,
         scheduler: str = "vllm",
+        client_s: float = 0.0,
     ) -> None:
         self.step = step
         # a harness batching arrivals (rps loads): each window's requests reach one of
@@ -343,6 +344,10 @@ class Engine:
         # whose scheduler admits and preempts in a finite run (finite_run.simulate_run)
         self.scheduler = scheduler
         self.max_num_seqs = max_num_seqs
+        # seconds each request spends outside the engine before its first token reaches the
+        # client (an HTTP server's own latency, ``serve.API_REQUEST_S``): added to every
+        # TTFT, and to a closed-loop client's cycle (its request is not in the engine then)
+        self.client_s = client_s
         # requests in the whole run (0 = endless): a closed loop's clients all send their
         # first request at once, and that first wave's queue is part of a finite run's TTFT
         self.run_requests = run_requests
@@ -493,7 +498,8 @@ class Engine:
                 def g(x: float) -> float:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
                     resid = self.rate(x).step_s / 2 * self._busy(load, n, rate, 0.0)
-                    return x + rate * (s + resid + _closed_loop_wait(rate, s, s * s, n)[1]) - n
+                    wait = _closed_loop_wait(rate, s, s * s, n)[1]
+                    return x + rate * (self.client_s + s + resid + wait) - n
 
                 hi = min(float(cap), n)
                 b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
@@ -508,6 +514,8 @@ class Engine:
             raise ValueError(f"unknown engine load {load!r}")
         rate = self.rate(b)
         x = self.requests_per_s(b) if (load != "rps" or saturated) else value
+        if load == "concurrency" and value <= 1:
+            x = 1 / (1 / x + self.client_s)  # a lone client's request also crosses the server
         if load == "max_throughput" and value >= 1:
             x = self._finite_run_rate(value, b)
         state = self._state(load, value, rate, x, saturated, limit)
@@ -541,7 +549,7 @@ class Engine:
         TTFTs (from the run's start) and TPOTs per request, the steady state at its
         time-averaged decode batch."""
         x = run.output_tokens / (self.l_out * run.duration_s)
-        ttft = run.ttft_s
+        ttft = run.ttft_s + self.client_s
         p50, p99 = (float(q) for q in np.quantile(ttft, (0.5, 0.99)))
         if run.tpot_s.size:
             tpot50, tpot99 = (float(q) for q in np.quantile(run.tpot_s, (0.5, 0.99)))
@@ -666,7 +674,7 @@ class Engine:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
-            wait_mean = max(0.0, value / x - decode_s - es - resid)
+            wait_mean = max(0.0, value / x - decode_s - es - resid - self.client_s)
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif load == "rps" and not saturated:
             rho = min(0.999, x_pool * ew)
@@ -696,6 +704,7 @@ class Engine:
             p50, p99 = _mixed_quantiles(service, w, rho, wait_mean, wave, share, (0.5, 0.99))
         else:
             p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
+        ttft_mean, p50, p99 = (t + self.client_s for t in (ttft_mean, p50, p99))
         tpot50, tpot99 = _tpot_quantiles(rate, lens)
         in_engine = es + resid + wait_mean + decode_s
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf

@@ -101,6 +101,28 @@ PREFILL_STEP_OVERHEAD_S = HOST_STEP_S
 # vLLM V1's ``--async-scheduling`` (the same one-step-ahead loop). A static batch
 # (``vllm benchmark_latency``, ``serve``) is timed with the host work in series.
 ENGINE_OVERLAPS_HOST = True
+# A client that times requests through the engine's OpenAI-compatible HTTP server
+# (``vllm bench serve --backend openai-chat``, AIPerf, genai-perf; ``Inference.harness``
+# "api") measures TTFT from sending the request to the first streamed token: beside the
+# engine's prefill, the HTTP request and its JSON, the chat template and tokenisation, the
+# hand-off to the engine's scheduler process (vLLM V1's ZMQ front end, SGLang's
+# TokenizerManager -> Scheduler -> DetokenizerManager, trtllm-serve's executor queue),
+# detokenising and the server-sent event back. Seconds per request, per engine, read off the
+# one published set that times the three engines' servers on the same dense model, GPU and
+# client (GPUStack performance lab, docs/performance-lab/qwen3-8b/h100-latency.md, 2025-11:
+# Qwen3-8B bf16 on one H100 SXM, ShareGPT ~233-token prompts, ``vllm bench serve
+# --backend openai-chat --endpoint /v1/chat/completions``): the median TTFT less chipwise's
+# engine TTFT of the same load - vLLM 0.11.0 at 1 client 60.4 ms - 9.5 ms (GPS-302; 64.8 and
+# 60.8 ms at 2 and 8 clients: the overhead does not grow with them), SGLang 0.5.3.post3 at 4
+# clients 27.3 - 13.1 ms (GPS-284), TensorRT-LLM 1.2.0rc1 trtllm-serve at 4 clients 45.5 -
+# 13.1 ms (GPS-287); listed in validate/data/in_sample.toml. Independent figures of the
+# same order: an 8B model on vLLM with an 8-token prompt on an A5000 answers its first token
+# in ~62 ms, of which ~20 ms is the prefill's weight read (vLLM issue #770, 2024-12-03);
+# vLLM's V1 front end is a separate process for the same reason, its API server's work having
+# measured 33 % of V0's time for Llama-3-8B on an H100 (blog.vllm.ai/2024/09/05/perf-update).
+# Prompt tokenisation (~10 us per token with a fast BPE tokenizer, tt-inference-server issue
+# #2173) is left in the constant: ~2 ms at these prompts' lengths.
+API_REQUEST_S = {"vllm": 0.050, "sglang": 0.014, "trtllm": 0.032}
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
@@ -458,6 +480,7 @@ class ServeModel(StepTimer):
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
                 window_replicas=replicas,
                 scheduler=phase.engine,
+                client_s=API_REQUEST_S[phase.engine] if phase.harness == "api" else 0.0,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,

@@ -1,0 +1,63 @@
+"""A load timed through the engine's HTTP server (``Inference.harness == "api"``): its TTFT
+holds the server's own latency (``serve.API_REQUEST_S``), an in-process harness's does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.errors import WorkloadError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.serve import API_REQUEST_S, ServeModel
+from chipwise.workload.ir import ENGINES, Inference
+from chipwise.workload.presets import load_preset
+
+H100 = chip("h100-sxm")
+SERVE = ServeModel(load_preset("llama3-8b"), H100, "bf16", model_for(H100), Network(H100))
+
+
+def _engine(harness: str, engine: str = "vllm", **kw: object):
+    phase = Inference(input_len=233, output_len=221, engine=engine, harness=harness, **kw)  # type: ignore[arg-type]
+    result = SERVE.serve_engine(Plan(), phase).engine
+    assert result is not None
+    return result
+
+
+def test_every_engine_has_a_server_latency() -> None:
+    assert set(API_REQUEST_S) == set(ENGINES)
+    assert all(0 < s < 0.2 for s in API_REQUEST_S.values())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_client_through_the_server_waits_its_latency_on_top_of_the_prefill(engine: str) -> None:
+    api = _engine("api", engine, load="concurrency", concurrency=1)
+    bare = _engine("", engine, load="concurrency", concurrency=1)
+    for a, b in ((api.ttft_p50_s, bare.ttft_p50_s), (api.ttft_p99_s, bare.ttft_p99_s)):
+        assert a == pytest.approx(b + API_REQUEST_S[engine], rel=1e-6)
+    assert api.tpot_p50_s == pytest.approx(bare.tpot_p50_s)  # decode steps are the engine's
+    # the client's cycle is longer by the latency, so it sends fewer requests a second
+    cycle = 1 / bare.requests_per_s + API_REQUEST_S[engine]
+    assert api.requests_per_s == pytest.approx(1 / cycle, rel=1e-3)
+
+
+def test_a_closed_loop_through_the_server_runs_fewer_requests_in_the_engine() -> None:
+    api = _engine("api", load="concurrency", concurrency=64)
+    bare = _engine("", load="concurrency", concurrency=64)
+    assert api.decode_batch_per_replica < bare.decode_batch_per_replica
+    assert api.requests_per_s < bare.requests_per_s
+    assert api.ttft_p50_s > bare.ttft_p50_s
+
+
+def test_an_open_loop_keeps_its_rate_and_adds_the_latency() -> None:
+    api = _engine("api", load="rps", rps=2.0)
+    bare = _engine("", load="rps", rps=2.0)
+    assert api.requests_per_s == pytest.approx(bare.requests_per_s)
+    assert api.ttft_p50_s == pytest.approx(bare.ttft_p50_s + API_REQUEST_S["vllm"], rel=1e-6)
+
+
+@pytest.mark.parametrize("load", ["batch", "server"])
+def test_an_api_client_times_only_the_engine_loads(load: str) -> None:
+    with pytest.raises(WorkloadError, match="harness 'api'"):
+        Inference(load=load, harness="api", ttft_p99_s=2.0)
