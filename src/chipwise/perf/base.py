@@ -75,6 +75,12 @@ class PerfModel(ABC):
         the refined models take it from their ``Efficiency``)."""
         return 1.0
 
+    def for_engine(self, engine: str) -> PerfModel:
+        """This model as serving ``engine`` runs the ops (its own MoE kernels); the same
+        model where the engine changes nothing."""
+        del engine
+        return self
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:

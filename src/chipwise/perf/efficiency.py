@@ -47,6 +47,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "gemm_hbm_fraction",
+    "fused_moe_fp8_gemm_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
@@ -54,12 +55,12 @@ _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "gemm_hbm_fraction"}
+     "gemm_hbm_fraction", "fused_moe_fp8_gemm_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction", "gemm_hbm_fraction"}
+     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_fp8_gemm_peak_fraction"}
 )  # fmt: skip
 
 
@@ -99,6 +100,12 @@ class Efficiency:
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
+        fused_moe_fp8_gemm_peak_fraction: the share of the fp8 dense peak the serving
+            engines' fused-MoE kernel (vLLM's and SGLang's Triton ``fused_moe`` with fp8
+            weights and activations, block-scaled as the fp8 MoE checkpoints ship) reaches:
+            each K block's scales are applied to the accumulator beside the tensor-core
+            math, so it falls far below an fp8 cuBLAS GEMM; 0 = not measured, use
+            ``gemm_fraction``. Serving only (``GpuModel(fused_moe=True)``).
     """
 
     gemm_peak_fraction: float
@@ -115,6 +122,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
+    fused_moe_fp8_gemm_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -135,6 +143,14 @@ class Efficiency:
         if dtype == "fp4" and self.fp4_gemm_peak_fraction:
             return self.fp4_gemm_peak_fraction
         return self.gemm_peak_fraction
+
+    def grouped_gemm_fraction(self, dtype: str, *, fused_moe: bool) -> float:
+        """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
+        a serving engine's fused-MoE kernel (``fused_moe``) the fp8 one where measured,
+        else as ``gemm_fraction``."""
+        if fused_moe and dtype == "fp8" and self.fused_moe_fp8_gemm_peak_fraction:
+            return self.fused_moe_fp8_gemm_peak_fraction
+        return self.gemm_fraction(dtype)
 
     def decode_attention_fraction(self) -> float:
         """The achievable share of HBM bandwidth for a decode step's KV-cache read."""
@@ -197,6 +213,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
+    fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     note: str = ""
 
 

@@ -171,12 +171,19 @@ class Predictor:
     def for_phase(self, phase: Training | Inference) -> Predictor:
         """A predictor of the same model, chip and precision under another ``phase`` (e.g.
         a disaggregated serving load beside a colocated one) that shares this one's per-op
-        model, network and serving model (which does not depend on the phase), so op
+        model, network and serving model (which depends only on the engine), so op
         timings cached by one are reused by the other."""
         other = Predictor(replace(self.workload, phase=phase), self.chip, self.requested_precision,
                           efficiency=self.efficiency, network=self.network)  # fmt: skip
-        other._perf, other._serve = self.perf_model, self._serve
+        other._perf = self.perf_model
+        if other._engine() == self._engine():  # the serving model depends on the engine
+            other._serve = self._serve
         return other
+
+    def _engine(self) -> str:
+        """The serving engine of the phase (vLLM's kernels for a training phase)."""
+        phase = self.workload.phase
+        return phase.engine if isinstance(phase, Inference) else "vllm"
 
     # ---- the pieces, built once ---------------------------------------------------------
 
@@ -217,8 +224,9 @@ class Predictor:
         if self._serve is None:
             spec = self._spec()
             self.chip.peak_flops_per_s(compute_dtype(self.precision))
-            self._serve = ServeModel(spec, self.chip, self.precision, self.perf_model,
-                                     self.network)  # fmt: skip
+            # the per-op model as the engine runs the ops (its fused-MoE kernel)
+            perf = self.perf_model.for_engine(self._engine())
+            self._serve = ServeModel(spec, self.chip, self.precision, perf, self.network)
         return self._serve
 
     def _training(self) -> Training:

@@ -45,6 +45,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   expert (tokens per expert = T k / E rows). Transformer Engine issues those GEMMs round-robin
   on ``TE_GEMM_STREAMS`` CUDA streams, so that many run at once and share the SMs: waves
   are counted over the tiles of each such set of experts, and each set pays one launch.
+  Serving engines run the experts as one fused kernel instead (their ops stay batched: one
+  grid of every expert's tiles, each expert's rows padded to the tile); under vLLM's and
+  SGLang's Triton ``fused_moe`` (``fused_moe``) fp8 experts run at
+  ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) where it is measured.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -143,6 +147,12 @@ PARTIAL_SUM_BYTES = 4.0  # split-K partial products are fp32
 # returns the constant num_compute_streams = 4), so up to 4 experts' tiles fill the SMs
 # together instead of each expert's last wave running alone.
 TE_GEMM_STREAMS = 4
+# Serving engines that run MoE experts with a fused-MoE kernel: vLLM's and SGLang's
+# Triton fused_moe (vllm/model_executor/layers/fused_moe/fused_moe.py: one launch over the
+# tokens sorted by expert, each expert's rows padded to BLOCK_SIZE_M by
+# moe_align_block_size; sglang/srt/layers/moe/fused_moe_triton the same kernel). TensorRT-
+# LLM's CUTLASS/DeepGEMM grouped GEMMs are not covered: timed as the training path.
+FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -279,9 +289,13 @@ def plan_gemm(
 class GpuModel(PerfModel):
     """Per-op times on an NVIDIA/AMD GPU or a GEMM-engine ASIC (Gaudi, Trainium)."""
 
-    def __init__(self, chip: Chip, efficiency: Efficiency | None = None) -> None:
+    def __init__(
+        self, chip: Chip, efficiency: Efficiency | None = None, *, fused_moe: bool = False
+    ) -> None:
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
+        # MoE experts as a serving engine's fused-MoE kernel runs them (module doc)
+        self.fused_moe = fused_moe
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
         self._gemms: dict[tuple[int, int, int, int, float, float, float | None], GemmPlan] = {}
@@ -299,6 +313,11 @@ class GpuModel(PerfModel):
 
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
+
+    def for_engine(self, engine: str) -> PerfModel:
+        if engine not in FUSED_MOE_ENGINES or self.fused_moe:
+            return self
+        return GpuModel(self.chip, self.efficiency, fused_moe=True)
 
     def op_time(self, op: Op) -> OpTime:
         chip, eff = self.chip, self.efficiency
@@ -334,8 +353,14 @@ class GpuModel(PerfModel):
             )
         elif op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
-            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, eff.gemm_fraction(op.dtype))
+            # a serving step's only batched GEMMs are the routed experts (layers.mlp_ops),
+            # which a fused-MoE engine runs as this one grid (module doc)
+            fused = self.fused_moe and op.batch > 1
+            frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused)
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac)
             r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
+            if fused and frac != eff.gemm_fraction(op.dtype):
+                notes.append(f"fused-MoE kernel: {frac:.0%} of the {op.dtype} peak")
             notes.append(
                 f"tile {g.tile[0]}x{g.tile[1]} split-k {g.split_k}: {g.tiles} tiles in "
                 f"{g.waves} wave(s) on {chip.units} {chip.unit_name}s, "

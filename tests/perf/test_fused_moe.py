@@ -1,0 +1,85 @@
+"""Serving engines' fused-MoE kernels: vLLM's and SGLang's Triton fused_moe runs fp8
+experts at its own (block-scaled) rate; TensorRT-LLM and training keep the cuBLAS-class
+rate; the expert time never undercuts a dense GEMM of the same active parameters and
+grows with the tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.hardware.catalog import chip
+from chipwise.perf.ops.gpu import GpuModel
+from chipwise.perf.ops.layers import Dtypes, Shard, mlp_ops
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.step.timing import time_ops
+from chipwise.workload.ir import Op, OpKind
+from chipwise.workload.presets import load_preset
+
+H200 = chip("h200-sxm")
+A100 = chip("a100-sxm-80gb")
+
+
+def _experts_s(model: GpuModel, tokens: int, precision: str = "fp8", tp: int = 8) -> float:
+    """Seconds of DeepSeek-V3's routed-expert GEMMs for ``tokens`` tokens on one tp rank."""
+    spec = load_preset("deepseek-v3")
+    ops = mlp_ops(spec, b=1, s=tokens, shard=Shard(tp=tp), dt=Dtypes.for_precision(precision),
+                  moe=True)  # fmt: skip
+    experts = tuple(op for op in ops if op.name in ("expert_up", "expert_down"))
+    assert experts and all(op.batch > 1 for op in experts)
+    return sum(t.seconds for t in time_ops(experts, model, compute_bound_only=True))
+
+
+def test_only_fused_moe_engines_get_the_fused_moe_model() -> None:
+    base = model_for(H200)
+    assert isinstance(base, GpuModel) and not base.fused_moe
+    for engine in ("vllm", "sglang"):
+        served = base.for_engine(engine)
+        assert isinstance(served, GpuModel) and served.fused_moe
+        assert served.for_engine(engine) is served
+    assert base.for_engine("trtllm") is base
+
+
+def test_fp8_experts_run_slower_under_the_triton_fused_moe_than_cublas_on_hopper() -> None:
+    base = model_for(H200)
+    assert isinstance(base, GpuModel)
+    fused = base.for_engine("vllm")
+    assert isinstance(fused, GpuModel)
+    # a prefill chunk: compute-bound experts run at the kernel's rate (~0.2 vs ~0.7 of peak)
+    assert _experts_s(fused, 8192) > 2.0 * _experts_s(base, 8192)
+    # bf16 experts are the same kernel either way
+    assert _experts_s(fused, 8192, "bf16") == pytest.approx(_experts_s(base, 8192, "bf16"))
+
+
+def test_a_chip_without_the_measurement_keeps_its_gemm_rate() -> None:
+    base = model_for(A100)
+    assert isinstance(base, GpuModel)
+    assert base.efficiency.fused_moe_fp8_gemm_peak_fraction == 0.0
+    fused = base.for_engine("sglang")
+    assert isinstance(fused, GpuModel)
+    assert _experts_s(fused, 4096, "bf16") == pytest.approx(_experts_s(base, 4096, "bf16"))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_expert_time_grows_with_tokens_and_never_beats_the_dense_equivalent(engine: str) -> None:
+    model = model_for(H200).for_engine(engine)
+    assert isinstance(model, GpuModel)
+    spec = load_preset("deepseek-v3")
+    width = (spec.moe_d_ff or spec.d_ff) // 8
+    d, k = spec.d_model, spec.experts_per_token
+    last = 0.0
+    for tokens in (1, 16, 128, 1024, 8192):
+        t = _experts_s(model, tokens)
+        assert t >= last
+        last = t
+        # the same active parameters as one dense gated MLP over tokens x k rows: the best
+        # a grouped kernel could do (no padding, one weight read per active expert at most)
+        dense = (
+            Op(name="up", kind=OpKind.MATMUL, dtype="fp8", flops=2.0 * tokens * k * 2 * width * d,
+               bytes_read=tokens * k * d * 2 + d * 2 * width, bytes_written=0,
+               mnk=(tokens * k, 2 * width, d)),
+            Op(name="down", kind=OpKind.MATMUL, dtype="fp8", flops=2.0 * tokens * k * d * width,
+               bytes_read=tokens * k * width * 2 + d * width, bytes_written=0,
+               mnk=(tokens * k, d, width)),
+        )  # fmt: skip
+        floor = sum(x.seconds for x in time_ops(dense, model, compute_bound_only=True))
+        assert t >= floor
