@@ -1,6 +1,6 @@
-"""Serving engines' fused-MoE kernels: vLLM's and SGLang's Triton fused_moe runs fp8
-experts at its own (block-scaled) rate; TensorRT-LLM and training keep the cuBLAS-class
-rate; the expert time never undercuts a dense GEMM of the same active parameters and
+"""Serving engines' fused-MoE kernels: vLLM's and SGLang's Triton fused_moe runs fp8 and
+bf16-math experts at its own measured rates; TensorRT-LLM and training keep the
+cuBLAS-class rate; the expert time never undercuts a dense GEMM of the same active parameters and
 grows with the tokens."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from chipwise.workload.presets import load_preset
 
 H200 = chip("h200-sxm")
 A100 = chip("a100-sxm-80gb")
+MI300X = chip("mi300x")
 
 
 def _experts_s(model: GpuModel, tokens: int, precision: str = "fp8", tp: int = 8) -> float:
@@ -46,17 +47,34 @@ def test_fp8_experts_run_slower_under_the_triton_fused_moe_than_cublas_on_hopper
     assert isinstance(fused, GpuModel)
     # a prefill chunk: compute-bound experts run at the kernel's rate (~0.2 vs ~0.7 of peak)
     assert _experts_s(fused, 8192) > 2.0 * _experts_s(base, 8192)
-    # bf16 experts are the same kernel either way
-    assert _experts_s(fused, 8192, "bf16") == pytest.approx(_experts_s(base, 8192, "bf16"))
+    # bf16 experts: the Triton kernel reaches ~0.69 of cuBLAS's rate once compute-bound
+    ratio = _experts_s(fused, 8192, "bf16") / _experts_s(base, 8192, "bf16")
+    assert 1.3 < ratio < 1.6
+
+
+@pytest.mark.parametrize("precision", ["bf16", "w8a16"])
+def test_bf16_math_experts_on_ampere_run_at_the_fused_moe_rate(precision: str) -> None:
+    base = model_for(A100)
+    assert isinstance(base, GpuModel)
+    fused = base.for_engine("vllm")
+    assert isinstance(fused, GpuModel)
+    assert _experts_s(fused, 8192, precision) > 1.2 * _experts_s(base, 8192, precision)
+    # a bf16 decode step streams the experts' weights: the kernel's tensor rate is hidden
+    if precision == "bf16":
+        assert _experts_s(fused, 4, precision) == pytest.approx(_experts_s(base, 4, precision))
 
 
 def test_a_chip_without_the_measurement_keeps_its_gemm_rate() -> None:
-    base = model_for(A100)
+    base = model_for(MI300X)
     assert isinstance(base, GpuModel)
+    assert base.efficiency.fused_moe_gemm_peak_fraction == 0.0
     assert base.efficiency.fused_moe_fp8_gemm_peak_fraction == 0.0
     fused = base.for_engine("sglang")
     assert isinstance(fused, GpuModel)
-    assert _experts_s(fused, 4096, "bf16") == pytest.approx(_experts_s(base, 4096, "bf16"))
+    for precision in ("bf16", "fp8"):
+        assert _experts_s(fused, 4096, precision) == pytest.approx(
+            _experts_s(base, 4096, precision)
+        )
 
 
 @pytest.mark.parametrize("engine", ["vllm", "trtllm"])

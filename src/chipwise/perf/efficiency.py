@@ -47,6 +47,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "gemm_hbm_fraction",
+    "fused_moe_gemm_peak_fraction",
     "fused_moe_fp8_gemm_peak_fraction",
 )
 
@@ -55,12 +56,13 @@ _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "gemm_hbm_fraction", "fused_moe_fp8_gemm_peak_fraction"}
+     "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_fp8_gemm_peak_fraction"}
+     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
+     "fused_moe_fp8_gemm_peak_fraction"}
 )  # fmt: skip
 
 
@@ -100,6 +102,11 @@ class Efficiency:
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
+        fused_moe_gemm_peak_fraction: the share of the 16-bit dense peak the serving
+            engines' fused-MoE kernel (vLLM's and SGLang's Triton ``fused_moe``) reaches
+            with bf16 math (bf16 experts, and weight-only experts dequantised to bf16), as
+            the per-op model's tiles, waves and K fill reproduce its measured kernel time;
+            0 = not measured, use ``gemm_fraction``. Serving only.
         fused_moe_fp8_gemm_peak_fraction: the share of the fp8 dense peak the serving
             engines' fused-MoE kernel (vLLM's and SGLang's Triton ``fused_moe`` with fp8
             weights and activations, block-scaled as the fp8 MoE checkpoints ship) reaches:
@@ -122,6 +129,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
+    fused_moe_gemm_peak_fraction: float = 0.0
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -146,10 +154,12 @@ class Efficiency:
 
     def grouped_gemm_fraction(self, dtype: str, *, fused_moe: bool) -> float:
         """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
-        a serving engine's fused-MoE kernel (``fused_moe``) the fp8 one where measured,
-        else as ``gemm_fraction``."""
+        a serving engine's fused-MoE kernel (``fused_moe``) the kernel's own fp8 or 16-bit
+        one where measured, else as ``gemm_fraction``."""
         if fused_moe and dtype == "fp8" and self.fused_moe_fp8_gemm_peak_fraction:
             return self.fused_moe_fp8_gemm_peak_fraction
+        if fused_moe and dtype in ("bf16", "fp16") and self.fused_moe_gemm_peak_fraction:
+            return self.fused_moe_gemm_peak_fraction
         return self.gemm_fraction(dtype)
 
     def decode_attention_fraction(self) -> float:
@@ -213,6 +223,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
+    fused_moe_gemm_peak_fraction: _Value | None = None
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     note: str = ""
 

@@ -47,8 +47,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   are counted over the tiles of each such set of experts, and each set pays one launch.
   Serving engines run the experts as one fused kernel instead (their ops stay batched: one
   grid of every expert's tiles, each expert's rows padded to the tile); under vLLM's and
-  SGLang's Triton ``fused_moe`` (``fused_moe``) fp8 experts run at
-  ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) where it is measured.
+  SGLang's Triton ``fused_moe`` (``fused_moe``) experts run at the kernel's own measured
+  rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
+  ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
