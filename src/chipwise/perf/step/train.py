@@ -167,6 +167,15 @@ ADAM_BF16_READ_BYTES = 2 + 2 + 2 + 2
 ADAM_BF16_WRITE_BYTES = 2 + 2 + 2
 
 
+# Expert load: every expert is modelled at the mean load (tokens x top-k / experts), no
+# routing-imbalance or capacity-factor term. That is what Megatron-Bridge's MoE benchmarks
+# run: "we force-balance the token distribution among experts and all benchmarks are
+# token-dropless" (docs/performance-summary.md @00b7660be0, 25.11 footnote). So the 2x
+# between a plan's 25.09 token-drop and 25.11 dropless figures on H100 and B200 (Qwen3-30B-A3B:
+# 10494 vs 5275, MOE-008; 18066 vs 9299, MOE-006; not on GB200, 22775 vs 23766) is not a
+# busiest-expert effect; MOE-008's per-MoE-layer gap (23 ms, ``--moe-host-gaps``) stays
+# unexplained. Real dropless training runs at the busiest expert's load; no row that states
+# unbalanced routing is scored yet.
 def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     """Training frameworks run the experts' GEMMs one per expert (Megatron's TEGroupedMLP:
     Transformer Engine's GroupedLinear issues a cuBLAS GEMM per expert), so each expert
