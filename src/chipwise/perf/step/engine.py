@@ -220,8 +220,6 @@ class ArrivalWindow:
 HARNESS_ARRIVAL_WINDOWS = {"amd-mlperf-batcher": ArrivalWindow(seconds=0.3, max_prompts=96)}
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
-# Points of the uniform wait for the harness's window to close
-_WINDOW_POINTS = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -450,9 +448,8 @@ class Engine:
             ]
         )
         service = np.interp(tokens, grid, grid_s)
-        held = (np.arange(_WINDOW_POINTS) + 0.5) / _WINDOW_POINTS * seconds
-        total = (service[:, None] + held[None, :]).ravel()
-        wt = (w[:, None] * np.full(_WINDOW_POINTS, 1.0 / _WINDOW_POINTS)[None, :]).ravel()
+        # the rest of the window the request waits out
+        total, wt = _plus_uniform(service, w, seconds, 1.0)
         # the bunch reaches the engine at a random point of its step cycle
         return _with_step_residual(total, wt, rate.step_s, 1.0)
 
@@ -768,12 +765,21 @@ def _with_step_residual(
     if step_s <= 0 or busy <= 0:
         return service, w
     service, w = _binned(service, w)
-    r = (np.arange(_RESIDUAL_POINTS) + 0.5) / _RESIDUAL_POINTS * step_s
-    s = (service[:, None] + r[None, :]).ravel()
-    ws = (w[:, None] * np.full(_RESIDUAL_POINTS, busy / _RESIDUAL_POINTS)[None, :]).ravel()
+    s, ws = _plus_uniform(service, w, step_s, busy)
     if busy < 1.0:
         s = np.concatenate([service, s])
         ws = np.concatenate([w * (1.0 - busy), ws])
+    return s, ws
+
+
+def _plus_uniform(
+    service: FloatArray, w: FloatArray, width: float, share: float
+) -> tuple[FloatArray, FloatArray]:
+    """``service`` + U, U uniform on [0, ``width``] (``_RESIDUAL_POINTS`` slice midpoints),
+    the points weighing ``share`` of ``w`` in all."""
+    r = (np.arange(_RESIDUAL_POINTS) + 0.5) / _RESIDUAL_POINTS * width
+    s = (service[:, None] + r[None, :]).ravel()
+    ws = (w[:, None] * np.full(_RESIDUAL_POINTS, share / _RESIDUAL_POINTS)[None, :]).ravel()
     return s, ws
 
 
