@@ -628,6 +628,57 @@ def test_a_harness_window_bunches_arrivals_into_longer_ttft_and_a_tpot_tail() ->
     assert held.output_tokens_per_s == pytest.approx(plain.output_tokens_per_s, rel=1e-6)
 
 
+def _gated_load(s: ServeModel, rps: float, harness: str, **limits: int) -> InferPrediction:
+    phase = Inference(load="rps", rps=rps, input_len=222, output_len=294, input_len_std=170.0,
+                      engine="vllm", harness=harness, **limits)  # fmt: skip
+    return s.serve_engine(Plan(dp=1), phase)
+
+
+def test_an_admission_gate_holds_prompts_for_the_rest_of_its_cycle() -> None:
+    """AMD's MLPerf v6.0 Interactive vLLM admits waiting prompts only every 7th step: a
+    request waits out the rest of that cycle (3.5 steps on average, up to 7) before the
+    step that prefills it with all the prompts that came during the cycle (SVR-025's p50
+    TTFT of 228 ms at a 36 ms TPOT), and that step stalls decoding once every 7."""
+    s = _serve(LLAMA70, "fp8", chip("mi300x"))
+    limits = {"max_num_seqs": 4096, "max_num_tokens": 8192}
+    plain = _gated_load(s, 4.0, "", **limits)
+    gated = _gated_load(s, 4.0, "amd-mlperf-v6.0-interactive", **limits)
+    assert plain.engine is not None and gated.engine is not None
+    assert not gated.engine.saturated
+    step = gated.tpot_s
+    assert gated.engine.ttft_p50_s > plain.engine.ttft_p50_s + 2.5 * step
+    assert gated.engine.ttft_p99_s > plain.engine.ttft_p99_s + 5.0 * step
+    assert gated.engine.ttft_p99_s < plain.engine.ttft_p99_s + 7.0 * step + 1.0
+    # a chunked step once every 7: the tail of TPOT over its median
+    assert gated.engine.tpot_p99_s > gated.engine.tpot_p50_s
+    # the gate moves latency, not the served rate
+    assert gated.output_tokens_per_s == pytest.approx(plain.output_tokens_per_s, rel=1e-6)
+
+
+def test_an_admission_gate_opens_below_its_running_threshold() -> None:
+    """The v6.0 Server gate holds prompts only while 1216+ requests run: a lighter load
+    sees the plain engine's TTFT."""
+    s = _serve(LLAMA70, "fp8", chip("mi300x"))
+    limits = {"max_num_seqs": 3096, "max_num_tokens": 40960}
+    plain = _gated_load(s, 2.0, "", **limits)
+    light = _gated_load(s, 2.0, "amd-mlperf-v6.0-server", **limits)
+    assert plain.engine is not None and light.engine is not None
+    assert light.engine.decode_batch_per_replica < 1216
+    assert light.engine.ttft_p99_s == pytest.approx(plain.engine.ttft_p99_s, rel=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(rps=st.floats(0.5, 6.0))
+def test_a_longer_admission_cycle_never_shortens_ttft(rps: float) -> None:
+    s = _serve(LLAMA70, "fp8", chip("mi300x"))
+    limits = {"max_num_seqs": 4096, "max_num_tokens": 8192}
+    seven = _gated_load(s, rps, "amd-mlperf-v6.0-interactive", **limits)
+    eight = _gated_load(s, rps, "amd-mlperf-v5.1-interactive", **limits)
+    assert seven.engine is not None and eight.engine is not None
+    assert eight.engine.ttft_p50_s >= seven.engine.ttft_p50_s
+    assert eight.engine.ttft_p99_s >= seven.engine.ttft_p99_s
+
+
 def test_an_unknown_harness_is_refused() -> None:
     with pytest.raises(WorkloadError, match="harness"):
         Inference(load="rps", rps=1.0, harness="batcher")

@@ -393,8 +393,11 @@ class Inference:
     # "trtllm-bench" sizes TensorRT-LLM's batch and token limits from memory and the
     # dataset's lengths (perf/step/trtllm_bench.py); "amd-mlperf-batcher" holds arrivals
     # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
-    # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "api": a client that times each request
-    # through the engine's OpenAI-compatible HTTP server, streaming (``vllm bench serve``,
+    # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "amd-mlperf-v5.1-interactive",
+    # "amd-mlperf-v6.0-interactive" and "amd-mlperf-v6.0-server": AMD's later MLPerf runs,
+    # whose vLLM admits new prompts only every few steps (HARNESS_ADMISSION_GATES); "api":
+    # a client that times each request through the engine's OpenAI-compatible HTTP server,
+    # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency
     # (``serve.API_REQUEST_S``); "" = in-process (MLPerf LoadGen, offline benchmarks), the
     # engine's own defaults
@@ -462,7 +465,15 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 ENGINES = ("vllm", "sglang", "trtllm")
 # Benchmark tools whose own engine configuration the serving model knows ("" = none).
-HARNESSES = ("", "trtllm-bench", "amd-mlperf-batcher", "api")
+HARNESSES = (
+    "",
+    "trtllm-bench",
+    "amd-mlperf-batcher",
+    "amd-mlperf-v5.1-interactive",
+    "amd-mlperf-v6.0-interactive",
+    "amd-mlperf-v6.0-server",
+    "api",
+)
 
 
 Phase = Training | Inference

@@ -218,6 +218,39 @@ class ArrivalWindow:
 #   engines (next_device_id)). vLLM 0.4.3 there runs without chunked prefill, so a bunch is
 #   prefilled in one step of up to max_num_batched_tokens.
 HARNESS_ARRIVAL_WINDOWS = {"amd-mlperf-batcher": ArrivalWindow(seconds=0.3, max_prompts=96)}
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionGate:
+    """A scheduler that admits waiting prompts only on every ``steps``-th engine step (while
+    at least ``min_running`` requests run): an arrival waits out the rest of the cycle, then
+    is prefilled in one step together with every prompt that arrived during it."""
+
+    steps: int
+    min_running: int = 0
+
+
+# Engines whose scheduler gates admission, by the ``harness`` (benchmark submission) that ran
+# them, each from the submission's own engine configuration:
+# * "amd-mlperf-v5.1-interactive": AMD's MLPerf Inference v5.1 llama2-70b Interactive run on
+#   MI300X (mlcommons/inference_results_v5.1@965182b0 closed/AMD/code/llama2-70b-99.9/
+#   harness_llm/models/llama2-70b/interactive_mi300x.yaml: VLLM_USE_V1 0, num_scheduler_steps
+#   8, enable_chunked_prefill False, max_num_seqs 600, max_num_batched_tokens 40960). vLLM V0's
+#   multi-step scheduling runs 8 decode steps per scheduler call; waiting prompts are
+#   scheduled only between such runs (vLLM RFC #6854, "Multi-Step Scheduling", 2024-07).
+# * "amd-mlperf-v6.0-interactive" / "amd-mlperf-v6.0-server": AMD's MLPerf Inference v6.0
+#   llama2-70b runs on MI355X (gbeezybez/inference_results_v6.0@ab33b214 closed/AMD/src/
+#   llama2-70b-99/interactive_mi355x.yaml, server_mi355x.yaml; the scheduler patch in
+#   closed/AMD/setup/llama2-70b-99/patches/llama2-70b_vllm_gfx950.patch): vLLM V1 whose
+#   Scheduler.schedule skips the waiting queue unless its step counter is 0, the counter
+#   cycling 0..VLLM_SUBSEQUENT_DECODE_STEPS, and only while len(running) >=
+#   VLLM_MIN_REQUEST_DECODE_STEP: Interactive 6 and 0 (admits every 7th step), Server 2 and
+#   1216 (every 3rd step while 1216+ requests run).
+HARNESS_ADMISSION_GATES = {
+    "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
+    "amd-mlperf-v6.0-interactive": AdmissionGate(steps=7),
+    "amd-mlperf-v6.0-server": AdmissionGate(steps=3, min_running=1216),
+}
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
 
@@ -333,8 +366,11 @@ class Engine:
         window_replicas: int = 1,
         scheduler: str = "vllm",
         client_s: float = 0.0,
+        admission_gate: AdmissionGate | None = None,
     ) -> None:
         self.step = step
+        # a scheduler that admits prompts only every few steps (``HARNESS_ADMISSION_GATES``)
+        self.gate = admission_gate if not disaggregated else None
         # a harness batching arrivals (rps loads): each window's requests reach one of
         # ``window_replicas`` replicas in turn, as one bunch (``HARNESS_ARRIVAL_WINDOWS``)
         self.window = arrival_window if not disaggregated else None
@@ -388,9 +424,13 @@ class Engine:
             need = b * self.l_pre / self.l_out
             step_s = t0
             # with a harness window the prompts come as bunches, one prefilled per step:
-            # its size follows the rate, which follows the step (two fixed-point passes)
+            # its size follows the rate, which follows the step (two fixed-point passes);
+            # an admission gate every n steps admits n steps' worth of prompts at once
             for _ in range(2 if self.window else 1):
                 bunch = self._bunch_prompts(b / (self.l_out * step_s)) * self.l_pre
+                if self._gated(b):
+                    assert self.gate is not None
+                    bunch = need * self.gate.steps
                 chunk = max(1.0, min(self.budget - b, max(self.l_pre, need, bunch)))
                 f = min(1.0, need / chunk)
                 # a step of lockstep replicas is a chunked one when any of them has a chunk
@@ -400,6 +440,10 @@ class Engine:
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s)
         self._rates[b] = r
         return r
+
+    def _gated(self, b: float) -> bool:
+        """Whether an admission gate holds prompts back with ``b`` sequences running."""
+        return self.gate is not None and b >= self.gate.min_running
 
     def _bunch_prompts(self, x: float) -> float:
         """Mean prompts in one harness bunch when each replica serves ``x`` requests/s: the
@@ -418,6 +462,26 @@ class Engine:
         assert self.window is not None
         lam = max(1e-9, self.window_replicas * x)  # arrivals at the harness
         seconds = min(self.window.seconds, self.window.max_prompts / lam)
+        total, wt = self._bunch_ttfts(rate, lam, seconds, self.window.max_prompts)
+        # the bunch reaches the engine at a random point of its step cycle
+        return _with_step_residual(total, wt, rate.step_s, 1.0)
+
+    def _gate_ttfts(self, rate: Rate, x: float) -> tuple[FloatArray, FloatArray]:
+        """TTFT points and weights under an admission gate (``HARNESS_ADMISSION_GATES``): the
+        rest of the gate's cycle of ``steps`` mean steps (uniform: arrivals fall uniformly
+        in it), then the admission step, which prefills the request's whole bunch (itself
+        and the Poisson number of others that arrived over the cycle). ``x``: this
+        replica's requests/s."""
+        assert self.gate is not None
+        lam = max(1e-9, x)
+        return self._bunch_ttfts(rate, lam, self.gate.steps * rate.step_s, math.inf)
+
+    def _bunch_ttfts(
+        self, rate: Rate, lam: float, seconds: float, max_prompts: float
+    ) -> tuple[FloatArray, FloatArray]:
+        """TTFT points and weights of a request held ``seconds`` with others arriving at
+        ``lam``/s (at most ``max_prompts`` in a bunch): the rest of the hold (uniform) and
+        its bunch's prefill, ``ceil(tokens / room)`` steps of ``rate.b`` decodes."""
         kbar = lam * seconds
         hi = int(kbar + 6.0 * math.sqrt(kbar) + 6.0)
         others = np.arange(hi + 1, dtype=float)
@@ -428,7 +492,7 @@ class Engine:
         )
         pk = np.exp(log_pmf)
         pk /= pk.sum()
-        k = np.minimum(others + 1.0, float(self.window.max_prompts))
+        k = np.minimum(others + 1.0, max_prompts)
         lens = self.lengths
         inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
         mean = float(lens.weights @ inputs)
@@ -448,10 +512,8 @@ class Engine:
             ]
         )
         service = np.interp(tokens, grid, grid_s)
-        # the rest of the window the request waits out
-        total, wt = _plus_uniform(service, w, seconds, 1.0)
-        # the bunch reaches the engine at a random point of its step cycle
-        return _with_step_residual(total, wt, rate.step_s, 1.0)
+        # the rest of the hold the request waits out
+        return _plus_uniform(service, w, seconds, 1.0)
 
     def requests_per_s(self, b: float) -> float:
         r = self.rate(b)
@@ -685,9 +747,11 @@ class Engine:
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         backlog = self._backlog_ttfts(load, value, rate)
-        if self.window is not None and load == "rps" and not saturated:
-            # a harness window: bunches arrive spaced out, so no queue forms before them
-            points, pw = self._window_ttfts(rate, x)
+        gated = self._gated(rate.b) and load == "rps" and not saturated
+        if (self.window is not None or gated) and load == "rps" and not saturated:
+            # a harness window or an admission gate: prompts are prefilled in bunches that
+            # come spaced out, so no queue forms before them
+            points, pw = self._gate_ttfts(rate, x) if gated else self._window_ttfts(rate, x)
             ttft_mean = float(pw @ points)
             p50, p99 = _sum_quantiles(points, pw, 0.0, 0.0, (0.5, 0.99))
         elif backlog.size:
@@ -900,12 +964,14 @@ def _ndtr(z: FloatArray) -> FloatArray:
 __all__ = [
     "ENGINE_MAX_NUM_SEQS",
     "ENGINE_MEMORY_UTILIZATION",
+    "HARNESS_ADMISSION_GATES",
     "HARNESS_ARRIVAL_WINDOWS",
     "KV_FREE_MEMORY_FRACTION",
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
     "VLLM_V1_DEFAULT_DATE",
+    "AdmissionGate",
     "ArrivalWindow",
     "BatchDefaults",
     "Engine",

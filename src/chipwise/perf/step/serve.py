@@ -65,6 +65,7 @@ from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_l
 from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
+    HARNESS_ADMISSION_GATES,
     HARNESS_ARRIVAL_WINDOWS,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_TOKENS_DEFAULT,
@@ -481,6 +482,7 @@ class ServeModel(StepTimer):
                 window_replicas=replicas,
                 scheduler=phase.engine,
                 client_s=API_REQUEST_S[phase.engine] if phase.harness == "api" else 0.0,
+                admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
