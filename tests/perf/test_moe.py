@@ -138,6 +138,28 @@ def test_training_times_experts_one_gemm_each_serving_as_one_grouped_kernel() ->
     assert model.op_time(trained).seconds >= model.op_time(served).seconds
 
 
+def test_fp8_training_quantises_each_expert_gemm_input_in_its_own_pass() -> None:
+    from chipwise.perf.ops.layers import Dtypes
+    from chipwise.perf.step.train import expert_input_casts
+
+    spec = preset_spec("deepseek-v3")
+    ops = tuple(mlp_ops(spec, b=1, s=2048, shard=Shard(ep=8),
+                        dt=Dtypes.for_precision("fp8"), moe=True))  # fmt: skip
+    cast = expert_input_casts(ops)
+    names = [o.name for o in cast]
+    assert names.index("expert_up_cast") == names.index("expert_up") - 1
+    assert names.index("expert_down_cast") == names.index("expert_down") - 1
+    up = next(o for o in ops if o.name == "expert_up")
+    m, _, k = up.mnk or (0, 0, 0)
+    up_cast = next(o for o in cast if o.name == "expert_up_cast")
+    # read the bf16 rows once, write the fp8 copy and its transpose
+    assert up_cast.bytes_read == 2.0 * up.batch * m * k
+    assert up_cast.bytes_written == 2.0 * up.batch * m * k
+    bf16 = tuple(mlp_ops(spec, b=1, s=2048, shard=Shard(ep=8),
+                         dt=Dtypes.for_precision("bf16"), moe=True))  # fmt: skip
+    assert expert_input_casts(bf16) == bf16
+
+
 def test_grouped_gemm_of_small_experts_is_much_less_efficient_than_one_big_gemm() -> None:
     from chipwise.perf.ops.gpu import GpuModel
     from chipwise.workload.ir import Op, OpKind

@@ -69,6 +69,7 @@ from chipwise.perf.plan.parallel import (
     zero_shards,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, cost_of
+from chipwise.units import dtype_bytes
 from chipwise.workload.accounting import (
     active_matmul_params,
     lm_head_params,
@@ -111,15 +112,16 @@ EP_COMM_OVERLAP = True
 # gap between measured and modelled (without it) step time on the 4 rows where the host
 # term stands alone: Qwen3-30B-A3B on one 8-GPU B200 or GB200 domain (Megatron-Bridge 25.11
 # and 26.02; pp = 1, the all-to-all inside NVLink, experts of 768 so small their GEMMs take
-# microseconds). Gaps 4.4-6.7 ms with the rows' recipe settings stated (bf16 gradient
+# microseconds). Gaps 4.2-6.6 ms with the rows' recipe settings stated (bf16 gradient
 # reduction, no all-to-all overlap: their exposed all-to-all was counted as host time
-# before, 6.9 ms) and the dispatch sending a token once per rank (``comm.alltoall``; 5.48 ms
-# while it sent one copy per expert). Those recipes CUDA-graph only the router and the permutation's
+# before, 6.9 ms), the dispatch sending a token once per rank (``comm.alltoall``; 5.48 ms
+# while it sent one copy per expert) and the fp8 casts of the expert GEMMs' inputs
+# (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router and the permutation's
 # preprocessing (cuda_graph_scope moe_router, moe_preprocess); no Megatron-Bridge MoE
 # performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe" scope (theirs are
 # attn / moe_router / moe_preprocess or none), so no recipe setting that removes the term
 # is stated anywhere. The other GPU MoE rows test it out of sample (in_sample.toml).
-MOE_LAYER_HOST_S = 6.01e-3
+MOE_LAYER_HOST_S = 5.86e-3
 # The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
 # Megatron --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router
 # moe_preprocess, Megatron-Bridge's GB200 recipes for Qwen3-235B-A22B and DeepSeek-V3 at
@@ -129,9 +131,10 @@ MOE_LAYER_HOST_S = 6.01e-3
 # while the host issues the experts' kernels behind it, so little of the launch time stays
 # exposed. Fitted like MOE_LAYER_HOST_S (median per-MoE-layer gap, ``python
 # benchmarks/validate.py --fit-moe-host``, 2026-12-04) on the 2 Megatron-Bridge rows that
-# state it for Qwen3-235B-A22B on GB200 (25.11 BF16 0.95 ms, 26.02 FP8 1.14 ms); the other
+# state it for Qwen3-235B-A22B on GB200 (25.11 BF16 0.95 ms, 26.02 FP8 1.02 ms; 1.14 ms before
+# ``expert_input_casts``); the other
 # rows that state it are out of sample (in_sample.toml).
-MOE_GRAPHED_HOST_S = 1.04e-3
+MOE_GRAPHED_HOST_S = 9.82e-4
 # GPU MoE training sharded ZeRO-3 (plan fsdp > 1) is what the PyTorch-native stacks run
 # (FSDP2: NeMo AutoModel, TorchTitan); Megatron-Core's MoE recipes shard with the distributed
 # optimizer (ZeRO-1: every Megatron-Bridge MoE row in validate/data states FSDP 0). Such a
@@ -187,6 +190,38 @@ def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
         else op
         for op in ops
     )
+
+
+def expert_input_casts(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """Forward ops with the fp8 quantisation of each fp8 expert GEMM's input inserted before
+    it. Transformer Engine's GroupedLinear quantises its bf16 input itself, one unfused pass
+    over every expert's rows (``tex.split_quantize(inp_view, m_splits, input_quantizers)``
+    in transformer_engine/pytorch/module/grouped_linear.py, every fp8 recipe): the permuted
+    tokens before the up projection, and before the down projection the activation's bf16
+    output (Megatron's TEGroupedMLP applies its own bias-SwiGLU, not a TE kernel that could
+    fuse the cast). Each reads the bf16 rows and writes the fp8 copy and its transpose
+    (the dgrad/wgrad layouts), as ``ops.layers``' other fp8 casts do. The weights' casts are
+    cached across micro-batches (``is_first_microbatch``) and the backward's dY casts are
+    already in ``backward_ops``."""
+    out: list[Op] = []
+    for op in ops:
+        if (op.kind is OpKind.MATMUL and op.name.startswith("expert_") and op.dtype == "fp8"
+                and op.mnk is not None):  # fmt: skip
+            m, _, k = op.mnk
+            elements = float(op.batch * m * k)
+            out.append(
+                Op(
+                    name=f"{op.name}_cast",
+                    kind=OpKind.ELEMENTWISE,
+                    dtype="bf16",
+                    flops=2.0 * elements,
+                    bytes_read=elements * dtype_bytes("bf16"),
+                    bytes_written=2.0 * elements * dtype_bytes("fp8"),
+                    shape=(int(elements),),
+                )
+            )
+        out.append(op)
+    return tuple(out)
 
 
 def ep_comm_overlaps(plan: Plan, microbatches: int, chip: Chip | None = None) -> bool:
@@ -318,7 +353,9 @@ class StepModel(StepTimer):
         ))  # fmt: skip
         tr = self.training
         adapters = adapter_forward_ops(fwd_ops, self.spec, tr)
-        fwd = self.time_ops(with_dequant(fwd_ops, tr, backward=False) + adapters)
+        # the casts are timed with the forward; backward_ops derives from the GEMMs alone
+        cast = expert_input_casts(fwd_ops) if self.chip.kind != "tpu" else fwd_ops
+        fwd = self.time_ops(with_dequant(cast, tr, backward=False) + adapters)
         bwd_ops = frozen_backward(tuple(reversed(backward_ops(fwd_ops + adapters))), tr)
         bwd = self.time_ops(with_dequant(bwd_ops, tr, backward=True))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
