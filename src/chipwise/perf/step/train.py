@@ -116,10 +116,11 @@ EP_COMM_OVERLAP = True
 # reduction, no all-to-all overlap: their exposed all-to-all was counted as host time
 # before, 6.9 ms), the dispatch sending a token once per rank (``comm.alltoall``; 5.48 ms
 # while it sent one copy per expert) and the fp8 casts of the expert GEMMs' inputs
-# (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router and the permutation's
-# preprocessing (cuda_graph_scope moe_router, moe_preprocess); no Megatron-Bridge MoE
-# performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe" scope (theirs are
-# attn / moe_router / moe_preprocess or none), so no recipe setting that removes the term
+# (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router
+# and the permutation's preprocessing (cuda_graph_scope moe_router, moe_preprocess); no
+# Megatron-Bridge MoE performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe"
+# scope (theirs are attn / moe_router / moe_preprocess or none), so no recipe setting that
+# removes the term
 # is stated anywhere. The other GPU MoE rows test it out of sample (in_sample.toml).
 MOE_LAYER_HOST_S = 5.86e-3
 # The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
