@@ -120,8 +120,8 @@ EP_COMM_OVERLAP = True
 # and the permutation's preprocessing (cuda_graph_scope moe_router, moe_preprocess); no
 # Megatron-Bridge MoE performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe"
 # scope (theirs are attn / moe_router / moe_preprocess or none), so no recipe setting that
-# removes the term
-# is stated anywhere. The other GPU MoE rows test it out of sample (in_sample.toml).
+# removes the term is stated anywhere. The other GPU MoE rows test it out of sample
+# (in_sample.toml).
 MOE_LAYER_HOST_S = 5.86e-3
 # The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
 # Megatron --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router
