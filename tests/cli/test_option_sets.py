@@ -119,6 +119,9 @@ OPTION_SETS = {
         "--quiet",
         "--rps",
         "--seq-len",
+        "--spec-accept",
+        "--spec-method",
+        "--spec-tokens",
         "--server",
         "--tpot",
         "--ttft",
@@ -184,3 +187,31 @@ def test_every_command_has_the_frozen_option_set() -> None:
             f"'chipwise {command}': options added {sorted(added)}, removed {sorted(removed)}; "
             "if deliberate, update OPTION_SETS in tests/cli/test_option_sets.py"
         )
+
+
+def test_speculative_decoding_options_refuse_bad_values_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    base = ["predict", "llama3-8b", "--phase", "infer", "--chip", "h100", "--chips", "1",
+            "--concurrency", "4"]  # fmt: skip
+    cases = (
+        (["--spec-tokens", "3", "--spec-accept", "4.5"], "spec_accept 4.5 must be in [1,"),
+        (["--spec-tokens", "2", "--spec-accept", "0.5"], "spec_accept 0.5 must be in [1,"),
+        (["--spec-accept", "2"], "1 + spec_tokens = 1"),
+        (["--spec-tokens", "17"], "--spec-tokens"),
+        (["--spec-tokens", "2", "--spec-method", "medusa"], "--spec-method"),
+    )
+    for extra, message in cases:
+        result = CliRunner().invoke(app, [*base, *extra])
+        assert result.exit_code != 0, extra
+        assert message in result.output, (extra, result.output)
+    static = ["predict", "llama3-8b", "--phase", "infer", "--chip", "h100", "--spec-tokens", "2",
+              "--spec-accept", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, static)
+    assert result.exit_code != 0
+    assert "not a static --batch" in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    ok = CliRunner().invoke(app, [*base, "--spec-tokens", "3", "--spec-accept", "2.5",
+                                  "--spec-method", "eagle", "--json"])  # fmt: skip
+    assert ok.exit_code == 0, ok.output

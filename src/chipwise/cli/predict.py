@@ -68,7 +68,7 @@ from chipwise.perf import (
 )
 from chipwise.report.chips import offer_to_dict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
-from chipwise.workload.ir import Inference, Primitive, Training, Workload
+from chipwise.workload.ir import MAX_SPEC_TOKENS, Inference, Primitive, Training, Workload
 from chipwise.workload.lengths import read_lengths
 from chipwise.workload.load import load_workload_model
 
@@ -95,6 +95,11 @@ class EngineChoice(StrEnum):
     vllm = "vllm"
     sglang = "sglang"
     trtllm = "trtllm"
+
+
+class SpecMethodChoice(StrEnum):
+    mtp = "mtp"
+    eagle = "eagle"
 
 
 class KvDtypeChoice(StrEnum):
@@ -257,6 +262,26 @@ def predict_command(
         help="Infer: separate prefill and decode replicas (Dynamo-style; needs dp >= 2): the "
         "split with the most throughput, or at --rps the lowest p99 latency.",
     ),
+    spec_tokens: int = typer.Option(
+        0,
+        "--spec-tokens",
+        min=0,
+        max=MAX_SPEC_TOKENS,
+        help="Infer: speculative decoding's draft tokens per step, k (0 = off): the target "
+        "verifies 1 + k tokens a sequence each step (engine loads only).",
+    ),
+    spec_accept: float = typer.Option(
+        1.0,
+        "--spec-accept",
+        help="Infer: mean acceptance length with --spec-tokens, tokens a sequence emits per "
+        "step (1 <= A <= 1 + k, as published: 'acceptance length'); an input, not predicted.",
+    ),
+    spec_method: SpecMethodChoice = typer.Option(
+        SpecMethodChoice.mtp,
+        "--spec-method",
+        help="Infer: the drafter of --spec-tokens: mtp (DeepSeek-V3's MTP module, one MoE "
+        "layer) or eagle (an EAGLE-3 head, one dense layer).",
+    ),
     prefix_hit_rate: float = typer.Option(
         0.0,
         "--prefix-hit-rate",
@@ -339,6 +364,9 @@ def predict_command(
             prefix_hit_rate=prefix_hit_rate,
             disaggregated=disaggregated,
             harness="api" if api else "",
+            spec_tokens=spec_tokens,
+            spec_accept=spec_accept,
+            spec_method=spec_method.value,
         ),
     )
     chosen = chip_option(chip, chip_file)

@@ -402,6 +402,16 @@ class Inference:
     # (``serve.API_REQUEST_S``); "" = in-process (MLPerf LoadGen, offline benchmarks), the
     # engine's own defaults
     harness: str = ""
+    # Speculative decoding (0 = off): each decode step drafts ``spec_tokens`` (k) tokens per
+    # sequence with ``spec_method``'s drafter ("mtp": DeepSeek-V3's multi-token-prediction
+    # module; "eagle": an EAGLE-3 head; chains, one candidate per position) and the target
+    # model verifies 1 + k tokens per sequence in one forward; ``spec_accept`` is the mean
+    # acceptance length, tokens emitted per sequence per step (1 <= a <= 1 + k, the bonus
+    # token included), as publications state it ("acceptance length", "AL"). An input,
+    # measured on the run's data: the model does not predict acceptance.
+    spec_tokens: int = 0
+    spec_method: str = "mtp"
+    spec_accept: float = 1.0
 
     def __post_init__(self) -> None:
         if self.harness not in HARNESSES:
@@ -438,6 +448,23 @@ class Inference:
             raise WorkloadError(f"engine_date {self.engine_date!r}: write YYYY-MM or YYYY-MM-DD")
         if self.max_num_seqs < 0 or self.max_num_tokens < 0:
             raise WorkloadError("max_num_seqs and max_num_tokens must be >= 0 (0 = default)")
+        check_whole("spec_tokens", self.spec_tokens, low=0, high=MAX_SPEC_TOKENS,
+                    error=WorkloadError)  # fmt: skip
+        if self.spec_method not in SPEC_METHODS:
+            raise WorkloadError(
+                f"spec_method {self.spec_method!r}: choose one of {', '.join(SPEC_METHODS)}"
+            )
+        if self.spec_tokens and self.load == "batch":
+            raise WorkloadError(
+                "speculative decoding is modelled for the engine's loads (--concurrency, --rps, "
+                "--max-throughput, --server), not a static --batch; use --concurrency N"
+            )
+        if not 1.0 <= self.spec_accept <= 1 + self.spec_tokens:
+            raise WorkloadError(
+                f"spec_accept {self.spec_accept} must be in [1, 1 + spec_tokens = "
+                f"{1 + self.spec_tokens}]: a step emits the verified token plus at most "
+                "every draft token"
+            )
         for row in self.lengths:
             if row[0] < 1 or row[1] < 1 or row[2] <= 0:
                 raise WorkloadError(
@@ -464,6 +491,12 @@ def _is_date(text: str) -> bool:
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 ENGINES = ("vllm", "sglang", "trtllm")
+# Speculative-decoding drafters the step model costs (``Inference.spec_method``;
+# perf/step/serve.py ``EngineStepTimer.draft_s``).
+SPEC_METHODS = ("mtp", "eagle")
+# Draft tokens per step accepted: published runs use 1-7 (TensorRT-LLM MTP nextn 1-3,
+# EAGLE-3 chains of 3-7); 16 bounds the verify step's width.
+MAX_SPEC_TOKENS = 16
 # Benchmark tools whose own engine configuration the serving model knows ("" = none).
 HARNESSES = (
     "",

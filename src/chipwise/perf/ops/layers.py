@@ -533,6 +533,12 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     return tuple(ops)
 
 
+def projection_op(name: str, tokens: int, n: int, k: int, precision: str) -> Op:
+    """A dense projection of ``tokens`` tokens from ``k`` to ``n`` features at ``precision``
+    (a speculative-decoding drafter's fusing layer, perf/step/serve.py)."""
+    return _matmul(name, tokens, n, k, Dtypes.for_precision(precision))
+
+
 def kv_cached_tokens(spec: TransformerSpec, context: int, layers: int) -> float:
     """Token-layers of KV cache one sequence of ``context`` tokens holds over ``layers``
     decoder layers: a sliding layer keeps only its last ``sliding_window`` tokens (vLLM and

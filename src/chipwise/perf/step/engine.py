@@ -320,10 +320,13 @@ class Rate:
     chunk: float  # prefill tokens in a chunked step
     f: float  # share of steps with a chunk (on any of the lockstep replicas)
     step_s: float  # mean step
+    # tokens each decoding sequence emits per step: 1, or speculative decoding's mean
+    # acceptance length
+    tokens_per_step: float = 1.0
 
     @property
     def output_tokens_per_s(self) -> float:
-        return self.b / self.step_s if self.b else 0.0
+        return self.b * self.tokens_per_step / self.step_s if self.b else 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -367,8 +370,17 @@ class Engine:
         scheduler: str = "vllm",
         client_s: float = 0.0,
         admission_gate: AdmissionGate | None = None,
+        tokens_per_step: float = 1.0,
+        verify_tokens: float = 1.0,
     ) -> None:
         self.step = step
+        # speculative decoding: a decoding sequence emits ``tokens_per_step`` tokens a step
+        # (the mean acceptance length) and takes ``verify_tokens`` (1 + drafts) of the step's
+        # token budget (vLLM, SGLang and TensorRT-LLM count the draft tokens they verify
+        # against max_num_batched_tokens / max_num_tokens); a request decodes in
+        # ``L_out / tokens_per_step`` steps
+        self.accept = max(1.0, tokens_per_step)
+        self.verify = max(1.0, verify_tokens)
         # a scheduler that admits prompts only every few steps (``HARNESS_ADMISSION_GATES``)
         self.gate = admission_gate if not disaggregated else None
         # a harness batching arrivals (rps loads): each window's requests reach one of
@@ -392,6 +404,7 @@ class Engine:
         self.l_pre = max(1.0, self.l_in * prefill_tokens_fraction)
         self.pre_fraction = prefill_tokens_fraction
         self.l_out = max(1.0, lengths.mean_out)
+        self.l_steps = self.l_out / self.accept  # decode steps per request
         self.ctx = lengths.mean_context
         self.budget = max_num_tokens
         self.kv_capacity_tokens = kv_capacity_tokens
@@ -404,7 +417,10 @@ class Engine:
         kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
         limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
         if not disaggregated:
-            limits["max_num_tokens"] = int(self.budget * self.l_out / (self.l_pre + self.l_out))
+            # b (verify + L_pre / steps) tokens a step: its decodes and their prompts' share
+            limits["max_num_tokens"] = int(
+                self.budget * self.l_steps / (self.l_pre + self.verify * self.l_steps)
+            )
         self.limit, cap = min(limits.items(), key=lambda kv: kv[1])
         self.max_seqs = max(0, cap)
         self._rates: dict[float, Rate] = {}
@@ -418,26 +434,27 @@ class Engine:
         if cached is not None:
             return cached
         t0 = self.step(b, self.ctx, 0.0, self.l_in)
+        a = self.accept
         if self.disaggregated:
-            r = Rate(b=b, t0_s=t0, t1_s=t0, chunk=0.0, f=0.0, step_s=t0)
+            r = Rate(b=b, t0_s=t0, t1_s=t0, chunk=0.0, f=0.0, step_s=t0, tokens_per_step=a)
         else:
-            need = b * self.l_pre / self.l_out
+            need = b * self.l_pre / self.l_steps
             step_s = t0
             # with a harness window the prompts come as bunches, one prefilled per step:
             # its size follows the rate, which follows the step (two fixed-point passes);
             # an admission gate every n steps admits n steps' worth of prompts at once
             for _ in range(2 if self.window else 1):
-                bunch = self._bunch_prompts(b / (self.l_out * step_s)) * self.l_pre
+                bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
                 if self._gated(b):
                     assert self.gate is not None
                     bunch = need * self.gate.steps
-                chunk = max(1.0, min(self.budget - b, max(self.l_pre, need, bunch)))
+                chunk = max(1.0, min(self.budget - b * self.verify, max(self.l_pre, need, bunch)))
                 f = min(1.0, need / chunk)
                 # a step of lockstep replicas is a chunked one when any of them has a chunk
                 f = 1.0 - (1.0 - f) ** self.lockstep
                 t1 = self.step(b, self.ctx, chunk, self.l_in)
                 step_s = f * t1 + (1 - f) * t0
-            r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s)
+            r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
         self._rates[b] = r
         return r
 
@@ -502,7 +519,7 @@ class Engine:
         )
         w = (pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]).ravel()
         tokens = tokens.ravel()
-        room = max(1.0, self.budget - rate.b)
+        room = max(1.0, self.budget - rate.b * self.verify)
         # step times on a geometric grid of bunch sizes, interpolated (bounded work)
         grid = np.unique(np.geomspace(max(1.0, float(tokens.min())), float(tokens.max()) + 1.0, 24))
         grid_s = np.array(
@@ -517,7 +534,7 @@ class Engine:
 
     def requests_per_s(self, b: float) -> float:
         r = self.rate(b)
-        x = r.b / (self.l_out * r.step_s)
+        x = r.b / (self.l_steps * r.step_s)
         if self.disaggregated:  # the prefill pool's share may be the bound
             x = min(x, self.prefill_per_decode / self._mean_service(0.0))
         return x
@@ -525,7 +542,7 @@ class Engine:
     def prefill_service(self, b: float, inputs: FloatArray) -> FloatArray:
         """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
         sequences decoding alongside; disaggregated: on an idle prefill replica."""
-        room = self.budget - (0.0 if self.disaggregated else b)
+        room = self.budget - (0.0 if self.disaggregated else b * self.verify)
         room = max(1.0, room)
         dec = 0.0 if self.disaggregated else b
         uniq, index = np.unique(inputs, return_inverse=True)
@@ -599,7 +616,7 @@ class Engine:
             self.step, inputs, outputs, prefill_fraction=self.pre_fraction,
             max_num_seqs=self.max_num_seqs, max_num_tokens=int(self.budget),
             kv_capacity_tokens=self.kv_capacity_tokens, context=self.ctx,
-            scheduler=self.scheduler,
+            scheduler=self.scheduler, tokens_per_step=self.accept, verify_tokens=self.verify,
         )  # fmt: skip
 
     def _run_state(self, state: EngineState, run: RunResult) -> EngineState:
@@ -681,7 +698,7 @@ class Engine:
         times = np.empty(n)
         done = 0.0
         for j in range(n):
-            room = max(1.0, self.budget - j)
+            room = max(1.0, self.budget - j * self.verify)
             # a step packs the waiting prompts' tokens up to its room
             chunk = min(room, (n - j) * self.l_pre)
             done += self.l_pre / chunk * self.step(float(j), self.ctx, chunk, self.l_in)
@@ -709,14 +726,14 @@ class Engine:
         service = self.prefill_service(rate.b, inputs)
         w = lens.weights
         es = float(w @ service)
-        decode_s = self.l_out * rate.step_s
+        decode_s = self.l_steps * rate.step_s
         # What a prompt occupies of the prefill slot, for the queue: its tokens' share of
         # full steps. A step carries up to ``room`` prompt tokens from as many prompts as
         # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
         # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
         # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
         dec = 0.0 if self.disaggregated else rate.b
-        room = max(1.0, self.budget - dec)
+        room = max(1.0, self.budget - dec * self.verify)
         work = inputs * (self.step(dec, self.ctx, room, self.l_in) / room)
         if self.disaggregated:
             service = service + inputs * self.kv_transfer_s_per_token
@@ -766,7 +783,7 @@ class Engine:
         else:
             p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         ttft_mean, p50, p99 = (t + self.client_s for t in (ttft_mean, p50, p99))
-        tpot50, tpot99 = _tpot_quantiles(rate, lens)
+        tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept)
         in_engine = es + resid + wait_mean + decode_s
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
         return EngineState(
@@ -933,13 +950,20 @@ def _mixed_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: 
     return _bisect_quantiles(tail, top, qs)
 
 
-def _tpot_quantiles(rate: Rate, lens: Lengths) -> tuple[float, float]:
-    """Median and p99 of a request's mean time per output token (chunks met ~ binomial)."""
+def _tpot_quantiles(rate: Rate, lens: Lengths, accept: float = 1.0) -> tuple[float, float]:
+    """Median and p99 of a request's mean time per output token (chunks met ~ binomial
+    over its decode steps, ``accept`` output tokens a step)."""
+    p50, p99 = _step_quantiles(rate, lens, accept)
+    return p50 / accept, p99 / accept
+
+
+def _step_quantiles(rate: Rate, lens: Lengths, accept: float) -> tuple[float, float]:
+    """Median and p99 of a request's mean step over its ``L_out / accept`` decode steps."""
     delta = rate.t1_s - rate.t0_s
     mean = rate.step_s
     if delta <= 0 or rate.f <= 0 or rate.f >= 1:
         return mean, mean
-    outs, index = np.unique(np.maximum(1.0, lens.outputs), return_inverse=True)
+    outs, index = np.unique(np.maximum(1.0, lens.outputs / accept), return_inverse=True)
     weights = np.bincount(index, weights=lens.weights)
     sd = delta * np.sqrt(rate.f * (1 - rate.f) / outs)
     if outs.size == 1:

@@ -175,11 +175,17 @@ def simulate_run(
     kv_capacity_tokens: float,
     context: float,
     scheduler: str = "vllm",
+    tokens_per_step: float = 1.0,
+    verify_tokens: float = 1.0,
 ) -> RunResult | None:
     """Run ``len(inputs)`` requests queued at once through ``scheduler``'s loop (vllm |
     sglang | trtllm; any other runs vLLM's) on one replica; ``None`` when the run is beyond
     the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
-    in the cache."""
+    in the cache. Speculative decoding: a decoding request emits ``tokens_per_step``
+    tokens a step (the mean acceptance length, its last step only what is left) and takes
+    ``verify_tokens`` of the step's token budget."""
+    acc = max(1.0, float(tokens_per_step))
+    verify = max(1.0, float(verify_tokens))
     n = int(inputs.size)
     if n < 1 or n > MAX_REQUESTS:
         return None
@@ -223,17 +229,17 @@ def simulate_run(
         n_dec = float(decoding.size)
         # 1. the running requests' next tokens: a full cache preempts (vLLM: the newest;
         # SGLang: those that decoded least) until they fit
-        if used + n_dec > cap:
+        if used + n_dec * acc > cap:
             if scheduler == "sglang":
                 victims_order = np.lexsort((-prompt[run], gen[run]))  # least decoded first
                 keep = np.ones(run.size, dtype=bool)
-                need = used + n_dec
+                need = used + n_dec * acc
                 for v in victims_order:
                     if need <= cap or keep.sum() <= 1:
                         break
                     j = run[v]
                     keep[v] = False
-                    need -= kv[j] + (1.0 if pre[j] <= 0 else 0.0)
+                    need -= kv[j] + (acc if pre[j] <= 0 else 0.0)
                 victims = run[~keep]
                 run = run[keep]
                 left = out[run] - gen[run]
@@ -244,11 +250,11 @@ def simulate_run(
                 )  # fmt: skip
             else:
                 k = run.size
-                need = used + n_dec
+                need = used + n_dec * acc
                 while k > 1 and need > cap:
                     k -= 1
                     j = run[k]
-                    need -= kv[j] + (1.0 if pre[j] <= 0 else 0.0)
+                    need -= kv[j] + (acc if pre[j] <= 0 else 0.0)
                 victims = run[k:]
                 run = run[:k]
             for j in victims[::-1]:  # back to the queue's head, oldest first
@@ -264,7 +270,7 @@ def simulate_run(
         else:
             admit = True
         # 2. prompt chunks: running requests' remaining prompts, then new admissions
-        room = budget - (n_dec if mixed else 0.0)
+        room = budget - (n_dec * verify if mixed else 0.0)
         chunk = 0.0
         completed: list[int] = []  # prompts whose last chunk runs in this step
         prefilling = run[pre[run] > 0] if run.size else run
@@ -316,8 +322,8 @@ def simulate_run(
             steps = 1.0
             dt = grid(n_dec, chunk) if (chunk > 0 or n_dec > 0) else 0.0
         else:
-            steps = float((out[decoding] - gen[decoding]).min())
-            steps = min(steps, max(1.0, math.floor((cap - used) / n_dec)))
+            steps = float(np.ceil((out[decoding] - gen[decoding]) / acc).min())
+            steps = min(steps, max(1.0, math.floor((cap - used) / (n_dec * acc))))
             if waiting and decay > 0 and ratio > ratio_min:
                 steps = min(steps, 16.0)
             dt = steps * grid(n_dec, 0.0)
@@ -327,9 +333,11 @@ def simulate_run(
         decode_area += n_dec * dt
         t += dt
         if n_dec:
-            gen[decoding] += steps
-            kv[decoding] += steps
-            used += n_dec * steps
+            # each step emits ``acc`` tokens a request, the last one only what is left
+            grown = np.minimum(steps * acc, out[decoding] - gen[decoding])
+            gen[decoding] += grown
+            kv[decoding] += grown
+            used += float(grown.sum())
             if decay > 0:
                 ratio = max(ratio_min, ratio - decay * steps)
         # prompts completed in this step emit their first (or, recomputed, next) token

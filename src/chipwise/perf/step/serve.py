@@ -35,6 +35,7 @@ budget and KV pool (what the HBM left after replicated non-expert weights holds)
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from chipwise.errors import PlanError
 from chipwise.hardware import Chip
@@ -60,6 +61,7 @@ from chipwise.perf.ops.layers import (
     kv_cached_tokens,
     layer_ops,
     layer_window,
+    projection_op,
 )
 from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
 from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
@@ -148,6 +150,25 @@ CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
 # norms, TP all-reduces) runs on the padded count; the ragged paged-attention kernel reads
 # only the real sequences' KV pages, so attention is not padded.
 TPU_TOKEN_BUCKET_MIN = 16
+
+
+# Speculative decoding's drafters (``Inference.spec_method``), each run once per draft token
+# per step on the step's decoding sequences (a chain: one candidate per position):
+# * "mtp": DeepSeek-V3's multi-token-prediction module (DeepSeek-V3 Technical Report, arXiv
+#   2412.19437 Sec. 2.2, Eq. 21-23): a projection M (d x 2d) of the normed hidden state and
+#   the next token's embedding, one Transformer block (in the checkpoint a MoE decoder layer
+#   like the others, ``num_nextn_predict_layers`` 1 in config.json), and the main model's
+#   shared output head. TensorRT-LLM (docs "Speculative Decoding", MTP; NVIDIA blog "DeepSeek
+#   R1 MTP Implementation and Optimization", 2025-05) and SGLang (``--speculative-algorithm
+#   EAGLE`` with the NextN module, docs "Speculative Decoding") run the one module k times
+#   in turn for k > 1, as modelled here.
+# * "eagle": an EAGLE-3 head (Li et al., "EAGLE-3", arXiv 2503.01840, 2025-03): a fully
+#   connected layer fusing three of the target's hidden states (3d -> d, once per step), one
+#   decoder layer of the target's shape (dense MLP; the published heads, e.g.
+#   yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json: 1 layer, hidden 4096, MLP 14336, 32/8
+#   heads, as Llama-3.1-8B's) and an LM head over a reduced draft vocabulary of
+#   ``EAGLE_DRAFT_VOCAB`` tokens (the same config's draft_vocab_size).
+EAGLE_DRAFT_VOCAB = 32000
 
 
 # Each token crosses the attention-DP all-gather with its routing: k expert ids (int32) and k
@@ -408,14 +429,20 @@ class ServeModel(StepTimer):
         tier = self.chip.scale_out or self.chip.scale_up
         return timer.kv_bytes_per_token() / tier.bytes_per_s_per_chip
 
-    def engine_timer(self, plan: Plan, kv_dtype: str) -> EngineStepTimer:
-        """The step timer of ``plan`` (cached: an SLO search solves many loads per plan)."""
-        timers: dict[tuple[Plan, str], EngineStepTimer] = self.__dict__.setdefault(
+    def engine_timer(
+        self, plan: Plan, kv_dtype: str, spec_tokens: int = 0, spec_method: str = "mtp"
+    ) -> EngineStepTimer:
+        """The step timer of ``plan`` (cached: an SLO search solves many loads per plan),
+        verifying ``spec_tokens`` draft tokens of ``spec_method``'s drafter per sequence."""
+        timers: dict[tuple[Plan, str, int, str], EngineStepTimer] = self.__dict__.setdefault(
             "_engine_timers", {}
         )
-        timer = timers.get((plan, kv_dtype))
+        key = (plan, kv_dtype, spec_tokens, spec_method if spec_tokens else "")
+        timer = timers.get(key)
         if timer is None:
-            timer = timers[plan, kv_dtype] = EngineStepTimer(self, plan, kv_dtype)
+            timer = timers[key] = EngineStepTimer(
+                self, plan, kv_dtype, spec_tokens=spec_tokens, spec_method=spec_method
+            )
         return timer
 
     def batch_defaults(self, phase: Inference, load: str = "") -> BatchDefaults:
@@ -432,7 +459,9 @@ class ServeModel(StepTimer):
         """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
-        timer = self.engine_timer(plan, kv_dtype)
+        timer = self.engine_timer(plan, kv_dtype, phase.spec_tokens, phase.spec_method)
+        # tokens each decoding sequence emits per step (speculative decoding's acceptance)
+        accept = phase.spec_accept if phase.spec_tokens else 1.0
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
         default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
@@ -483,6 +512,8 @@ class ServeModel(StepTimer):
                 scheduler=phase.engine,
                 client_s=API_REQUEST_S[phase.engine] if phase.harness == "api" else 0.0,
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
+                tokens_per_step=accept,
+                verify_tokens=1.0 + phase.spec_tokens,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
@@ -538,7 +569,8 @@ class ServeModel(StepTimer):
         # batch = requests in the system by Little's law (X x (TTFT + L_out TPOT))
         ttft_mean = st.ttft_mean_s if not st.saturated else st.prefill_s
         out_len = max(1.0, lengths.mean_out)
-        batch = st.requests_per_s * (ttft_mean + out_len * rate.step_s) * replicas
+        tpot = rate.step_s / accept
+        batch = st.requests_per_s * (ttft_mean + out_len * tpot) * replicas
         t0 = rate.t0_s
         # host time the device waits for (none when the engine overlaps it and the step is
         # longer than the host's work)
@@ -553,14 +585,14 @@ class ServeModel(StepTimer):
             input_len=round(lengths.mean_in),
             output_len=round(out_len),
             ttft_s=ttft_mean,
-            tpot_s=rate.step_s,
+            tpot_s=tpot,
             memory=memory,
             capacity_bytes=chip.hbm_capacity_bytes,
             prefill=Breakdown(compute_s=st.prefill_s),
-            decode=Breakdown(
-                memory_s=t0 - host,
-                compute_s=rate.step_s - t0,
-                overhead_s=host,
+            decode=Breakdown(  # per output token: a step emits ``accept`` of them
+                memory_s=(t0 - host) / accept,
+                compute_s=(rate.step_s - t0) / accept,
+                overhead_s=host / accept,
             ),
             assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype, engine_name=phase.engine)
             + self.model_assumptions,
@@ -664,9 +696,20 @@ class EngineStepTimer:
     adding a token at ``context`` cached tokens, plus ``prefill`` prompt tokens (chunks of
     prompts ``prompt_len`` long). Weights are read once per step whatever the mix; attention
     is per sequence (decode reads its KV cache, prefill is compute-bound); TP all-reduces
-    carry the step's tokens; a fixed host cost per step."""
+    carry the step's tokens; a fixed host cost per step. With speculative decoding
+    (``spec_tokens`` k > 0) each decoding sequence puts 1 + k tokens through the target
+    (the token-proportional ops, the LM head and the collectives on all of them; attention
+    reads each sequence's KV once for its 1 + k queries), and the drafter runs k times."""
 
-    def __init__(self, serve: ServeModel, plan: Plan, kv_dtype: str) -> None:
+    def __init__(
+        self,
+        serve: ServeModel,
+        plan: Plan,
+        kv_dtype: str,
+        *,
+        spec_tokens: int = 0,
+        spec_method: str = "mtp",
+    ) -> None:
         check_serving_plan(plan, serve.chip, serve.spec)
         self.serve = serve
         self.plan = plan
@@ -680,6 +723,10 @@ class EngineStepTimer:
         self._attn: dict[tuple[int, int, bool], float] = {}
         self._logits: dict[int, float] = {}
         self._comms: dict[int, float] = {}
+        self.spec_tokens = spec_tokens
+        self.spec_method = spec_method
+        self.queries = 1 + spec_tokens  # tokens each decoding sequence verifies per step
+        self._draft: dict[tuple[int, int], float] = {}
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -744,9 +791,65 @@ class EngineStepTimer:
                                   window=window)
                 )  # fmt: skip
             core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
+            if decode and self.queries > 1:
+                core = tuple(self._verify_attention(op) for op in core)
             total = total + sv._time(core).scaled(count)
         self._attn[key] = total.total_s
         return total.total_s
+
+    def _verify_attention(self, op: Op) -> Op:
+        """A decode attention op with ``queries`` queries per sequence (speculative
+        decoding's verification): the same KV read, ``queries`` times the FLOPs (FlashMLA and
+        TensorRT-LLM's XQA take several query tokens per sequence for MTP / EAGLE)."""
+        q = self.queries
+        mnk = op.mnk if op.mnk is None else (q * op.mnk[0], op.mnk[1], op.mnk[2])
+        return replace(op, flops=op.flops * q, mnk=mnk)
+
+    def draft_s(self, seqs: float, context: float) -> float:
+        """The drafter's ``spec_tokens`` passes for ``seqs`` decoding sequences at
+        ``context`` cached tokens (0 without speculative decoding; interpolated on the grid
+        in ``seqs``)."""
+        if not self.spec_tokens or seqs <= 0:
+            return 0.0
+        ctx = max(1, round(context))
+        if seqs <= 1:
+            return self._draft_at(1, ctx)
+        x = math.log2(seqs) * _GRID_PER_OCTAVE
+        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
+        y_lo = self._draft_at(lo, ctx)
+        if hi == lo:
+            return y_lo
+        return y_lo + (self._draft_at(hi, ctx) - y_lo) * (seqs - lo) / (hi - lo)
+
+    def _draft_at(self, seqs: int, context: int) -> float:
+        cached = self._draft.get((seqs, context))
+        if cached is not None:
+            return cached
+        sv, spec, k = self.serve, self.serve.spec, self.spec_tokens
+        kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
+        d = spec.d_model
+        mtp = self.spec_method == "mtp"
+        # one decoder layer: an MoE layer for MTP on an MoE model (DeepSeek-V3's module), a
+        # dense one for an EAGLE-3 head
+        block = decode_layer_ops(
+            spec, batch=seqs, context=context, shard=self.shard, precision=sv.precision,
+            kv_dtype=self.kv_dtype, moe=mtp and spec.is_moe, sliding=False,
+        )  # fmt: skip
+        # its share of the step's collectives: one layer's all-reduces (or, under adp, one
+        # MoE layer's all-gather and reduce-scatter)
+        per_layer = spec.n_moe_layers if self.plan.adp and spec.is_moe else spec.n_layers
+        comm = self.comm_s(seqs) / max(1, per_layer) if (mtp or not self.plan.adp) else 0.0
+        fuse = 2 * d if mtp else 3 * d  # MTP's projection M per pass; EAGLE-3's fc once
+        proj = projection_op("draft_proj", seqs, -(-d // self.shard.tp), fuse, sv.precision)
+        head_spec = spec if mtp else replace(spec, vocab_size=min(spec.vocab_size,
+                                                                  EAGLE_DRAFT_VOCAB))  # fmt: skip
+        head = head_ops(head_spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
+        embed = embedding_ops(spec, **kw)  # type: ignore[arg-type]
+        one = sv._time(block + head + embed).total_s + comm
+        proj_s = sv._time((proj,)).total_s
+        t = k * (one + (proj_s if mtp else 0.0)) + (0.0 if mtp else proj_s)
+        self._draft[seqs, context] = t
+        return t
 
     def logits_s(self, seqs: float) -> float:
         """Final norm and LM head for ``seqs`` sampled tokens (interpolated on the grid)."""
@@ -793,15 +896,22 @@ class EngineStepTimer:
         """Device time of one step (no host work)."""
         dec = max(0.0, decode)
         pre = max(0.0, prefill)
-        tokens = self.padded_tokens(dec + pre)
+        verified = dec * self.queries  # each decoding sequence's token and its drafts
+        tokens = self.padded_tokens(verified + pre)
         t = self.linear_s(max(1.0, tokens))
         if dec > 0:
             t += self.attention_s(dec, max(1, round(context)), decode=True)
+            t += self.draft_s(dec, context)
         if pre > 0:
-            t += self.attention_s(pre, max(1, round(prompt_len)), decode=False)
-        sampled = dec + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
+            prompt_attention = self.attention_s(pre, max(1, round(prompt_len)), decode=False)
+            t += prompt_attention
+            if self.spec_tokens:
+                # the drafter's layer also runs over the prompt (MTP and EAGLE keep their own
+                # KV cache): one layer's share of the chunk's work
+                t += (self.linear_s(pre) + prompt_attention) / self.serve.spec.n_layers
+        sampled = verified + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
         t += self.logits_s(max(1.0, sampled))
-        return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > dec else 0.0))
+        return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > verified else 0.0))
 
     def padded_tokens(self, tokens: float) -> float:
         """Tokens the step's token-proportional ops run on: on a TPU the engine compiles one
