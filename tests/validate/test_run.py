@@ -193,7 +193,9 @@ def test_an_allocator_peak_row_is_the_device_total_less_context_and_fragmentatio
 def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
     from chipwise.workload.ir import LOADS
 
-    serving = [c for c in load_cases() if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-"))]
+    serving = [
+        c for c in load_cases() if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-"))
+    ]
     assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
     assert any(c.id.startswith("SVR-") for c in serving)  # AMD/TPU serving rows are kept
     for c in serving:

@@ -132,6 +132,11 @@ class Case:
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
+    # speculative decoding as the row states it: draft tokens per step (0 = off), the
+    # drafter, and the published mean acceptance length (an input, never fitted)
+    spec_tokens: int = 0
+    spec_method: str = "mtp"
+    spec_accept: float = 1.0
 
     @property
     def metric_family(self) -> str:
@@ -327,6 +332,9 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     num_requests=_int(raw.get("num_requests") or ""),
                     harness=(raw.get("harness") or "").strip(),
                     lengths=(raw.get("lengths") or "").strip(),
+                    spec_tokens=_int(raw.get("spec_tokens") or ""),
+                    spec_method=(raw.get("spec_method") or "").strip() or "mtp",
+                    spec_accept=_float(raw.get("spec_accept") or "") or 1.0,
                 )
             )
     return tuple(rows)
@@ -384,6 +392,8 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
                 harness=case.harness,
                 lengths=_lengths(case),
+                spec_tokens=case.spec_tokens, spec_method=case.spec_method,
+                spec_accept=case.spec_accept,
             )  # fmt: skip
         else:
             phase = _training(case)

@@ -169,6 +169,23 @@ TPU_TOKEN_BUCKET_MIN = 16
 #   heads, as Llama-3.1-8B's) and an LM head over a reduced draft vocabulary of
 #   ``EAGLE_DRAFT_VOCAB`` tokens (the same config's draft_vocab_size).
 EAGLE_DRAFT_VOCAB = 32000
+# The drafter's weights are not always the target's precision: NVIDIA's NVFP4 checkpoints of
+# DeepSeek-V3/R1 leave the MTP layer out of quantization (ModelOpt hf_quant_config.json
+# exclude_modules "model.layers.61*", as SGLang's ModelOptFp4Config tests spell the
+# production wildcard; TensorRT-LLM tech blog 1, 2025-05: "3x MTP Layers bf16" beside nvfp4
+# MoE layers), and EAGLE-3 heads are published in bf16 (nvidia/Llama-4-Maverick-17B-128E-
+# Eagle3 "BF16", TensorRT-LLM tech blog 6; yuhuili/EAGLE3-* bf16). So an fp4 target drafts
+# with a bf16 MTP layer, an EAGLE-3 head drafts in bf16 under any narrower target; an fp8
+# DeepSeek checkpoint keeps its MTP layer in fp8 like the rest.
+DRAFT_PRECISION = {("mtp", "fp4"): "bf16"}
+EAGLE_DRAFT_PRECISION = "bf16"
+
+
+def draft_precision(method: str, precision: str) -> str:
+    """The precision ``method``'s drafter runs at beside a target served at ``precision``."""
+    if method == "eagle" and precision not in ("fp32", "fp16"):
+        return EAGLE_DRAFT_PRECISION
+    return DRAFT_PRECISION.get((method, precision), precision)
 
 
 # Each token crosses the attention-DP all-gather with its routing: k expert ids (int32) and k
@@ -826,13 +843,14 @@ class EngineStepTimer:
         if cached is not None:
             return cached
         sv, spec, k = self.serve, self.serve.spec, self.spec_tokens
-        kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
+        precision = draft_precision(self.spec_method, sv.precision)
+        kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": precision}
         d = spec.d_model
         mtp = self.spec_method == "mtp"
         # one decoder layer: an MoE layer for MTP on an MoE model (DeepSeek-V3's module), a
         # dense one for an EAGLE-3 head
         block = decode_layer_ops(
-            spec, batch=seqs, context=context, shard=self.shard, precision=sv.precision,
+            spec, batch=seqs, context=context, shard=self.shard, precision=precision,
             kv_dtype=self.kv_dtype, moe=mtp and spec.is_moe, sliding=False,
         )  # fmt: skip
         # its share of the step's collectives: one layer's all-reduces (or, under adp, one
@@ -840,7 +858,7 @@ class EngineStepTimer:
         per_layer = spec.n_moe_layers if self.plan.adp and spec.is_moe else spec.n_layers
         comm = self.comm_s(seqs) / max(1, per_layer) if (mtp or not self.plan.adp) else 0.0
         fuse = 2 * d if mtp else 3 * d  # MTP's projection M per pass; EAGLE-3's fc once
-        proj = projection_op("draft_proj", seqs, -(-d // self.shard.tp), fuse, sv.precision)
+        proj = projection_op("draft_proj", seqs, -(-d // self.shard.tp), fuse, precision)
         head_spec = spec if mtp else replace(spec, vocab_size=min(spec.vocab_size,
                                                                   EAGLE_DRAFT_VOCAB))  # fmt: skip
         head = head_ops(head_spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
