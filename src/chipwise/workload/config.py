@@ -439,6 +439,7 @@ def spec_from_config(
         source=source,
         published_params=published_params,
         learned_positions=_learned_positions(cfg, family, where),
+        expert_quant=_expert_quant(config),
     )
     max_positions = _optional_int(cfg, _MAX_POS, where)
     return replace(spec, max_seq_len=max_positions) if max_positions else spec
@@ -627,6 +628,21 @@ def _pattern_from_layer_types(types: list[Any], n_layers: int, where: str) -> in
             "layer'; chipwise cannot represent this pattern yet"
         )
     return n
+
+
+def _expert_quant(config: Mapping[str, Any]) -> str:
+    """The format of a checkpoint that quantises only its routed experts, else "": an HF
+    ``quantization_config`` whose ``modules_to_not_convert`` keeps the attention unquantised
+    (gpt-oss: quant_method mxfp4, not converting ``model.layers.*.self_attn``, the router,
+    the embeddings and the head; huggingface.co/openai/gpt-oss-120b config.json)."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return ""
+    keep = qc.get("modules_to_not_convert") or ()
+    method = qc.get("quant_method")
+    if isinstance(method, str) and any(isinstance(m, str) and "self_attn" in m for m in keep):
+        return method
+    return ""
 
 
 def _learned_positions(cfg: Mapping[str, Any], family: _Family, where: str) -> int:

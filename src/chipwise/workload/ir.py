@@ -182,6 +182,10 @@ class TransformerSpec:
     source: str = ""  # where the architecture figures came from
     published_params: float = 0.0  # the published total, for the 2 % check
     learned_positions: int = 0  # rows of a learned absolute position table (GPT-2, BERT)
+    # A checkpoint that quantises only its routed experts, in this format ("mxfp4": gpt-oss,
+    # whose HF quantization_config lists attention, router, embeddings and head in
+    # modules_to_not_convert): every other weight stays bf16 whatever --precision says.
+    expert_quant: str = ""
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):

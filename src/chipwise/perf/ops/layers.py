@@ -388,6 +388,14 @@ def _split(n: int, parts: int, what: str) -> int:
     return n // parts
 
 
+def attention_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
+    """The dtypes of the attention projections: bf16 when a checkpoint that quantises only
+    its experts (``TransformerSpec.expert_quant``) runs in its 4-bit format, else ``dt``."""
+    if spec.expert_quant and dtype_bytes(dt.weight_dtype) < 1:
+        return Dtypes.for_precision("bf16")
+    return dt
+
+
 def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
               moe: bool, sliding: bool | None = None) -> tuple[Op, ...]:  # fmt: skip
     """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip;
@@ -399,7 +407,8 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     # Under cp each chip's s/cp queries meet all S keys; causal_pairs(S/cp, S) = S^2/(2 cp),
     # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
     window = layer_window(spec, sliding)
-    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=dt, s_kv=seq_len, window=window)
+    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
+                        s_kv=seq_len, window=window)  # fmt: skip
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
     return tuple(ops)
 
@@ -526,7 +535,7 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     dt = Dtypes.for_precision(precision)
     window = layer_window(spec, sliding)
     ctx = min(context, window) if window else context
-    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=dt, s_kv=ctx)
+    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx)
     ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
            OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)

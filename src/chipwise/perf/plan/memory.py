@@ -503,9 +503,12 @@ def serve_memory(
     params = stage_params(spec, plan)
     # quantised checkpoints keep the embedding and the LM head in bf16 (layers.head_ops)
     ends = params.ends_per_chip
-    weights = (params.total - ends) * wbytes + ends * dtype_bytes(
-        head_dtypes(precision).weight_dtype
-    )
+    head_bytes = dtype_bytes(head_dtypes(precision).weight_dtype)
+    # a checkpoint quantising only its experts (gpt-oss MXFP4) keeps the rest in bf16
+    quantised = params.experts_per_chip if spec.expert_quant else params.total - ends
+    if spec.expert_quant and wbytes >= 1:  # served wider than its 4-bit format
+        quantised = params.total - ends
+    weights = quantised * wbytes + (params.total - quantised) * head_bytes
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
