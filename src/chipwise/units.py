@@ -44,6 +44,7 @@ DTYPE_BYTES: dict[str, float] = {
     # (OCP MX v1.0: 32-element blocks, an 8-bit E8M0 scale) stores 4.25, 6 % less.
     "int4": 0.5 + 2.5 / 128,
     "fp4": 0.5 + 1.0 / 16,
+    "mxfp4": 0.5 + 1.0 / 32,  # a checkpoint's own format (TransformerSpec.expert_quant)
 }
 
 

@@ -40,14 +40,18 @@ def _weights(spec: TransformerSpec, precision: str) -> float:
     ).weights_bytes  # fmt: skip
 
 
-def test_attention_weights_stay_bf16_at_4_bits() -> None:
+def test_attention_bf16_and_experts_in_the_checkpoint_format_at_4_bits() -> None:
     spec = _gpt_oss()
     plain = replace(spec, expert_quant="")
-    dense = stage_params(spec, Plan()).dense_per_chip - stage_params(spec, Plan()).ends_per_chip
-    # the dense (attention, router) weights move from 4-bit to bf16 bytes
-    extra = _weights(spec, "int4") - _weights(plain, "int4")
+    params = stage_params(spec, Plan())
+    dense = params.dense_per_chip - params.ends_per_chip
     assert dense >= spec.n_layers * attention_params(spec)
-    assert extra > 0 and abs(extra - dense * (2.0 - 0.5 - 2.5 / 128)) < 1e3
+    # attention and router from 4-bit to bf16 bytes; experts from int4's 4.16 to MXFP4's
+    # 4.25 bits (a 32-element block shares one 8-bit scale)
+    int4 = 0.5 + 2.5 / 128
+    want = dense * (2.0 - int4) + params.experts_per_chip * (0.5 + 1 / 32 - int4)
+    extra = _weights(spec, "int4") - _weights(plain, "int4")
+    assert abs(extra - want) < 1e3
     # served wider than its 4-bit format, nothing changes
     assert _weights(spec, "bf16") == _weights(plain, "bf16")
     assert _weights(spec, "fp8") == _weights(plain, "fp8")

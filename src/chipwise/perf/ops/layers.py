@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from chipwise.errors import PlanError
-from chipwise.units import dtype_bytes
+from chipwise.units import DTYPE_BYTES, dtype_bytes
 from chipwise.workload.ir import Op, OpKind, TransformerSpec
 
 # FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
@@ -364,7 +364,7 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             d,
             _split(width, etp, "moe_d_ff"),
             spec.gated_mlp,
-            dt,
+            expert_dtypes(spec, dt),
             batch=active,
         )
         ops.append(_memop("moe_unpermute", OpKind.SCATTER, routed * k * d, 1, 1, dt.act, 1))
@@ -393,6 +393,14 @@ def attention_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
     its experts (``TransformerSpec.expert_quant``) runs in its 4-bit format, else ``dt``."""
     if spec.expert_quant and dtype_bytes(dt.weight_dtype) < 1:
         return Dtypes.for_precision("bf16")
+    return dt
+
+
+def expert_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
+    """The dtypes of the routed experts: stored in the checkpoint's own 4-bit format
+    (``expert_quant``, e.g. MXFP4's 4.25 bits) when ``dt`` runs them at 4 bits."""
+    if spec.expert_quant in DTYPE_BYTES and dtype_bytes(dt.weight_dtype) < 1:
+        return replace(dt, weight=spec.expert_quant)
     return dt
 
 

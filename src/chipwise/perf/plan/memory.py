@@ -43,9 +43,11 @@ from chipwise.hardware.chip import Chip
 from chipwise.perf.base import MemoryUse, Plan, expert_tp
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
+    Dtypes,
     activation_bytes,
     attention_params,
     embedding_params,
+    expert_dtypes,
     head_dtypes,
     heads_per_rank,
     kv_bytes_per_token_per_layer,
@@ -508,6 +510,8 @@ def serve_memory(
     quantised = params.experts_per_chip if spec.expert_quant else params.total - ends
     if spec.expert_quant and wbytes >= 1:  # served wider than its 4-bit format
         quantised = params.total - ends
+    elif spec.expert_quant:  # the experts as the checkpoint stores them (MXFP4: 4.25 bits)
+        wbytes = dtype_bytes(expert_dtypes(spec, Dtypes.for_precision(precision)).weight_dtype)
     weights = quantised * wbytes + (params.total - quantised) * head_bytes
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
