@@ -53,6 +53,8 @@ def _packaged(name: str) -> Path:
         # the figures lengths/README.md states for each profile
         ("mlperf-llama2-70b-openorca.csv", 24_576, 222.33, 294.0, 1021),
         ("mlperf-mixtral-8x7b.csv", 15_000, 427.40, 144.82, 1948),
+        ("mlperf-llama3.1-405b.csv", 8_313, 9428.62, 684.69, 19_988),
+        ("mlperf-deepseek-r1.csv", 4_388, 803.84, 4043.43, 3140),
     ],
 )
 def test_the_packaged_dataset_profiles_match_their_stated_figures(
