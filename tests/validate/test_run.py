@@ -11,6 +11,7 @@ out of sample. Microbenchmarks: median 2.4 %.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -238,10 +239,13 @@ def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets
     # MLPerf Server reports the highest Poisson rate whose p99 TTFT/TPOT meet the targets and
     # the latencies at that rate: every Server row (tokens/s and latencies) is a server load
     rows = [c for c in load_cases() if c.id.startswith("SVM-") and "Server" in c.notes]
-    assert len(rows) == 30
+    assert len([c for c in rows if int(c.id[4:]) <= 36]) == 30  # the v4.1 rows
     for c in rows:
         assert c.load == "server" and c.rps == 0, c.id
-        assert (c.ttft_p99_target_s, c.tpot_p99_target_s) == (2.0, 0.2), c.id
+        # later rows state the loadgen targets of their run (Interactive's are tighter)
+        stated = re.search(r"ttft_latency (\d+) ns, tpot_latency (\d+) ns", c.notes)
+        targets = (int(stated[1]) / 1e9, int(stated[2]) / 1e9) if stated else (2.0, 0.2)
+        assert (c.ttft_p99_target_s, c.tpot_p99_target_s) == pytest.approx(targets), c.id
     by_id = {c.id: c for c in rows}
     tokens, ttft, tpot = (run_case(by_id[i]) for i in ("SVM-020", "SVM-022", "SVM-024"))
     # one deployment: the latency rows are predicted under the tokens/s row's plan, within
