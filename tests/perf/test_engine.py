@@ -25,7 +25,12 @@ from chipwise.perf.step.engine import (
     kv_pool_bytes,
     lengths_of,
 )
-from chipwise.perf.step.serve import HOST_STEP_S, EngineStepTimer, ServeModel
+from chipwise.perf.step.serve import (
+    HOST_STEP_S,
+    EngineStepTimer,
+    ServeModel,
+    engine_overlaps_host,
+)
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.presets import load_preset
 
@@ -276,6 +281,25 @@ def test_an_overlapping_engine_hides_host_work_a_static_batch_pays() -> None:
     # a static batch (benchmark_latency) pays the host's work on every decode step
     static = _serve().serve(Plan(), batch=1, input_len=512, output_len=2)
     assert static.tpot_s >= device + HOST_STEP_S * 0.999
+
+
+def test_vllm_before_default_async_scheduling_pays_host_work_in_series() -> None:
+    # vLLM made async scheduling its default in v0.14.0 (2026-01); before, only a run that
+    # passed --async-scheduling overlapped the host's work with the device step
+    assert not engine_overlaps_host("vllm", "2025-11-04")
+    assert engine_overlaps_host("vllm", "2025-11-04", async_scheduling=True)
+    assert engine_overlaps_host("vllm", "")  # today's vLLM
+    assert engine_overlaps_host("vllm", "2026-04-23")
+    assert not engine_overlaps_host("vllm", "2026-04-23", async_scheduling=False)
+    assert engine_overlaps_host("sglang", "2025-11-04") and engine_overlaps_host("trtllm", "2024")
+    t = _timer()
+    device = t.device_s(8, 512, 0, 0)
+    assert t.step_s(8, 512, 0, 0, overlap=False) == pytest.approx(device + HOST_STEP_S)
+    phase = Inference(load="concurrency", concurrency=8, input_len=512, output_len=128)
+    sync = _serve().serve_engine(Plan(), replace(phase, engine_date="2025-11-04"))
+    overlapped = _serve().serve_engine(Plan(), phase)
+    assert sync.tpot_s > overlapped.tpot_s
+    assert sync.decode.overhead_s == pytest.approx(HOST_STEP_S)
 
 
 def test_expert_parallelism_over_the_tp_ranks_adds_no_all_to_all_in_serving() -> None:

@@ -131,6 +131,14 @@ def test_a_public_serving_row_states_its_closed_loop_load() -> None:
     assert result.predicted == pytest.approx(row.value, rel=0.10)
 
 
+def test_a_serving_row_states_whether_it_passed_async_scheduling() -> None:
+    # GPUStack's "Async scheduling in vLLM" run added --async-scheduling to vllm serve;
+    # its engine-selection run did not (the engine's default of that date applies)
+    rows = {c.id: c for c in load_cases()}
+    assert rows["GPS-007"].async_scheduling is True
+    assert rows["GPS-001"].async_scheduling is None
+
+
 def test_every_config_a_row_names_ships_beside_it() -> None:
     for c in load_cases():
         if c.workload.lower().endswith(".json"):

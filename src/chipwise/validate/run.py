@@ -129,6 +129,9 @@ class Case:
     date: str = ""
     num_requests: int = 0  # requests in a max_throughput run; 0 = steady state
     harness: str = ""  # the benchmark tool that set the engine's limits ("trtllm-bench")
+    # the serving command's --async-scheduling (yes) / --no-async-scheduling (no); "" = the
+    # engine's default at the row's date
+    async_scheduling: bool | None = None
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
@@ -331,6 +334,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     date=_row_date(raw.get("date") or ""),
                     num_requests=_int(raw.get("num_requests") or ""),
                     harness=(raw.get("harness") or "").strip(),
+                    async_scheduling=_yes_no(raw.get("async_scheduling") or ""),
                     lengths=(raw.get("lengths") or "").strip(),
                     spec_tokens=_int(raw.get("spec_tokens") or ""),
                     spec_method=(raw.get("spec_method") or "").strip() or "mtp",
@@ -338,6 +342,16 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                 )
             )
     return tuple(rows)
+
+
+def _yes_no(text: str) -> bool | None:
+    """A yes/no column: True, False, or None when empty."""
+    value = text.strip().lower()
+    if not value:
+        return None
+    if value not in ("yes", "no"):
+        raise ValueError(f"expected yes, no or empty, got {text!r}")
+    return value == "yes"
 
 
 def _row_date(text: str) -> str:
@@ -390,7 +404,7 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
                 max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
                 ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
                 engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
-                harness=case.harness,
+                harness=case.harness, async_scheduling=case.async_scheduling,
                 lengths=_lengths(case),
                 spec_tokens=case.spec_tokens, spec_method=case.spec_method,
                 spec_accept=case.spec_accept,

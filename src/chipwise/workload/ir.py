@@ -389,6 +389,11 @@ class Inference:
     tpot_p99_s: float = 0.0
     engine: str = "vllm"
     engine_date: str = ""
+    # whether the engine runs its host work (scheduling, input preparation, output
+    # processing) for the next step while the device runs this one: vLLM's
+    # ``--async-scheduling`` / ``--no-async-scheduling``; None = the engine's default at
+    # ``engine_date`` (perf/step/serve.py ``engine_overlaps_host``)
+    async_scheduling: bool | None = None
     # requests in a max_throughput or concurrency run (benchmarks state it: trtllm-bench's
     # --num_requests, MLPerf Offline's sample count, vllm bench serve's --num-prompts); 0 =
     # an endless backlog (the engine's steady state)

@@ -34,6 +34,7 @@ budget and KV pool (what the HBM left after replicated non-expert weights holds)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -104,6 +105,15 @@ PREFILL_STEP_OVERHEAD_S = HOST_STEP_S
 # vLLM V1's ``--async-scheduling`` (the same one-step-ahead loop). A static batch
 # (``vllm benchmark_latency``, ``serve``) is timed with the host work in series.
 ENGINE_OVERLAPS_HOST = True
+# vLLM V1 overlaps only under async scheduling, which it shipped opt-in and experimental
+# ("can be enabled using the --async-scheduling flag", vLLM PR #19970, 2025-06-23) and made
+# the default in v0.14.0 (PR #27614; v0.14.0 release notes, "Breaking Changes: Async
+# scheduling is now enabled by default", quoted in OpenBMB/UltraRAG PR #259, 2026-01-21).
+# An older vLLM schedules, prepares inputs and processes outputs between its steps, so a
+# step costs device + host (``engine_overlaps_host``), unless the run passed
+# --async-scheduling (``Inference.async_scheduling``). The engine's date is
+# ``Inference.engine_date`` (a validation row's date).
+VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # A client that times requests through the engine's OpenAI-compatible HTTP server
 # (``vllm bench serve --backend openai-chat``, AIPerf, genai-perf; ``Inference.harness``
 # "api") measures TTFT from sending the request to the first streamed token: beside the
@@ -194,6 +204,20 @@ def draft_precision(method: str, precision: str) -> str:
 ROUTING_BYTES_PER_CHOICE = 4 + 4
 
 
+def engine_overlaps_host(
+    engine: str, engine_date: str = "", async_scheduling: bool | None = None
+) -> bool:
+    """Whether ``engine`` of ``engine_date`` ("" = newest) runs its host work for the next
+    step while the device runs this one: as told (``async_scheduling``), else the engine's
+    default (``ENGINE_OVERLAPS_HOST``), which vLLM before v0.14.0 did not have
+    (``VLLM_ASYNC_SCHEDULING_DEFAULT_DATE``)."""
+    if async_scheduling is not None:
+        return async_scheduling
+    if engine == "vllm" and (engine_date or "9999") < VLLM_ASYNC_SCHEDULING_DEFAULT_DATE:
+        return False
+    return ENGINE_OVERLAPS_HOST
+
+
 def rank_plan(plan: Plan) -> Plan:
     """What one chip of ``plan`` holds and runs, as a plan: ``plan`` itself, or under
     attention data parallelism (``plan.adp``) a tp=1 replica per rank (``dp x tp`` of them)
@@ -254,7 +278,7 @@ def _kv_sizing(engine: str) -> Assumption:
 
 
 def serve_assumptions(
-    *, engine: bool = False, kv_dtype: str = "", engine_name: str = "vllm"
+    *, engine: bool = False, kv_dtype: str = "", engine_name: str = "vllm", overlap: bool = True
 ) -> tuple[Assumption, ...]:
     if engine:
         return (
@@ -262,11 +286,13 @@ def serve_assumptions(
                 name="host_step_s",
                 value=HOST_STEP_S,
                 source="perf/step/serve.py (vLLM RFC #6854 ~4 ms V0 bubble; ~1.4 ms V1, "
-                "PR #17866); hidden behind the device step"
+                "PR #17866); "
                 + (
-                    " (overlap scheduler: TRT-LLM, SGLang, vLLM async scheduling)"
-                    if ENGINE_OVERLAPS_HOST
-                    else " (added to every step)"
+                    "hidden behind the device step (overlap scheduler: TRT-LLM, SGLang, "
+                    "vLLM async scheduling)"
+                    if overlap
+                    else "added to every step (vLLM before async scheduling was its "
+                    "default, v0.14.0)"
                 ),
             ),
             Assumption(
@@ -479,6 +505,7 @@ class ServeModel(StepTimer):
         timer = self.engine_timer(plan, kv_dtype, phase.spec_tokens, phase.spec_method)
         # tokens each decoding sequence emits per step (speculative decoding's acceptance)
         accept = phase.spec_accept if phase.spec_tokens else 1.0
+        overlap = engine_overlaps_host(phase.engine, phase.engine_date, phase.async_scheduling)
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
         default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
@@ -513,7 +540,7 @@ class ServeModel(StepTimer):
         best = None
         for n_prefill, replicas in splits:
             engine = Engine(
-                timer.step_s,
+                functools.partial(timer.step_s, overlap=overlap),
                 lengths,
                 prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
                 max_num_seqs=phase.max_num_seqs or default_seqs,
@@ -611,7 +638,9 @@ class ServeModel(StepTimer):
                 compute_s=(rate.step_s - t0) / accept,
                 overhead_s=host / accept,
             ),
-            assumptions=serve_assumptions(engine=True, kv_dtype=kv_dtype, engine_name=phase.engine)
+            assumptions=serve_assumptions(
+                engine=True, kv_dtype=kv_dtype, engine_name=phase.engine, overlap=overlap
+            )
             + self.model_assumptions,
             engine=result,
         )
@@ -902,11 +931,19 @@ class EngineStepTimer:
             cached = self._comms[key] = self.serve._comm(self.plan, self.groups, n_bytes)
         return cached
 
-    def step_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
+    def step_s(
+        self,
+        decode: float,
+        context: float,
+        prefill: float,
+        prompt_len: float,
+        *,
+        overlap: bool = ENGINE_OVERLAPS_HOST,
+    ) -> float:
         """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens; the
-        host's work either hidden behind the device's (``ENGINE_OVERLAPS_HOST``) or added."""
+        host's work either hidden behind the device's (``overlap``) or added."""
         device = self.device_s(decode, context, prefill, prompt_len)
-        if ENGINE_OVERLAPS_HOST:
+        if overlap:
             return max(device, HOST_STEP_S)
         return device + HOST_STEP_S
 
