@@ -49,6 +49,7 @@ PARAMETERS: tuple[str, ...] = (
     "gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
     "fused_moe_fp8_gemm_peak_fraction",
+    "marlin_gemm_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
@@ -56,13 +57,14 @@ _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction"}
+     "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
+     "marlin_gemm_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
-     "fused_moe_fp8_gemm_peak_fraction"}
+     "fused_moe_fp8_gemm_peak_fraction", "marlin_gemm_peak_fraction"}
 )  # fmt: skip
 
 
@@ -113,6 +115,12 @@ class Efficiency:
             each K block's scales are applied to the accumulator beside the tensor-core
             math, so it falls far below an fp8 cuBLAS GEMM; 0 = not measured, use
             ``gemm_fraction``. Serving only (``GpuModel(fused_moe=True)``).
+        marlin_gemm_peak_fraction: the share of the 16-bit dense peak the serving engines'
+            Marlin kernel (weight-only W4A16/W8A16 GEMMs, weights dequantised in registers)
+            sustains once compute-bound: it tiles at most 64 rows and runs larger batches
+            as repeated 64-row slices, each dequantising the weights again; 0 = not
+            measured or not Marlin (Hopper runs Machete), use ``gemm_fraction``. Serving
+            only (``GpuModel(fused_moe=True)``: the same engines).
     """
 
     gemm_peak_fraction: float
@@ -131,6 +139,7 @@ class Efficiency:
     gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
+    marlin_gemm_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -225,6 +234,7 @@ class _Entry(_Frozen):
     gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
+    marlin_gemm_peak_fraction: _Value | None = None
     note: str = ""
 
 

@@ -87,6 +87,9 @@ class Op:
     dynamic: bool = False  # a data-dependent shape (recompilation on XLA)
     backward: bool = False  # part of the backward pass
     grouped: bool = False  # ``batch`` GEMMs of different weights (MoE experts), not one bmm
+    # weight-only GEMMs (W4A16/W8A16): the stored weight dtype the kernel dequantises to
+    # ``dtype`` in its main loop; "" = the weights are in ``dtype``
+    weight: str = ""
     # attention only: the mask its kernel skips whole blocks of (a causal mask, a sliding
     # window of ``window`` keys per query; 0 = every key)
     causal: bool = False

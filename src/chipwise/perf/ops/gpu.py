@@ -50,6 +50,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   SGLang's Triton ``fused_moe`` (``fused_moe``) experts run at the kernel's own measured
   rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
   ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured.
+- **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
+  architectures with a ``marlin_gemm_peak_fraction`` (Ampere, Ada): vLLM and SGLang run them
+  with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
+  slices, each dequantising the weights again, at the 64-row kernel's measured rate
+  (``marlin_gemm``). Elsewhere (Hopper's Machete, training) the bf16 GEMM plan applies.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -162,10 +167,23 @@ RADIX_SORT_PASSES = 4
 # flash_fwd_launch_template.h, run_mha_fwd_hdim64: Flash_fwd_kernel_traits<64, 128, 128,
 # ...>); a block its mask leaves one pair of is computed whole (layers.block_pairs).
 FLASH_BLOCK = 128
+# Marlin's M tiling (IST-DASLab/marlin marlin_cuda_kernel.cu and vLLM csrc/quantization/
+# gptq_marlin: thread_m_blocks of 16 rows, at most 4; a larger batch is cut into 64-row
+# problems run one after another within the launch, "parallel" = prob_m / 64).
+MARLIN_M_BLOCK = 16
+MARLIN_MAX_M = 64
 
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def marlin_rows(m: int) -> int:
+    """Rows Marlin computes for a batch of ``m``: padded to its 16-row blocks up to one
+    64-row tile, and to whole 64-row slices beyond (each slice re-dequantises the weights)."""
+    if m <= MARLIN_MAX_M:
+        return _ceil_div(m, MARLIN_M_BLOCK) * MARLIN_M_BLOCK
+    return _ceil_div(m, MARLIN_MAX_M) * MARLIN_MAX_M
 
 
 def _intensity(tile: tuple[int, int]) -> float:
@@ -295,7 +313,8 @@ class GpuModel(PerfModel):
     ) -> None:
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
-        # MoE experts as a serving engine's fused-MoE kernel runs them (module doc)
+        # a serving engine's kernels (module doc): MoE experts as its fused-MoE kernel runs
+        # them, weight-only dense GEMMs as Marlin where the architecture has its rate
         self.fused_moe = fused_moe
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
@@ -359,7 +378,17 @@ class GpuModel(PerfModel):
             fused = self.fused_moe and op.batch > 1
             frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused)
             g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac)
-            r = Roof(compute_s=g.compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
+            compute_s = g.compute_s
+            if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_gemm_peak_fraction:
+                # a serving engine's weight-only dense GEMM: Marlin (module doc)
+                rows = marlin_rows(m)
+                compute_s = 2.0 * rows * n * k / (peak * eff.marlin_gemm_peak_fraction)
+                notes.append(
+                    f"Marlin {op.weight} x {op.dtype}: {_ceil_div(rows, MARLIN_MAX_M)} "
+                    f"slice(s) of <= {MARLIN_MAX_M} rows at "
+                    f"{eff.marlin_gemm_peak_fraction:.0%} of the {op.dtype} peak"
+                )
+            r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
             if fused and frac != eff.gemm_fraction(op.dtype):
                 notes.append(f"fused-MoE kernel: {frac:.0%} of the {op.dtype} peak")
             notes.append(
@@ -436,6 +465,7 @@ __all__ = [
     "balance_intensity",
     "gemm_candidate",
     "gemm_efficiency",
+    "marlin_rows",
     "plan_gemm",
     "tensor_throttle",
     "tile_rate_factor",

@@ -132,6 +132,7 @@ def _matmul(name: str, m: int, n: int, k: int, dt: Dtypes, *, batch: int = 1,
         mnk=(m, n, k),
         batch=batch,
         grouped=grouped,
+        weight=dt.weight,
     )
 
 
