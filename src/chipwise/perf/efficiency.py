@@ -49,7 +49,7 @@ PARAMETERS: tuple[str, ...] = (
     "gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
     "fused_moe_fp8_gemm_peak_fraction",
-    "marlin_gemm_peak_fraction",
+    "marlin_relative_rate",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
@@ -58,13 +58,13 @@ _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_gemm_peak_fraction"}
+     "marlin_relative_rate"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
-     "fused_moe_fp8_gemm_peak_fraction", "marlin_gemm_peak_fraction"}
+     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
 )  # fmt: skip
 
 
@@ -115,12 +115,12 @@ class Efficiency:
             each K block's scales are applied to the accumulator beside the tensor-core
             math, so it falls far below an fp8 cuBLAS GEMM; 0 = not measured, use
             ``gemm_fraction``. Serving only (``GpuModel(fused_moe=True)``).
-        marlin_gemm_peak_fraction: the share of the 16-bit dense peak the serving engines'
-            Marlin kernel (weight-only W4A16/W8A16 GEMMs, weights dequantised in registers)
-            sustains once compute-bound: it tiles at most 64 rows and runs larger batches
+        marlin_relative_rate: the serving engines' Marlin kernel (weight-only W4A16/W8A16
+            GEMMs, weights dequantised in registers) once compute-bound, as a share of the
+            same chip's 16-bit GEMM rate: it tiles at most 64 rows and runs a larger batch
             as repeated 64-row slices, each dequantising the weights again; 0 = not
-            measured or not Marlin (Hopper runs Machete), use ``gemm_fraction``. Serving
-            only (``GpuModel(fused_moe=True)``: the same engines).
+            measured or not Marlin (Hopper runs Machete): the bf16 GEMM plan applies.
+            Serving only (``GpuModel(fused_moe=True)``: the same engines).
     """
 
     gemm_peak_fraction: float
@@ -139,7 +139,7 @@ class Efficiency:
     gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
-    marlin_gemm_peak_fraction: float = 0.0
+    marlin_relative_rate: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -234,7 +234,7 @@ class _Entry(_Frozen):
     gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
-    marlin_gemm_peak_fraction: _Value | None = None
+    marlin_relative_rate: _Value | None = None
     note: str = ""
 
 

@@ -51,10 +51,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
   ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
-  architectures with a ``marlin_gemm_peak_fraction`` (Ampere, Ada): vLLM and SGLang run them
+  architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
-  slices, each dequantising the weights again, at the 64-row kernel's measured rate
-  (``marlin_gemm``). Elsewhere (Hopper's Machete, training) the bf16 GEMM plan applies.
+  slices, each dequantising the weights again, at the 64-row kernel's measured rate, a share
+  ``marlin_relative_rate`` of the chip's bf16 GEMM rate. Elsewhere (Hopper's Machete,
+  training) the bf16 GEMM plan applies.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -379,14 +380,15 @@ class GpuModel(PerfModel):
             frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused)
             g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac)
             compute_s = g.compute_s
-            if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_gemm_peak_fraction:
+            if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:
                 # a serving engine's weight-only dense GEMM: Marlin (module doc)
                 rows = marlin_rows(m)
-                compute_s = 2.0 * rows * n * k / (peak * eff.marlin_gemm_peak_fraction)
+                rate = peak * eff.gemm_fraction(op.dtype) * eff.marlin_relative_rate
+                compute_s = 2.0 * rows * n * k / rate
                 notes.append(
                     f"Marlin {op.weight} x {op.dtype}: {_ceil_div(rows, MARLIN_MAX_M)} "
-                    f"slice(s) of <= {MARLIN_MAX_M} rows at "
-                    f"{eff.marlin_gemm_peak_fraction:.0%} of the {op.dtype} peak"
+                    f"slice(s) of <= {MARLIN_MAX_M} rows at {eff.marlin_relative_rate:.0%} "
+                    f"of the {op.dtype} GEMM rate"
                 )
             r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
             if fused and frac != eff.gemm_fraction(op.dtype):
