@@ -764,8 +764,9 @@ class Engine:
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         backlog = self._backlog_ttfts(load, value, rate)
-        gated = self._gated(rate.b) and load == "rps" and not saturated
-        if (self.window is not None or gated) and load == "rps" and not saturated:
+        held = load == "rps" and not saturated  # open-loop arrivals a window or gate holds
+        gated = held and self._gated(rate.b)
+        if held and (gated or self.window is not None):
             # a harness window or an admission gate: prompts are prefilled in bunches that
             # come spaced out, so no queue forms before them
             points, pw = self._gate_ttfts(rate, x) if gated else self._window_ttfts(rate, x)
