@@ -67,6 +67,15 @@ def test_uneven_pipeline_stages_take_the_ceiling() -> None:
     assert layers_per_stage(126, 8, vp=4) == 4 * 4  # 4 chunks of ceil(126/32) = 4
 
 
+def test_more_virtual_stages_than_layers_give_the_embedding_and_loss_a_slot() -> None:
+    # Megatron's --account-for-embedding/loss-in-pipeline-split: 94 layers on PP32 x VPP3
+    assert layers_per_stage(94, 32, vp=3) == 3  # one slot per virtual stage
+    assert layers_per_stage(8, 5, vp=2) == 2  # 10 slots for 8 layers and the two ends
+    check_plan(Plan(pp=5, vp=2), 5, H100, SPEC)  # 8 + 2 slots
+    with pytest.raises(PlanError, match="plus the embedding and loss stages"):
+        check_plan(Plan(pp=11), 11, H100, SPEC)
+
+
 def test_fill_plan_gives_the_leftover_chips_to_dp() -> None:
     assert fill_plan({"tp": 4, "pp": 2}, 64) == Plan(tp=4, pp=2, dp=8)
 

@@ -156,3 +156,17 @@ def test_fp8_training_is_faster_than_bf16_on_hopper() -> None:
     bf16 = _model(roofline=False).train(Plan(), seq_len=2048, global_batch=8)
     fp8 = _model(precision="fp8", roofline=False).train(Plan(), seq_len=2048, global_batch=8)
     assert fp8.step_time_s < bf16.step_time_s
+
+
+def test_embedding_and_loss_in_a_stage_slot_of_their_own_replace_a_layer() -> None:
+    # 8 layers on pp=5 x vp=2: the ends fill the two spare slots (Megatron's
+    # --account-for-embedding/loss-in-pipeline-split), so the busiest stage is one layer
+    # plus the head (this head outweighs a layer), not two layers plus the head as at pp=4
+    model = _model()
+    ends = model.train(Plan(pp=5, vp=2), seq_len=512, global_batch=64)
+    full = model.train(Plan(pp=4, vp=2), seq_len=512, global_batch=64)
+    stage_ends = (ends.step_time_s - ends.breakdown.bubble_s) / 64
+    stage_full = (full.step_time_s - full.breakdown.bubble_s) / 64
+    assert stage_ends < stage_full
+    bound = model.lower_bound_s(Plan(pp=5, vp=2), seq_len=512, global_batch=64)
+    assert bound <= ends.step_time_s

@@ -145,17 +145,35 @@ def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None)
         return
     if spec.n_heads % plan.tp:
         raise PlanError(f"tp={plan.tp} must divide {spec.name}'s {spec.n_heads} heads")
-    if plan.pp * plan.vp > spec.n_layers:
+    if plan.pp * plan.vp > spec.n_layers + PIPELINE_END_SLOTS:
         raise PlanError(
-            f"pp*vp={plan.pp * plan.vp} exceeds {spec.name}'s {spec.n_layers} layers; "
-            f"use fewer pipeline stages"
+            f"pp*vp={plan.pp * plan.vp} exceeds {spec.name}'s {spec.n_layers} layers plus the "
+            f"embedding and loss stages ({spec.n_layers + PIPELINE_END_SLOTS}); use fewer "
+            f"pipeline stages"
         )
+
+
+# Megatron can count the embedding and the loss as one pipeline layer each
+# (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split;
+# megatron/training/arguments.py, Megatron-LM core_r0.12.0): the first virtual stage then
+# holds the embedding in place of a decoder layer, the last the output layer and the loss.
+# That is how a plan with more virtual stages than decoder layers runs, e.g. Qwen3-235B's
+# 94 layers on PP32 x VPP3 = 96 virtual stages (Megatron-MoE-ModelZoo, best_practice/qwen3).
+PIPELINE_END_SLOTS = 2
+
+
+def ends_take_stage_slots(n_layers: int, pp: int, vp: int = 1) -> bool:
+    """Whether the embedding and the loss must each take a virtual stage's layer slot: the
+    plan has more virtual stages than decoder layers (``PIPELINE_END_SLOTS``)."""
+    return pp * vp > n_layers
 
 
 def layers_per_stage(n_layers: int, pp: int, vp: int = 1) -> int:
     """Layers on the busiest pipeline stage (stages may be uneven: ceil, as Megatron's
-    --decoder-first/last-pipeline-num-layers allow)."""
-    return vp * -(-n_layers // (pp * vp))
+    --decoder-first/last-pipeline-num-layers allow; with more virtual stages than layers
+    the embedding and the loss take a slot each, ``ends_take_stage_slots``)."""
+    slots = n_layers + (PIPELINE_END_SLOTS if ends_take_stage_slots(n_layers, pp, vp) else 0)
+    return min(n_layers, vp * -(-slots // (pp * vp)))
 
 
 def fill_plan(given: dict[str, int | str], chips: int) -> Plan:

@@ -64,6 +64,7 @@ from chipwise.perf.plan.parallel import (
     Group,
     Network,
     check_plan,
+    ends_take_stage_slots,
     groups,
     layers_per_stage,
     zero_shards,
@@ -424,8 +425,19 @@ class StepModel(StepTimer):
             if moe:
                 work += count * self._moe_host_s(plan)
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
-        work += emb.total_s + head.total_s if plan.pp == 1 else max(emb.total_s, head.total_s)
+        ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
+        work += self._stage_ends(plan, ends, work / layers).total_s
         return work * (m + (plan.pp - 1) / plan.vp)
+
+    def _stage_ends(self, plan: Plan, ends: Cost, layer_s: float) -> Cost:
+        """What the embedding/head (``ends``) add to the busiest stage, whose decoder layers
+        take ``layer_s`` each: all of it, or, when they take a layer's slot of their own
+        (``ends_take_stage_slots``), only what they cost beyond the layer they replace (the
+        busiest stage is then a middle one or the end stage, whichever is longer)."""
+        if not ends_take_stage_slots(self.spec.n_layers, plan.pp, plan.vp):
+            return ends
+        extra = ends.total_s - layer_s
+        return ends.scaled(extra / ends.total_s) if extra > 0 else Cost()
 
     def train(self, plan: Plan, *, seq_len: int, global_batch: int) -> TrainPrediction:
         """One training step under ``plan`` (which must already match the chip count)."""
@@ -478,7 +490,7 @@ class StepModel(StepTimer):
                 bwd_s += count * host
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
         ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
-        work = work + ends
+        work = work + self._stage_ends(plan, ends, work.total_s / layers)
         stage_s = work.total_s + exposed  # one micro-batch through this stage
 
         bubble = (plan.pp - 1) / plan.vp * stage_s
