@@ -1,4 +1,5 @@
-"""Session-wide test setup: the suite never reads or writes the user's real price cache."""
+"""Session-wide test setup: the suite never reads or writes the user's real price cache, and
+the validation rows are predicted once per session, not once per test module."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
+
+from chipwise.validate import Case, Report, Result, run_case, run_validation
 
 # 'chipwise prices update' writes a user-level cache that later runs read; point it at an
 # empty temporary directory so a developer's own cache cannot change any test's answer.
@@ -19,3 +23,37 @@ os.environ["CHIPWISE_PRICE_CACHE"] = str(
 # database keeps what they find.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+VALIDATION_GROUP = "validation"  # pytest-xdist runs the tests that share the report on one worker
+
+
+@pytest.fixture(scope="session")
+def validation_report() -> Report:
+    """Every validation row predicted as shipped (minutes of CPU): computed once per session
+    for the tests that read the whole report (tests/validate, ``chipwise validate`` runs)."""
+    return run_validation()
+
+
+@pytest.fixture
+def validated_rows(validation_report: Report, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``chipwise validate`` takes a row's result from the session's report instead of
+    predicting it again: a CLI test checks options and output, tests/validate the figures."""
+    import chipwise.cli.validate as cli
+
+    by_case = {r.case: r for r in validation_report.results}
+
+    def shared(case: Case, efficiency: object = None) -> Result:
+        if efficiency is None and case in by_case:
+            return by_case[case]
+        return run_case(case, efficiency)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "run_case", shared)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests that read the session's validation report in one pytest-xdist group, so
+    ``-n`` workers predict it once between them (``--dist loadgroup``), not once each."""
+    for item in items:
+        if "validation_report" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(VALIDATION_GROUP))

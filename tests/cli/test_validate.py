@@ -25,6 +25,7 @@ def test_json_lists_every_microbenchmark_row_and_the_summary() -> None:
     assert d["summary"]["all"]["rows"] == sum(r["predicted"] is not None for r in d["rows"])
 
 
+@pytest.mark.usefixtures("validated_rows")
 def test_text_output_shows_rows_and_percentiles() -> None:
     result = runner.invoke(app, ["validate", "--kind", "infer"])
     assert result.exit_code == 0, result.output
@@ -34,6 +35,7 @@ def test_text_output_shows_rows_and_percentiles() -> None:
             assert c.id in result.output
 
 
+@pytest.mark.usefixtures("validated_rows")
 def test_phase_infer_scores_throughput_ttft_tpot_and_each_vendor_apart() -> None:
     result = runner.invoke(app, ["validate", "--phase", "infer", "--json"])
     assert result.exit_code == 0, result.output

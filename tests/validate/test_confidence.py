@@ -18,7 +18,6 @@ from chipwise.validate import (
     out_of_sample_results,
     parse_confidence,
     row_subsets,
-    run_validation,
 )
 
 STALE = (
@@ -29,8 +28,8 @@ STALE = (
 
 
 @pytest.fixture(scope="module")
-def report():  # type: ignore[no-untyped-def]
-    return run_validation()
+def report(validation_report: Report) -> Report:
+    return validation_report  # every row, predicted once per session (tests/conftest.py)
 
 
 def test_the_shipped_table_equals_what_the_model_computes_now(report) -> None:  # type: ignore[no-untyped-def]

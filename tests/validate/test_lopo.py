@@ -13,7 +13,6 @@ from chipwise.validate import (
     load_cases,
     load_confidence,
     publication,
-    run_validation,
     score_groups,
 )
 
@@ -44,8 +43,8 @@ def test_the_sustained_fraction_is_in_sample_for_the_rows_it_was_fitted_to() -> 
 
 
 @pytest.fixture(scope="module")
-def report() -> Report:
-    return run_validation()
+def report(validation_report: Report) -> Report:
+    return validation_report  # every row, predicted once per session (tests/conftest.py)
 
 
 def test_summary_scores_out_of_sample_rows_first_and_every_row_as_shipped(report: Report) -> None:

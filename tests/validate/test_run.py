@@ -38,8 +38,8 @@ MOE_P90_BOUND = 0.65
 
 
 @pytest.fixture(scope="module")
-def report():  # type: ignore[no-untyped-def]
-    r = run_validation()
+def report(validation_report):  # type: ignore[no-untyped-def]
+    r = validation_report  # every row, predicted once per session (tests/conftest.py)
     Console(width=160, color_system=None).print(report_table(r))  # shown with pytest -s
     return r
 

@@ -384,9 +384,25 @@ def load_model(text: str, base_dir: Path, precision: str = "bf16") -> Model:
     return model
 
 
+Prediction = TrainPrediction | InferPrediction | PrimitivePrediction
+
+
 def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     """Predict one case; a row that cannot be predicted says why. ``efficiency`` replaces
     the packaged efficiency parameters of a chip (calibration, refits)."""
+    return _run_case(case, efficiency, None)
+
+
+def _same_run(case: Case) -> Case:
+    """The case less what only names or scores a row: the rows one run published (its
+    tokens/s, TTFT and TPOT) share this key, and so one prediction."""
+    return replace(case, id="", metric="", value=0.0, notes="", source="")
+
+
+def _run_case(
+    case: Case, efficiency: EfficiencyFor | None, shared: dict[Case, Prediction] | None
+) -> Result:
+    """``run_case``, reusing a prediction in ``shared`` made for another row of the same run."""
     if not case.usable:
         return Result(case=case, why="marked usable=no in the source: " + case.notes)
     if case.metric not in METRICS:
@@ -394,29 +410,12 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     try:
         chip = with_scale_out(find_chip(case.chip), case.scale_out_bytes_per_s_per_chip)
         model = load_model(case.workload, case.base_dir, case.precision)
-        phase: Training | Inference
-        if case.phase == "infer":
-            phase = Inference(
-                batch=case.batch or 1, input_len=case.input_len, output_len=case.output_len,
-                load=case.load, concurrency=case.concurrency, rps=case.rps,
-                input_len_std=case.input_len_std, output_len_std=case.output_len_std,
-                kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
-                max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
-                ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
-                engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
-                harness=case.harness, async_scheduling=case.async_scheduling,
-                lengths=_lengths(case),
-                spec_tokens=case.spec_tokens, spec_method=case.spec_method,
-                spec_accept=case.spec_accept,
-            )  # fmt: skip
-        else:
-            phase = _training(case)
-        keys = plan_constraints(case.plan, case.chips) if case.plan else {}
-        eff = efficiency(chip) if efficiency is not None else None
-        pred = predict(
-            Workload(model=model, phase=phase), chip, case.chips, case.precision,
-            plan_keys=keys, allow_unfit=True, efficiency=eff,
-        )  # fmt: skip
+        key = _same_run(case)
+        pred = shared.get(key) if shared is not None else None
+        if pred is None:
+            pred = _predict(case, chip, model, efficiency)
+        if shared is not None:
+            shared[key] = pred
     except ChipwiseError as err:
         return Result(case=case, why=f"{type(err).__name__}: {err}")
     value = _metric(pred, case.metric)
@@ -427,6 +426,33 @@ def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     moe = isinstance(model, TransformerSpec) and model.is_moe
     return Result(case=case, predicted=value, plan=plan, fits=fits, kind=chip.kind,
                   vendor=chip.vendor, moe=moe)  # fmt: skip
+
+
+def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | None) -> Prediction:
+    """The prediction for a case's run on its chip (``ChipwiseError`` when it cannot be made)."""
+    phase: Training | Inference
+    if case.phase == "infer":
+        phase = Inference(
+            batch=case.batch or 1, input_len=case.input_len, output_len=case.output_len,
+            load=case.load, concurrency=case.concurrency, rps=case.rps,
+            input_len_std=case.input_len_std, output_len_std=case.output_len_std,
+            kv_dtype=case.kv_dtype, max_num_seqs=case.max_num_seqs,
+            max_num_tokens=case.max_num_tokens, prefix_hit_rate=case.prefix_hit_rate,
+            ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
+            engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
+            harness=case.harness, async_scheduling=case.async_scheduling,
+            lengths=_lengths(case),
+            spec_tokens=case.spec_tokens, spec_method=case.spec_method,
+            spec_accept=case.spec_accept,
+        )  # fmt: skip
+    else:
+        phase = _training(case)
+    keys = plan_constraints(case.plan, case.chips) if case.plan else {}
+    eff = efficiency(chip) if efficiency is not None else None
+    return predict(
+        Workload(model=model, phase=phase), chip, case.chips, case.precision,
+        plan_keys=keys, allow_unfit=True, efficiency=eff,
+    )  # fmt: skip
 
 
 def _lengths(case: Case) -> LengthRows:
@@ -493,4 +519,5 @@ def run_validation(
     chosen = load_cases() if cases is None else tuple(cases)
     if kind is not None:
         chosen = tuple(c for c in chosen if c.phase == kind)
-    return Report(results=tuple(run_case(c, efficiency) for c in chosen))
+    shared: dict[Case, Prediction] = {}  # the rows of one run are predicted once
+    return Report(results=tuple(_run_case(c, efficiency, shared) for c in chosen))
