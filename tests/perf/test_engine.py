@@ -168,10 +168,10 @@ def test_fp4_runs_w4a4_on_a_chip_with_an_fp4_rate_and_weight_only_elsewhere() ->
 @pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
 def test_an_engine_at_its_kv_limit_fits_the_memory_its_own_rule_sized(engine: str) -> None:
     # TensorRT-LLM perf-overview ran Llama-3.3-70B fp8 on one H200 at 128/128 (SV-011): the
-    # KV pool is 0.9 of the free memory, so the deployment fits by construction (2048
+    # KV pool is 0.9 of the free memory, so the deployment fits by construction (4096
     # sequences allowed: vLLM's own 1024 would bind before the KV cache does)
     phase = Inference(
-        load="max_throughput", input_len=128, output_len=128, engine=engine, max_num_seqs=2048
+        load="max_throughput", input_len=128, output_len=128, engine=engine, max_num_seqs=4096
     )
     pred = predict(Workload(model=LLAMA70, phase=phase), chip("h200-sxm"), 1, "fp8")
     assert isinstance(pred, InferPrediction) and pred.engine is not None

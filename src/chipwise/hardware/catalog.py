@@ -134,6 +134,7 @@ def chip_from_file(file: ChipFile) -> Chip:
         aliases=tuple(file.aliases),
         dense_flops_per_s={k: v.value for k, v in file.dense_flops_per_s.items()},
         hbm_capacity_bytes=file.memory.capacity_bytes.value,
+        hbm_usable_bytes=_opt(file.memory.usable_bytes) or file.memory.capacity_bytes.value,
         hbm_bytes_per_s=file.memory.bandwidth_bytes_per_s.value,
         memory_type=file.memory.type,
         unit_name=file.compute.unit_name,

@@ -47,7 +47,7 @@ class Chip:
     architecture: str
     aliases: tuple[str, ...]
     dense_flops_per_s: Mapping[str, float]  # per dtype, dense peak, per chip
-    hbm_capacity_bytes: float
+    hbm_capacity_bytes: float  # the datasheet figure
     hbm_bytes_per_s: float
     memory_type: str
     unit_name: str
@@ -78,6 +78,15 @@ class Chip:
     # chip started from (its efficiency parameters are that chip's).
     provenance: str = ""
     based_on: str = ""
+    # Bytes the runtime reports as the device's total (``memory.usable_bytes``); 0 = the
+    # datasheet capacity. Serving engines size their KV cache from this figure.
+    hbm_usable_bytes: float = 0.0
+
+    @property
+    def usable_hbm_bytes(self) -> float:
+        """Device memory as the runtime reports it (what engines size from), else the
+        datasheet capacity."""
+        return self.hbm_usable_bytes or self.hbm_capacity_bytes
 
     @property
     def user_supplied(self) -> bool:

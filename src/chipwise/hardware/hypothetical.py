@@ -110,7 +110,9 @@ FIELDS: dict[str, _Field] = {
         help="memory capacity, bytes",
         figure="memory.capacity_bytes",
         get=lambda c: c.hbm_capacity_bytes,
-        set=lambda c, v: replace(c, hbm_capacity_bytes=v),
+        set=lambda c, v: replace(
+            c, hbm_capacity_bytes=v, hbm_usable_bytes=c.hbm_usable_bytes * v / c.hbm_capacity_bytes
+        ),
     ),
     **{f"{d}_flops": _flops_field(d) for d in DTYPES},
     "vector_flops": _Field(

@@ -123,9 +123,12 @@ class Figure(_Frozen):
 
 
 class MemorySpec(_Frozen):
-    capacity_bytes: Figure
+    capacity_bytes: Figure  # the datasheet figure (what cost and advice quote)
     bandwidth_bytes_per_s: Figure
     type: str  # HBM3, HBM2e, GDDR6X, ...
+    # what the runtime reports as the device's total (torch.cuda.mem_get_info / HIP): the
+    # base serving engines size their KV cache from; absent = capacity_bytes
+    usable_bytes: Figure | None = None
 
 
 class ComputeSpec(_Frozen):

@@ -488,6 +488,47 @@ def _adapter_state(
     return base + aw / weight_shards, ag / weight_shards, ao / optimizer_shards
 
 
+# vLLM's Marlin MXFP4 MoE path (gpt-oss on GPUs without fp4 tensor cores) allocates its
+# expert tensors padded to the kernel's tiles: "The moe marlin kernel requires that for each
+# linear n % 256 == 0 and k % 128 == 0", so the per-rank intermediate width rounds up to a
+# multiple of 128 and the hidden width to 256 (vllm-project/vllm@007d5005 vllm/
+# model_executor/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights). For
+# gpt-oss-120b (hidden and intermediate 2880) that is 2944 x 3072 per 2880 x 2880 expert
+# matrix, +9 % on its 56.7 GiB of experts: 66.0 GiB loaded with its 4 GiB of bf16
+# attention and embeddings, as vLLM 0.10.1 logs on an H100 ("Model loading took 65.9651
+# GiB", Marlin backend: vllm-project/vllm issue #23278, 2025-08-20). Ampere always takes
+# this path (vLLM's Triton MXFP4 kernels need SM90+); later Hopper builds with the
+# triton_kernels package take the Triton path, which loads 64.38 GiB (vLLM 0.14.1, issue
+# #33155, 2026-01-27): Marlin's figure is assumed for both.
+MARLIN_MXFP4_N_ALIGN = 256  # the hidden width (n of the down projection)
+MARLIN_MXFP4_K_ALIGN = 128  # the per-rank intermediate width
+
+
+def _round_up(x: float, to: int) -> float:
+    return -(-x // to) * to
+
+
+def marlin_expert_padding(spec: TransformerSpec, plan: Plan) -> float:
+    """Factor by which vLLM's Marlin MXFP4 MoE layout pads ``spec``'s routed-expert weights
+    on one rank of ``plan`` (1 for a model whose experts are not MXFP4)."""
+    if spec.expert_quant != "mxfp4" or not spec.is_moe:
+        return 1.0
+    hidden = float(spec.d_model)
+    inter = (spec.moe_d_ff or spec.d_ff) / plan.expert_tp
+    padded = _round_up(inter, MARLIN_MXFP4_K_ALIGN) * _round_up(hidden, MARLIN_MXFP4_N_ALIGN)
+    return padded / (inter * hidden)
+
+
+def expert_weight_bytes(spec: TransformerSpec, plan: Plan, precision: str) -> float:
+    """Bytes of routed-expert weights one chip of ``plan`` holds when serving at
+    ``precision`` (the 4.25-bit MXFP4 blocks of an ``expert_quant`` checkpoint)."""
+    params = stage_params(spec, plan)
+    wbytes = weight_bytes(precision)
+    if spec.expert_quant and wbytes < 1:
+        wbytes = dtype_bytes(expert_dtypes(spec, Dtypes.for_precision(precision)).weight_dtype)
+    return params.experts_per_chip * wbytes
+
+
 def serve_memory(
     spec: TransformerSpec,
     plan: Plan,

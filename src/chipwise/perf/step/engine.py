@@ -193,6 +193,24 @@ def engine_batch_defaults(
 #   "How to Change KV Cache Behavior"; trtllm-bench runs at 0.90-0.95, perf-overview.md).
 ENGINE_MEMORY_UTILIZATION = 0.9
 KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9}
+# Both rules take the device's memory as the runtime reports it (torch.cuda.mem_get_info's
+# total: vLLM's "total_gpu_memory", e.g. 79.2 GiB on an "80 GB" H100), not the datasheet
+# figure: ``Chip.usable_hbm_bytes``.
+# Models mixing sliding-window and full-attention layers (gpt-oss, Gemma 2/3): engines
+# that give a sliding layer blocks for its window only hold a sequence of context C in
+# (full layers x C + sliding layers x min(C, window)) token-layers (layers.kv_cached_tokens),
+# not all layers x C:
+# * vLLM V1's hybrid KV-cache manager ("Sliding window layers: reserve slots only for the
+#   most recent sliding_window_size tokens", gpt-oss named: docs.vllm.ai design/
+#   hybrid_kv_cache_manager, written at commit 458e74; in the v0.9.2 API docs as the default
+#   that FullAttentionSpec's "when hybrid allocator is disabled" falls back from). Before
+#   v0.9.2 (2025-07-08) V1 allocated every layer for all tokens.
+# * TensorRT-LLM's variable sliding-window attention (VSWA) keeps one KV pool per window
+#   size (nvidia.github.io/TensorRT-LLM, "KV Cache Connector under VSWA": "the cache
+#   allocates one pool per window size").
+# SGLang sizes a separate SWA pool at --swa-full-tokens-ratio of the full layers' tokens
+# (not modelled: its pool is counted as full attention on every layer).
+WINDOWED_KV_DATES = {"vllm": "2025-07-08", "trtllm": ""}
 # Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
 LENGTH_POINTS = 48
 _Z99 = NormalDist().inv_cdf(0.99)
@@ -276,6 +294,13 @@ class Lengths:
         """Mean context of a running sequence: time-weighted by its output length."""
         w, i, o = self.weights, self.inputs, self.outputs
         return float(w @ (i * o + o * o / 2.0)) / max(1e-9, float(w @ o))
+
+
+def windows_kv(engine: str, date: str = "") -> bool:
+    """Whether ``engine`` (of release ``date``, "" = newest) holds only a sliding layer's
+    window in its KV cache (``WINDOWED_KV_DATES``)."""
+    since = WINDOWED_KV_DATES.get(engine)
+    return since is not None and (date or "9999") >= since
 
 
 def kv_pool_bytes(engine: str, capacity_bytes: float, non_kv_bytes: float) -> float:

@@ -64,7 +64,13 @@ from chipwise.perf.ops.layers import (
     layer_window,
     projection_op,
 )
-from chipwise.perf.plan.memory import RESERVE_FIXED_BYTES, serve_memory, stage_layer_kinds
+from chipwise.perf.plan.memory import (
+    RESERVE_FIXED_BYTES,
+    expert_weight_bytes,
+    marlin_expert_padding,
+    serve_memory,
+    stage_layer_kinds,
+)
 from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
@@ -77,6 +83,7 @@ from chipwise.perf.step.engine import (
     engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
+    windows_kv,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
@@ -450,20 +457,38 @@ class ServeModel(StepTimer):
         return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
     def kv_capacity_tokens(
-        self, plan: Plan, kv_dtype: str, timer: EngineStepTimer, engine: str = "vllm"
+        self,
+        plan: Plan,
+        kv_dtype: str,
+        timer: EngineStepTimer,
+        engine: str = "vllm",
+        context: float = 0.0,
     ) -> float:
-        """Tokens of KV cache one replica (one rank under ``adp``) holds: what ``engine``'s
-        sizing rule leaves after the weights, one chunk's activations and the runtime's
-        fixed reserve (``engine.kv_pool_bytes``)."""
+        """Tokens of context one replica's KV cache (one rank's under ``adp``) holds: what
+        ``engine``'s sizing rule leaves after the weights, one chunk's activations and the
+        runtime's fixed reserve (``engine.kv_pool_bytes``), over the bytes a token of a
+        sequence of mean ``context`` takes (sliding layers keep their window where
+        ``context`` is given: the caller has checked ``engine.windows_kv``)."""
         chip = self.chip
         base = serve_memory(
             self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
             kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
         )  # fmt: skip
         fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
-        non_kv = fixed + base.weights_bytes + base.activations_bytes
-        pool = kv_pool_bytes(engine, chip.hbm_capacity_bytes, non_kv)
-        return pool / timer.kv_bytes_per_token()
+        weights = base.weights_bytes + self._layout_padding_bytes(plan, engine)
+        non_kv = fixed + weights + base.activations_bytes
+        pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv)
+        return pool / timer.kv_bytes_per_token(context)
+
+    def _layout_padding_bytes(self, plan: Plan, engine: str) -> float:
+        """Bytes ``engine`` adds to one chip's weights by padding them to its kernels'
+        tiles: vLLM's Marlin layout of MXFP4 experts served weight-only on NVIDIA GPUs
+        without fp4 (``memory.marlin_expert_padding``); 0 elsewhere."""
+        if engine != "vllm" or self.chip.vendor != "nvidia" or self.precision != "int4":
+            return 0.0
+        rank = rank_plan(plan)
+        pad = marlin_expert_padding(self.spec, rank) - 1.0
+        return pad * expert_weight_bytes(self.spec, rank, self.precision) if pad else 0.0
 
     def _kv_transfer_s_per_token(self, timer: EngineStepTimer) -> float:
         """Seconds to move one token's KV cache from a prefill to a decode replica: each
@@ -494,7 +519,7 @@ class ServeModel(StepTimer):
         release date, load and GPU memory)."""
         chip = self.chip
         return engine_batch_defaults(
-            phase.engine, load=load or phase.load, hbm_bytes=chip.hbm_capacity_bytes,
+            phase.engine, load=load or phase.load, hbm_bytes=chip.usable_hbm_bytes,
             chip_id=chip.id, kind=chip.kind, date=phase.engine_date,
         )  # fmt: skip
 
@@ -513,12 +538,15 @@ class ServeModel(StepTimer):
             # a trtllm-bench run sizes its limits from memory and lengths (trtllm_bench.py)
             default_seqs, default_tokens = trtllm_bench_limits(
                 spec, precision=self.precision, kv_dtype=kv_dtype,
-                hbm_bytes=chip.hbm_capacity_bytes, tp=plan.tp, pp=plan.pp,
+                hbm_bytes=chip.usable_hbm_bytes, tp=plan.tp, pp=plan.pp,
                 mean_in=lengths.mean_in, mean_out=lengths.mean_out,
                 max_in=float(lengths.inputs.max()),
                 kv_free_fraction=KV_FREE_MEMORY_FRACTION["trtllm"],
             )  # fmt: skip
-        capacity = self.kv_capacity_tokens(plan, kv_dtype, timer, phase.engine)
+        windowed = windows_kv(phase.engine, phase.engine_date)
+        capacity = self.kv_capacity_tokens(
+            plan, kv_dtype, timer, phase.engine, lengths.mean_context if windowed else 0.0
+        )
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
                 f"the engine solves concurrency, rps and max_throughput loads, not "
@@ -576,7 +604,11 @@ class ServeModel(StepTimer):
         assert best is not None
         _, st, n_prefill, replicas = best
         rate = st.rate
-        kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token()
+        kv_used = (
+            rate.b
+            * lengths.mean_context
+            * timer.kv_bytes_per_token(lengths.mean_context if windowed else 0.0)
+        )
         base = serve_memory(
             spec, rank_plan(plan), batch=max(1, round(rate.b)), context=0, precision=self.precision,
             kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
@@ -587,7 +619,7 @@ class ServeModel(StepTimer):
         # (Adding the caching allocator's 5 % of capacity on top said published TRT-LLM runs
         # at the default free_gpu_memory_fraction did not fit.)
         memory = MemoryUse(
-            weights_bytes=base.weights_bytes,
+            weights_bytes=base.weights_bytes + self._layout_padding_bytes(plan, phase.engine),
             kv_cache_bytes=kv_used,
             activations_bytes=base.activations_bytes,
             other_bytes=RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"]),
@@ -631,7 +663,7 @@ class ServeModel(StepTimer):
             ttft_s=ttft_mean,
             tpot_s=tpot,
             memory=memory,
-            capacity_bytes=chip.hbm_capacity_bytes,
+            capacity_bytes=chip.usable_hbm_bytes,  # what the engine sized its pool from
             prefill=Breakdown(compute_s=st.prefill_s),
             decode=Breakdown(  # per output token: a step emits ``accept`` of them
                 memory_s=(t0 - host) / accept,
@@ -979,11 +1011,13 @@ class EngineStepTimer:
             bucket *= 2
         return bucket
 
-    def kv_bytes_per_token(self) -> float:
+    def kv_bytes_per_token(self, context: float = 0.0) -> float:
         """KV-cache bytes one token of context takes on one chip (all its layers; every
-        key/value head on one rank under ``adp``)."""
+        key/value head on one rank under ``adp``); averaged over a sequence of ``context``
+        tokens whose sliding layers keep only their window (0 = every layer keeps it)."""
         spec = self.serve.spec
         layers = layers_per_stage(spec.n_layers, self.plan.pp)
-        return kv_cached_tokens(spec, 1, layers) * kv_bytes_per_token_per_layer(
-            spec, self.shard.tp, self.kv_dtype
-        )
+        per_layer = kv_bytes_per_token_per_layer(spec, self.shard.tp, self.kv_dtype)
+        if context < 1.0 or not spec.n_sliding_layers:
+            return layers * per_layer
+        return kv_cached_tokens(spec, round(context), layers) / round(context) * per_layer
