@@ -12,7 +12,7 @@ from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.memory import marlin_expert_padding, serve_memory
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.step.engine import windows_kv
+from chipwise.perf.step.engine import sglang_mem_fraction_static, windows_kv
 from chipwise.perf.step.serve import ServeModel
 from chipwise.workload.ir import Inference
 from chipwise.workload.presets import load_preset
@@ -75,3 +75,27 @@ def test_an_engine_run_reports_the_memory_it_sized_from() -> None:
     assert low.serve_engine(Plan(), phase).engine.kv_capacity_tokens_per_replica < (  # type: ignore[union-attr]
         pred.engine.kv_capacity_tokens_per_replica  # type: ignore[union-attr]
     )
+
+
+@pytest.mark.parametrize(
+    ("gib", "tp", "date", "expected"),
+    [
+        (79.21, 1, "", 0.834),  # H100: 10 GiB floor over 13.1 GiB reserved -> 0.834
+        (139.8, 8, "", 0.896),  # H200 at tp 8
+        (79.21, 1, "2025-06-01", 0.88),  # before PR #10975: by TP alone
+        (79.21, 8, "2025-06-01", 0.81),
+    ],
+)
+def test_sglang_picks_its_static_fraction_from_the_gpu_and_tp(
+    gib: float, tp: int, date: str, expected: float
+) -> None:
+    assert sglang_mem_fraction_static(gib * GIB, tp, 1, date) == pytest.approx(expected)
+
+
+def test_sglang_holds_less_kv_than_vllm_on_an_h100() -> None:
+    llama = load_preset("llama3-8b")
+    serve = ServeModel(llama, H100, "bf16", model_for(H100), Network(H100))
+    timer = serve.engine_timer(Plan(), "bf16")
+    vllm = serve.kv_capacity_tokens(Plan(), "bf16", timer, "vllm")
+    sglang = serve.kv_capacity_tokens(Plan(), "bf16", timer, "sglang")
+    assert sglang < vllm

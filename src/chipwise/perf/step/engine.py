@@ -186,7 +186,8 @@ def engine_batch_defaults(
 #   engine may use for weights, activations and KV cache; the KV cache gets what is left of
 #   it after the weights and the profiled activation peak (docs.vllm.ai, Engine Arguments).
 #   SGLang's --mem-fraction-static is the same kind of share of total memory (weights + KV
-#   pool); it is picked at start-up from the GPU's memory and TP, 0.9 assumed as vLLM's.
+#   pool, the activations and CUDA graphs reserved outside it); its default is picked at
+#   start-up from the GPU's memory and TP (``sglang_mem_fraction_static``).
 # * TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction (default 0.9) is the share of the
 #   memory still FREE after the weights and activations are allocated ("TensorRT LLM will
 #   try to allocate 90% of free GPU memory for KV cache": nvidia.github.io/TensorRT-LLM,
@@ -303,13 +304,56 @@ def windows_kv(engine: str, date: str = "") -> bool:
     return since is not None and (date or "9999") >= since
 
 
-def kv_pool_bytes(engine: str, capacity_bytes: float, non_kv_bytes: float) -> float:
+# SGLang's default --mem-fraction-static (python/sglang/srt/server_args.py,
+# _handle_gpu_memory_settings / __post_init__):
+# * before PR #10975 (merged 2025-09-27): by TP (world) size alone: 0.88 at 1, 0.87 at 2+,
+#   0.85 at 4+, 0.81 at 8+, 0.79 at 16+;
+# * since (PR #10975, "Use more general heuristics to set the default value of
+#   --mem-fraction-static"): (gpu_mem - reserved) / gpu_mem with reserved (MiB) = 512 +
+#   1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + tp x pp / 8 x 1024, at
+#   least 10 GiB on GPUs over 60 GiB; chunked_prefill_size and cuda_graph_max_bs by the
+#   GPU's memory (nvidia-smi's total, MiB): < 20 GiB 2048 / 8; < 35 GiB 2048 / 24 (80 at tp
+#   4+); < 60 GiB 4096 / 32 (160); < 160 GiB 8192 / 256 (512); else 16384 / 512. On an H100
+#   at tp 1 that is 0.834 (sgl-project/sglang issue #29092, 2026-06-23: "0.828 for H100 with
+#   Qwen3 32B").
+SGLANG_MEM_FRACTION_DATE = "2025-09-27"
+_SGLANG_TP_FRACTIONS = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+# (below MiB, chunked_prefill_size, cuda_graph_max_bs under tp 4, at tp 4+)
+_SGLANG_TIERS = (
+    (20 * 1024, 2048, 8, 8),
+    (35 * 1024, 2048, 24, 80),
+    (60 * 1024, 4096, 32, 160),
+    (160 * 1024, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)
+
+
+def sglang_mem_fraction_static(gpu_bytes: float, tp: int, pp: int = 1, date: str = "") -> float:
+    """SGLang's default --mem-fraction-static on a GPU of ``gpu_bytes`` under ``tp`` x
+    ``pp``, for the release of ``date`` ("" = newest; see the rule above)."""
+    world = tp * pp
+    if (date or "9999") < SGLANG_MEM_FRACTION_DATE:
+        return next(f for size, f in _SGLANG_TP_FRACTIONS if world >= size)
+    mib = gpu_bytes / 2**20
+    _, chunk, bs_small, bs_large = next(t for t in _SGLANG_TIERS if mib < t[0])
+    graph_bs = bs_small if tp < 4 else bs_large
+    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + world / 8 * 1024
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
+
+
+def kv_pool_bytes(
+    engine: str, capacity_bytes: float, non_kv_bytes: float, fraction: float = 0.0
+) -> float:
     """Bytes of KV cache one chip gets under ``engine``'s sizing rule (see the constants
-    above): ``non_kv_bytes`` are the weights, activation peak and runtime reserve."""
+    above): ``non_kv_bytes`` are what the engine holds outside the pool (weights, and the
+    activation peak and runtime reserve where the rule counts them); ``fraction`` replaces
+    the share of total memory (SGLang's --mem-fraction-static)."""
     free_share = KV_FREE_MEMORY_FRACTION.get(engine)
     if free_share is not None:  # a share of what is free after the rest is allocated
         return max(0.0, free_share * (capacity_bytes - non_kv_bytes))
-    return max(0.0, ENGINE_MEMORY_UTILIZATION * capacity_bytes - non_kv_bytes)
+    return max(0.0, (fraction or ENGINE_MEMORY_UTILIZATION) * capacity_bytes - non_kv_bytes)
 
 
 def _lognormal_points(mean: float, std: float, n: int) -> FloatArray:
@@ -1020,6 +1064,7 @@ __all__ = [
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
+    "SGLANG_MEM_FRACTION_DATE",
     "VLLM_V1_DEFAULT_DATE",
     "AdmissionGate",
     "ArrivalWindow",
@@ -1031,4 +1076,6 @@ __all__ = [
     "engine_batch_defaults",
     "kv_pool_bytes",
     "lengths_of",
+    "sglang_mem_fraction_static",
+    "windows_kv",
 ]

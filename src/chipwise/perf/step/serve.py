@@ -83,6 +83,7 @@ from chipwise.perf.step.engine import (
     engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
+    sglang_mem_fraction_static,
     windows_kv,
 )
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
@@ -279,8 +280,10 @@ def _kv_sizing(engine: str) -> Assumption:
     return Assumption(
         name="engine_memory_utilization",
         value=ENGINE_MEMORY_UTILIZATION,
-        source=f"{engine}: weights + activations + KV cache within this share of total HBM "
-        "(vLLM --gpu-memory-utilization default; SGLang --mem-fraction-static assumed equal)",
+        source=f"{engine}: weights + activations + KV cache within this share of the memory "
+        "the runtime reports (vLLM --gpu-memory-utilization default; SGLang's "
+        "--mem-fraction-static default follows the GPU's memory and TP instead, 0.83 on an "
+        "H100 at tp 1: engine.sglang_mem_fraction_static)",
     )
 
 
@@ -463,12 +466,14 @@ class ServeModel(StepTimer):
         timer: EngineStepTimer,
         engine: str = "vllm",
         context: float = 0.0,
+        date: str = "",
     ) -> float:
         """Tokens of context one replica's KV cache (one rank's under ``adp``) holds: what
         ``engine``'s sizing rule leaves after the weights, one chunk's activations and the
         runtime's fixed reserve (``engine.kv_pool_bytes``), over the bytes a token of a
         sequence of mean ``context`` takes (sliding layers keep their window where
-        ``context`` is given: the caller has checked ``engine.windows_kv``)."""
+        ``context`` is given: the caller has checked ``engine.windows_kv``), for the engine
+        release of ``date`` ("" = newest)."""
         chip = self.chip
         base = serve_memory(
             self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
@@ -476,6 +481,13 @@ class ServeModel(StepTimer):
         )  # fmt: skip
         fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
         weights = base.weights_bytes + self._layout_padding_bytes(plan, engine)
+        if engine == "sglang":
+            # the static fraction already leaves the activations and CUDA graphs outside;
+            # the pool is the fraction of what was free at start-up, less the weights
+            frac = sglang_mem_fraction_static(chip.usable_hbm_bytes, plan.tp, plan.pp, date)
+            return kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac) / (
+                timer.kv_bytes_per_token(context)
+            )
         non_kv = fixed + weights + base.activations_bytes
         pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv)
         return pool / timer.kv_bytes_per_token(context)
@@ -545,7 +557,12 @@ class ServeModel(StepTimer):
             )  # fmt: skip
         windowed = windows_kv(phase.engine, phase.engine_date)
         capacity = self.kv_capacity_tokens(
-            plan, kv_dtype, timer, phase.engine, lengths.mean_context if windowed else 0.0
+            plan,
+            kv_dtype,
+            timer,
+            phase.engine,
+            lengths.mean_context if windowed else 0.0,
+            phase.engine_date,
         )
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
