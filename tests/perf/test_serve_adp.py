@@ -114,3 +114,22 @@ def test_adp_never_adds_the_attention_all_reduce(tp: int, tokens: int, moe: bool
         assert kinds == ["all_gather", "reduce_scatter"] and comm > 0
     else:
         assert kinds == [] and comm == 0.0
+
+
+def test_the_adp_balance_admits_every_ranks_prompts_in_one_step() -> None:
+    """NVIDIA's MLPerf DeepSeek-R1 Server runs hold context requests until the 9th step
+    (TensorRT-LLM's ADP balance, timeout_iters 9): a request waits out the rest of that
+    cycle, and the ranks' prompts enter together, so a chunked step comes once a cycle and
+    not whenever any one rank has a prompt."""
+    s = _serve()
+    plan = Plan(tp=8, ep=8, adp=1)
+    load = Inference(load="rps", rps=8.0, input_len=800, output_len=2000, engine="trtllm",
+                     max_num_seqs=512, max_num_tokens=4096)  # fmt: skip
+    plain = s.serve_engine(plan, load)
+    gated = s.serve_engine(plan, replace(load, harness="nvidia-mlperf-adp-9-3"))
+    assert plain.engine is not None and gated.engine is not None
+    assert not gated.engine.saturated
+    assert gated.engine.ttft_p50_s > plain.engine.ttft_p50_s + 3.0 * gated.tpot_s
+    assert gated.engine.ttft_p99_s < plain.engine.ttft_p99_s + 9.0 * gated.tpot_s + 1.0
+    # the ranks no longer stall one another's decodes with their own prompts
+    assert gated.tpot_s < plain.tpot_s

@@ -407,7 +407,10 @@ class Inference:
     # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
     # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "amd-mlperf-v5.1-interactive",
     # "amd-mlperf-v6.0-interactive" and "amd-mlperf-v6.0-server": AMD's later MLPerf runs,
-    # whose vLLM admits new prompts only every few steps (HARNESS_ADMISSION_GATES); "api":
+    # whose vLLM admits new prompts only every few steps (HARNESS_ADMISSION_GATES);
+    # "nvidia-mlperf-adp-T-W": NVIDIA's DeepSeek-R1 Offline and Server runs, whose
+    # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
+    # prompts every few steps (the same gates); "api":
     # a client that times each request through the engine's OpenAI-compatible HTTP server,
     # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency
@@ -517,6 +520,10 @@ HARNESSES = (
     "amd-mlperf-v5.1-interactive",
     "amd-mlperf-v6.0-interactive",
     "amd-mlperf-v6.0-server",
+    "nvidia-mlperf-adp-9-3",
+    "nvidia-mlperf-adp-6-2",
+    "nvidia-mlperf-adp-50-10",
+    "nvidia-mlperf-adp-500-10",
     "api",
 )
 

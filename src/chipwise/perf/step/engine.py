@@ -80,7 +80,9 @@ the tails come from queueing theory. The model, per replica:
   step lasts as long as the slowest rank's: with ``n`` ranks each carrying a chunk in a share
   ``f`` of its steps, independently, a share ``1 - (1 - f)^n`` of steps is a chunked one
   (``t(b, c)``) for all of them. (The chunked step is timed as if every rank had a chunk, an
-  upper bound on its expert work when only some do.)
+  upper bound on its expert work when only some do.) TensorRT-LLM's ADP balance holds the
+  ranks' prompts and admits them all in one step (an admission gate, below): then a share
+  ``f`` of steps is chunked, the same on every rank.
 
 Pipeline parallelism is timed as one pass through all layers per step (latency); its
 throughput gain from overlapping micro-batches is not modelled.
@@ -247,6 +249,20 @@ class AdmissionGate:
 
     steps: int
     min_running: int = 0
+    # TensorRT-LLM's attention-DP balance (-1 = none, a fixed cycle of ``steps``): ``steps``
+    # is its timeout_iters and this its batching_wait_iters; see ``cycle``
+    batching_wait: int = -1
+
+    def cycle(self, ranks: int, prompts_per_step: float) -> float:
+        """Steps between admissions when each of ``ranks`` lockstep ranks gets a prompt at
+        ``prompts_per_step``: ``steps``, or under the ADP balance the sooner of its timeout
+        and the wait for every rank to hold a prompt (the longest of ``ranks`` exponential
+        waits, ``H_ranks / rate`` on average) plus the batching wait."""
+        if self.batching_wait < 0:
+            return float(self.steps)
+        harmonic = sum(1.0 / k for k in range(1, max(1, ranks) + 1))
+        every_rank = harmonic / max(1e-9, prompts_per_step)
+        return max(1.0, min(float(self.steps), every_rank + self.batching_wait))
 
 
 # Engines whose scheduler gates admission, by the ``harness`` (benchmark submission) that ran
@@ -265,10 +281,30 @@ class AdmissionGate:
 #   cycling 0..VLLM_SUBSEQUENT_DECODE_STEPS, and only while len(running) >=
 #   VLLM_MIN_REQUEST_DECODE_STEP: Interactive 6 and 0 (admits every 7th step), Server 2 and
 #   1216 (every 3rd step while 1216+ requests run).
+# * "nvidia-mlperf-adp-T-W": NVIDIA's MLPerf Inference DeepSeek-R1 Offline and Server runs,
+#   TensorRT-LLM with attention data parallelism over the 8 ranks of each instance and its
+#   ADP balance on (closed/NVIDIA/configs/*/{Offline,Server}/deepseek-r1.py:
+#   enable_attention_dp True, adp_balancing_enable True, adp_balancing_timeout_iters T,
+#   adp_balancing_batching_wait_iters W; mlcommons/inference_results_v5.1@965182b0 and
+#   gbeezybez/inference_results_v6.0@232fbf90): Server 9-3 (v5.1 GB300 6-2), Offline
+#   500-10 (B200 v5.1, B300 v6.0), 50-10 (GB200) and 6-2 (GB300).
+#   PyExecutor._balance_adp_requests (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/
+#   py_executor.py; "ADP Balance Strategy", docs/source/blogs/tech_blog/
+#   blog10_ADP_Balance_Strategy.md, 2025-09) holds every rank's context requests while
+#   not all ranks have one, counting the iterations, and releases them when the count
+#   reaches T (then restarts it); once every rank holds one it releases them after W more
+#   iterations. All ranks' prompts enter in the same step. At a Server run's rate a rank
+#   gets a prompt every few cycles (B200 v5.1: 5 requests/s over 8 ranks, ~0.4 per
+#   9-step cycle), so prompts enter every T-th step; in Offline a rank's slot frees every
+#   few steps and the cycle is the wait for every rank to hold one, plus W.
 HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
     "amd-mlperf-v6.0-interactive": AdmissionGate(steps=7),
     "amd-mlperf-v6.0-server": AdmissionGate(steps=3, min_running=1216),
+    "nvidia-mlperf-adp-9-3": AdmissionGate(steps=9, batching_wait=3),
+    "nvidia-mlperf-adp-6-2": AdmissionGate(steps=6, batching_wait=2),
+    "nvidia-mlperf-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
+    "nvidia-mlperf-adp-500-10": AdmissionGate(steps=500, batching_wait=10),
 }
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
@@ -516,11 +552,13 @@ class Engine:
                 bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
                 if self._gated(b):
                     assert self.gate is not None
-                    bunch = need * self.gate.steps
+                    bunch = need * self._cycle(b)
                 chunk = max(1.0, min(self.budget - b * self.verify, max(self.l_pre, need, bunch)))
                 f = min(1.0, need / chunk)
-                # a step of lockstep replicas is a chunked one when any of them has a chunk
-                f = 1.0 - (1.0 - f) ** self.lockstep
+                if not self._gated(b):
+                    # a step of lockstep replicas is a chunked one when any of them has a
+                    # chunk; a gate admits every replica's prompts in the same step
+                    f = 1.0 - (1.0 - f) ** self.lockstep
                 t1 = self.step(b, self.ctx, chunk, self.l_in)
                 step_s = f * t1 + (1 - f) * t0
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
@@ -530,6 +568,12 @@ class Engine:
     def _gated(self, b: float) -> bool:
         """Whether an admission gate holds prompts back with ``b`` sequences running."""
         return self.gate is not None and b >= self.gate.min_running
+
+    def _cycle(self, b: float) -> float:
+        """Steps between the gate's admissions with ``b`` sequences decoding per replica
+        (as many prompts enter a step as requests leave: ``b / L_steps``)."""
+        assert self.gate is not None
+        return self.gate.cycle(self.lockstep, b / self.l_steps)
 
     def _bunch_prompts(self, x: float) -> float:
         """Mean prompts in one harness bunch when each replica serves ``x`` requests/s: the
@@ -560,7 +604,7 @@ class Engine:
         replica's requests/s."""
         assert self.gate is not None
         lam = max(1e-9, x)
-        return self._bunch_ttfts(rate, lam, self.gate.steps * rate.step_s, math.inf)
+        return self._bunch_ttfts(rate, lam, self._cycle(rate.b) * rate.step_s, math.inf)
 
     def _bunch_ttfts(
         self, rate: Rate, lam: float, seconds: float, max_prompts: float
