@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from chipwise.errors import PlanError
@@ -555,14 +556,11 @@ class ServeModel(StepTimer):
                 max_in=float(lengths.inputs.max()),
                 kv_free_fraction=KV_FREE_MEMORY_FRACTION["trtllm"],
             )  # fmt: skip
-        windowed = windows_kv(phase.engine, phase.engine_date)
+        # the context a token's KV bytes average over: sliding layers keep their window
+        # where the engine holds windows only (0 = every layer keeps every token)
+        kv_context = lengths.mean_context if windows_kv(phase.engine, phase.engine_date) else 0.0
         capacity = self.kv_capacity_tokens(
-            plan,
-            kv_dtype,
-            timer,
-            phase.engine,
-            lengths.mean_context if windowed else 0.0,
-            phase.engine_date,
+            plan, kv_dtype, timer, phase.engine, kv_context, phase.engine_date
         )
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
@@ -621,11 +619,7 @@ class ServeModel(StepTimer):
         assert best is not None
         _, st, n_prefill, replicas = best
         rate = st.rate
-        kv_used = (
-            rate.b
-            * lengths.mean_context
-            * timer.kv_bytes_per_token(lengths.mean_context if windowed else 0.0)
-        )
+        kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token(kv_context)
         base = serve_memory(
             spec, rank_plan(plan), batch=max(1, round(rate.b)), context=0, precision=self.precision,
             kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
@@ -786,6 +780,19 @@ def _grid_point(i: int) -> int:
     return max(1, math.floor(float(2.0 ** (i / _GRID_PER_OCTAVE)) + 0.5))
 
 
+def _on_grid(x: float, at: Callable[[int], float]) -> float:
+    """``at`` (a timing at a whole count, exact on the grid's points) at ``x``: linear
+    between the two grid points around ``x``; ``at(1)`` at or below one."""
+    if x <= 1:
+        return at(1)
+    g = math.log2(x) * _GRID_PER_OCTAVE
+    lo, hi = _grid_point(math.floor(g)), _grid_point(math.ceil(g))
+    y_lo = at(lo)
+    if hi == lo:
+        return y_lo
+    return y_lo + (at(hi) - y_lo) * (x - lo) / (hi - lo)
+
+
 class EngineStepTimer:
     """Seconds of one engine step of one replica under ``plan``: ``decode`` sequences each
     adding a token at ``context`` cached tokens, plus ``prefill`` prompt tokens (chunks of
@@ -825,15 +832,7 @@ class EngineStepTimer:
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
-        if tokens <= 1:
-            return self._linear_at(1)
-        x = math.log2(tokens) * _GRID_PER_OCTAVE
-        lo, hi = math.floor(x), math.ceil(x)
-        t_lo, t_hi = _grid_point(lo), _grid_point(hi)
-        y_lo, y_hi = self._linear_at(t_lo), self._linear_at(t_hi)
-        if t_hi == t_lo:
-            return y_lo
-        return y_lo + (y_hi - y_lo) * (tokens - t_lo) / (t_hi - t_lo)
+        return _on_grid(tokens, self._linear_at)
 
     def _linear_at(self, tokens: int) -> float:
         cached = self._linear.get(tokens)
@@ -854,15 +853,7 @@ class EngineStepTimer:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
         read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound);
         interpolated between grid points in ``seqs`` like ``linear_s``."""
-        if seqs <= 1:
-            return self._attention_at(1, context, decode=decode)
-        x = math.log2(seqs) * _GRID_PER_OCTAVE
-        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
-        y_lo = self._attention_at(lo, context, decode=decode)
-        if hi == lo:
-            return y_lo
-        y_hi = self._attention_at(hi, context, decode=decode)
-        return y_lo + (y_hi - y_lo) * (seqs - lo) / (hi - lo)
+        return _on_grid(seqs, lambda n: self._attention_at(n, context, decode=decode))
 
     def _attention_at(self, seqs: int, context: int, *, decode: bool) -> float:
         key = (seqs, context, decode)
@@ -907,14 +898,7 @@ class EngineStepTimer:
         if not self.spec_tokens or seqs <= 0:
             return 0.0
         ctx = max(1, round(context))
-        if seqs <= 1:
-            return self._draft_at(1, ctx)
-        x = math.log2(seqs) * _GRID_PER_OCTAVE
-        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
-        y_lo = self._draft_at(lo, ctx)
-        if hi == lo:
-            return y_lo
-        return y_lo + (self._draft_at(hi, ctx) - y_lo) * (seqs - lo) / (hi - lo)
+        return _on_grid(seqs, lambda n: self._draft_at(n, ctx))
 
     def _draft_at(self, seqs: int, context: int) -> float:
         cached = self._draft.get((seqs, context))
@@ -949,14 +933,7 @@ class EngineStepTimer:
 
     def logits_s(self, seqs: float) -> float:
         """Final norm and LM head for ``seqs`` sampled tokens (interpolated on the grid)."""
-        if seqs <= 1:
-            return self._logits_at(1)
-        x = math.log2(seqs) * _GRID_PER_OCTAVE
-        lo, hi = _grid_point(math.floor(x)), _grid_point(math.ceil(x))
-        y_lo = self._logits_at(lo)
-        if hi == lo:
-            return y_lo
-        return y_lo + (self._logits_at(hi) - y_lo) * (seqs - lo) / (hi - lo)
+        return _on_grid(seqs, self._logits_at)
 
     def _logits_at(self, seqs: int) -> float:
         cached = self._logits.get(seqs)
