@@ -424,16 +424,18 @@ class StepModel(StepTimer):
             work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
             if moe:
                 work += count * self._moe_host_s(plan)
-        emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
-        ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
-        work += self._stage_ends(plan, ends, work / layers).total_s
+        work += self._stage_ends(plan, b, seq_len, work / layers).total_s
         return work * (m + (plan.pp - 1) / plan.vp)
 
-    def _stage_ends(self, plan: Plan, ends: Cost, layer_s: float) -> Cost:
-        """What the embedding/head (``ends``) add to the busiest stage, whose decoder layers
-        take ``layer_s`` each: all of it, or, when they take a layer's slot of their own
-        (``ends_take_stage_slots``), only what they cost beyond the layer they replace (the
-        busiest stage is then a middle one or the end stage, whichever is longer)."""
+    def _stage_ends(self, plan: Plan, b: int, seq_len: int, layer_s: float) -> Cost:
+        """What the embedding and head add to the busiest stage of one micro-batch of ``b``
+        sequences, whose decoder layers take ``layer_s`` each: both without a pipeline, else
+        the costlier end (the first and last stages hold one each); when the ends take a
+        layer's slot of their own (``ends_take_stage_slots``), only what that end costs
+        beyond the layer it replaces (the busiest stage is then a middle one or the end
+        stage, whichever is longer)."""
+        emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
+        ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
         if not ends_take_stage_slots(self.spec.n_layers, plan.pp, plan.vp):
             return ends
         extra = ends.total_s - layer_s
@@ -488,9 +490,7 @@ class StepModel(StepTimer):
                 host = self._moe_host_s(plan)
                 work = work + Cost(overhead_s=count * host)
                 bwd_s += count * host
-        emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
-        ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
-        work = work + self._stage_ends(plan, ends, work.total_s / layers)
+        work = work + self._stage_ends(plan, b, seq_len, work.total_s / layers)
         stage_s = work.total_s + exposed  # one micro-batch through this stage
 
         bubble = (plan.pp - 1) / plan.vp * stage_s
