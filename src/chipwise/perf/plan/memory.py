@@ -519,14 +519,19 @@ def marlin_expert_padding(spec: TransformerSpec, plan: Plan) -> float:
     return padded / (inter * hidden)
 
 
+def _expert_bytes_per_param(spec: TransformerSpec, precision: str) -> float:
+    """Bytes per routed-expert weight served at ``precision``: the checkpoint's own 4-bit
+    format (``expert_quant``, MXFP4's 4.25 bits) when it is served at 4 bits."""
+    wbytes = weight_bytes(precision)
+    if spec.expert_quant and wbytes < 1:
+        return dtype_bytes(expert_dtypes(spec, Dtypes.for_precision(precision)).weight_dtype)
+    return wbytes
+
+
 def expert_weight_bytes(spec: TransformerSpec, plan: Plan, precision: str) -> float:
     """Bytes of routed-expert weights one chip of ``plan`` holds when serving at
     ``precision`` (the 4.25-bit MXFP4 blocks of an ``expert_quant`` checkpoint)."""
-    params = stage_params(spec, plan)
-    wbytes = weight_bytes(precision)
-    if spec.expert_quant and wbytes < 1:
-        wbytes = dtype_bytes(expert_dtypes(spec, Dtypes.for_precision(precision)).weight_dtype)
-    return params.experts_per_chip * wbytes
+    return stage_params(spec, plan).experts_per_chip * _expert_bytes_per_param(spec, precision)
 
 
 def serve_memory(
@@ -547,12 +552,11 @@ def serve_memory(
     # quantised checkpoints keep the embedding and the LM head in bf16 (layers.head_ops)
     ends = params.ends_per_chip
     head_bytes = dtype_bytes(head_dtypes(precision).weight_dtype)
-    # a checkpoint quantising only its experts (gpt-oss MXFP4) keeps the rest in bf16
-    quantised = params.experts_per_chip if spec.expert_quant else params.total - ends
-    if spec.expert_quant and wbytes >= 1:  # served wider than its 4-bit format
-        quantised = params.total - ends
-    elif spec.expert_quant:  # the experts as the checkpoint stores them (MXFP4: 4.25 bits)
-        wbytes = dtype_bytes(expert_dtypes(spec, Dtypes.for_precision(precision)).weight_dtype)
+    quantised = params.total - ends
+    if spec.expert_quant and wbytes < 1:
+        # a checkpoint quantising only its experts (gpt-oss MXFP4), served in its 4-bit
+        # format: the experts as it stores them (MXFP4: 4.25 bits), the rest in bf16
+        quantised, wbytes = params.experts_per_chip, _expert_bytes_per_param(spec, precision)
     weights = quantised * wbytes + (params.total - quantised) * head_bytes
     layers = layers_per_stage(spec.n_layers, plan.pp)
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
