@@ -151,6 +151,12 @@ class BatchDefaults:
     max_num_tokens: int
 
 
+def released_before(date: str, day: str) -> bool:
+    """Whether an engine of release ``date`` (YYYY-MM[-DD]; "" = the newest) predates
+    ``day``: the one test behind every dated engine default."""
+    return bool(date) and date < day
+
+
 def engine_batch_defaults(
     engine: str,
     *,
@@ -166,18 +172,19 @@ def engine_batch_defaults(
     if engine != "vllm":
         seqs = ENGINE_MAX_NUM_SEQS.get(engine, MAX_NUM_SEQS_DEFAULT)
         return BatchDefaults(seqs, MAX_NUM_TOKENS_DEFAULT)
-    when = date or "9999"
-    if when < VLLM_V1_DEFAULT_DATE or kind != "gpu":
+    if released_before(date, VLLM_V1_DEFAULT_DATE) or kind != "gpu":
         return BatchDefaults(MAX_NUM_SEQS_DEFAULT, MAX_NUM_TOKENS_DEFAULT)
     offline = load == "max_throughput"
     name = chip_id.lower()
-    if when < VLLM_BY_MEMORY_DATE:
+    if released_before(date, VLLM_BY_MEMORY_DATE):
         large = name.startswith(("h100", "h200"))
     else:
-        large = hbm_bytes >= 70 * _GIB and not (when >= VLLM_NOT_A100_DATE and "a100" in name)
+        a100_small = "a100" in name and not released_before(date, VLLM_NOT_A100_DATE)
+        large = hbm_bytes >= 70 * _GIB and not a100_small
     if not large:
         return BatchDefaults(MAX_NUM_SEQS_DEFAULT, 8192 if offline else 2048)
-    tokens = 16384 if offline or (when >= VLLM_160_GIB_DATE and hbm_bytes >= 160 * _GIB) else 8192
+    big = hbm_bytes >= 160 * _GIB and not released_before(date, VLLM_160_GIB_DATE)
+    tokens = 16384 if offline or big else 8192
     return BatchDefaults(1024, tokens)
 
 
@@ -337,7 +344,7 @@ def windows_kv(engine: str, date: str = "") -> bool:
     """Whether ``engine`` (of release ``date``, "" = newest) holds only a sliding layer's
     window in its KV cache (``WINDOWED_KV_DATES``)."""
     since = WINDOWED_KV_DATES.get(engine)
-    return since is not None and (date or "9999") >= since
+    return since is not None and not released_before(date, since)
 
 
 # SGLang's default --mem-fraction-static (python/sglang/srt/server_args.py,
@@ -368,7 +375,7 @@ def sglang_mem_fraction_static(gpu_bytes: float, tp: int, pp: int = 1, date: str
     """SGLang's default --mem-fraction-static on a GPU of ``gpu_bytes`` under ``tp`` x
     ``pp``, for the release of ``date`` ("" = newest; see the rule above)."""
     world = tp * pp
-    if (date or "9999") < SGLANG_MEM_FRACTION_DATE:
+    if released_before(date, SGLANG_MEM_FRACTION_DATE):
         return next(f for size, f in _SGLANG_TP_FRACTIONS if world >= size)
     mib = gpu_bytes / 2**20
     _, chunk, bs_small, bs_large = next(t for t in _SGLANG_TIERS if mib < t[0])

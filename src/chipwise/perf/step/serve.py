@@ -84,6 +84,7 @@ from chipwise.perf.step.engine import (
     engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
+    released_before,
     sglang_mem_fraction_static,
     windows_kv,
 )
@@ -222,7 +223,7 @@ def engine_overlaps_host(
     (``VLLM_ASYNC_SCHEDULING_DEFAULT_DATE``)."""
     if async_scheduling is not None:
         return async_scheduling
-    if engine == "vllm" and (engine_date or "9999") < VLLM_ASYNC_SCHEDULING_DEFAULT_DATE:
+    if engine == "vllm" and released_before(engine_date, VLLM_ASYNC_SCHEDULING_DEFAULT_DATE):
         return False
     return ENGINE_OVERLAPS_HOST
 
