@@ -203,10 +203,13 @@ def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
     from chipwise.workload.ir import LOADS
 
     serving = [
-        c for c in load_cases() if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-"))
+        c
+        for c in load_cases()
+        if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-"))
     ]
     assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
     assert any(c.id.startswith("SVR-") for c in serving)  # AMD/TPU serving rows are kept
+    assert any(c.id.startswith("SVJ-") for c in serving)  # JetStream (TPU) serving rows are kept
     for c in serving:
         assert c.load in LOADS, c.id
         if c.load == "concurrency":
