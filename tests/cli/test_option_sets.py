@@ -123,6 +123,7 @@ OPTION_SETS = {
         "--spec-method",
         "--spec-tokens",
         "--server",
+        "--slot-cache-len",
         "--tpot",
         "--ttft",
         "-q",

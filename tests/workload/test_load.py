@@ -67,3 +67,16 @@ def test_empty_workload() -> None:
 def test_a_directory_without_a_config_names_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError, match=r"directory without a config\.json"):
         load_workload_model(str(tmp_path))
+
+
+def test_jetstream_takes_a_slot_cache_and_no_token_budget() -> None:
+    from chipwise.errors import WorkloadError
+    from chipwise.workload.ir import Inference
+
+    assert Inference(engine="jetstream", slot_cache_len=2048).slot_cache_len == 2048
+    with pytest.raises(WorkloadError, match="slot-cache-len"):
+        Inference(engine="vllm", slot_cache_len=2048)
+    with pytest.raises(WorkloadError, match="token budget"):
+        Inference(engine="jetstream", max_num_tokens=8192)
+    with pytest.raises(WorkloadError, match="in-process"):
+        Inference(engine="jetstream", load="concurrency", concurrency=8, spec_tokens=2)

@@ -95,6 +95,7 @@ class EngineChoice(StrEnum):
     vllm = "vllm"
     sglang = "sglang"
     trtllm = "trtllm"
+    jetstream = "jetstream"
 
 
 class SpecMethodChoice(StrEnum):
@@ -226,6 +227,15 @@ def predict_command(
         help="Infer: engine's tokens per step (0 = the engine's own default, by release, "
         "GPU and load).",
     ),
+    slot_cache_len: int = typer.Option(
+        0,
+        "--slot-cache-len",
+        min=0,
+        max=MAX_SEQ_LEN,
+        help="Infer, --engine jetstream: cache positions each decode slot reserves and its "
+        "dense attention reads every step (jetstream-pytorch --max_cache_length, MaxText "
+        "max_target_length; 0 = ragged attention over each sequence's context).",
+    ),
     kv_dtype: KvDtypeChoice = typer.Option(
         KvDtypeChoice.auto, "--kv-dtype", help="Infer: KV-cache dtype (auto: from precision)."
     ),
@@ -234,7 +244,8 @@ def predict_command(
         "--engine",
         help="Infer: serving engine, for how it sizes its KV cache (vllm, sglang: a share of "
         "total HBM; trtllm: a share of the HBM free after the weights) and its default "
-        "batch limits.",
+        "batch limits; jetstream: fixed decode slots (--max-num-seqs), each prompt "
+        "prefilled alone at a padded power-of-two length (TPU).",
     ),
     engine_date: str = typer.Option(
         "",
@@ -357,6 +368,7 @@ def predict_command(
             lengths=read_lengths(lengths_file) if lengths_file else (),
             max_num_seqs=max_num_seqs,
             max_num_tokens=max_num_tokens,
+            slot_cache_len=slot_cache_len,
             kv_dtype="" if kv_dtype is KvDtypeChoice.auto else kv_dtype.value,
             engine=engine_name.value,
             engine_date=engine_date,

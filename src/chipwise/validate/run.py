@@ -135,6 +135,9 @@ class Case:
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
+    # JetStream: cache positions each decode slot reserves and its dense attention reads
+    # (the server's --max_cache_length / max_target_length); 0 = ragged
+    slot_cache_len: int = 0
     # speculative decoding as the row states it: draft tokens per step (0 = off), the
     # drafter, and the published mean acceptance length (an input, never fitted)
     spec_tokens: int = 0
@@ -336,6 +339,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     harness=(raw.get("harness") or "").strip(),
                     async_scheduling=_yes_no(raw.get("async_scheduling") or ""),
                     lengths=(raw.get("lengths") or "").strip(),
+                    slot_cache_len=_int(raw.get("slot_cache_len") or ""),
                     spec_tokens=_int(raw.get("spec_tokens") or ""),
                     spec_method=(raw.get("spec_method") or "").strip() or "mtp",
                     spec_accept=_float(raw.get("spec_accept") or "") or 1.0,
@@ -441,7 +445,7 @@ def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | N
             ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
             engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
             harness=case.harness, async_scheduling=case.async_scheduling,
-            lengths=_lengths(case),
+            lengths=_lengths(case), slot_cache_len=case.slot_cache_len,
             spec_tokens=case.spec_tokens, spec_method=case.spec_method,
             spec_accept=case.spec_accept,
         )  # fmt: skip

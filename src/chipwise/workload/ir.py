@@ -94,6 +94,9 @@ class Op:
     # window of ``window`` keys per query; 0 = every key)
     causal: bool = False
     window: int = 0
+    # decode attention only: a dense einsum over each sequence's whole contiguous cache
+    # array (JetStream without ragged attention), not a paged-attention kernel's page walk
+    dense: bool = False
 
     def __post_init__(self) -> None:
         if self.flops < 0 or self.bytes_read < 0 or self.bytes_written < 0 or self.count < 1:
@@ -368,8 +371,9 @@ class Inference:
     prefix cache), ``disaggregated`` (separate prefill and decode pools), ``engine`` (the
     serving engine, for how it sizes its KV cache: ``vllm`` and ``sglang`` take a share of
     the GPU's total memory, ``trtllm`` a share of what is free after the weights load, and
-    for its default batch limits), ``engine_date`` (YYYY-MM[-DD]: the engine release of that
-    date, whose defaults apply; "" = the newest).
+    for its default batch limits; ``jetstream`` runs fixed decode slots, ``max_num_seqs``,
+    and prefills each prompt alone at a padded length), ``engine_date`` (YYYY-MM[-DD]: the
+    engine release of that date, whose defaults apply; "" = the newest).
     """
 
     batch: int = 1
@@ -392,6 +396,11 @@ class Inference:
     tpot_p99_s: float = 0.0
     engine: str = "vllm"
     engine_date: str = ""
+    # JetStream: the cache positions each decode slot reserves, which its dense decode
+    # attention reads every step for every slot (jetstream-pytorch --max_cache_length
+    # without --ragged_mha; MaxText max_target_length); 0 = attention over each sequence's
+    # own context (ragged or paged)
+    slot_cache_len: int = 0
     # whether the engine runs its host work (scheduling, input preparation, output
     # processing) for the next step while the device runs this one: vLLM's
     # ``--async-scheduling`` / ``--no-async-scheduling``; None = the engine's default at
@@ -440,6 +449,21 @@ class Inference:
             raise WorkloadError(f"load {self.load!r}: choose one of {', '.join(LOADS)}")
         if self.engine not in ENGINES:
             raise WorkloadError(f"engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
+        if self.engine == "jetstream" and (
+            self.harness or self.spec_tokens or self.disaggregated or self.max_num_tokens
+        ):
+            raise WorkloadError(
+                "the jetstream engine is modelled in-process (no --harness), without "
+                "speculative decoding or disaggregation, and has no per-step token budget "
+                "(drop --max-num-tokens: its slots, --max-num-seqs, bound admission)"
+            )
+        check_whole("slot_cache_len", self.slot_cache_len, low=0, high=MAX_SEQ_LEN,
+                    error=WorkloadError)  # fmt: skip
+        if self.slot_cache_len and self.engine != "jetstream":
+            raise WorkloadError(
+                f"slot_cache_len is JetStream's per-slot cache (--engine jetstream), not "
+                f"{self.engine!r}'s: drop --slot-cache-len"
+            )
         if self.load == "concurrency" and self.concurrency < 1:
             raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
         if self.harness == "api" and self.load not in ("concurrency", "rps", "max_throughput"):
@@ -505,7 +529,9 @@ def _is_date(text: str) -> bool:
 # How a serving load is stated (see ``Inference``).
 LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
-ENGINES = ("vllm", "sglang", "trtllm")
+# "jetstream": google/JetStream's fixed decode slots with bucketed one-prompt prefills
+# (perf/step/jetstream.py), as served on TPUs with MaxText or jetstream-pytorch models.
+ENGINES = ("vllm", "sglang", "trtllm", "jetstream")
 # Speculative-decoding drafters the step model costs (``Inference.spec_method``;
 # perf/step/serve.py ``EngineStepTimer.draft_s``).
 SPEC_METHODS = ("mtp", "eagle")

@@ -18,7 +18,9 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
 - **Decode attention.** A decode step's attention is a read of the paged KV cache by the
   ragged paged-attention Pallas kernel (vLLM TPU / tpu-inference RPA, JetStream), which
   streams it at ``decode_attention_hbm_fraction`` of HBM bandwidth (efficiency.toml), not at
-  the ``hbm_fraction`` of a large copy.
+  the ``hbm_fraction`` of a large copy. A dense decode attention (``Op.dense``: an XLA
+  einsum over a contiguous cache array, jetstream-pytorch without ``ragged_mha``) streams
+  that array like any XLA op, at ``hbm_fraction``.
 - **Memory tiles.** Arrays live in HBM as (8, 128) tiles of their last two dims (S4), so
   traffic is that of the padded arrays.
 - **VPU.** Element-wise, reduction, norm, softmax and sort FLOPs run on the VPU at
@@ -165,7 +167,7 @@ class TpuModel(PerfModel):
             traffic = n_bytes
             if op.kind is OpKind.ATTENTION:
                 frac = eff.attention_fraction(backward=op.backward)
-                if is_decode_attention(op):
+                if is_decode_attention(op) and not op.dense:
                     bandwidth = chip.hbm_bytes_per_s * eff.decode_attention_fraction()
                     notes.append(
                         "paged KV-cache read at "

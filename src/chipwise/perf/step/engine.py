@@ -100,6 +100,7 @@ import numpy.typing as npt
 
 from chipwise.perf.step.finite_run import MAX_REQUESTS as MAX_RUN_REQUESTS
 from chipwise.perf.step.finite_run import RunResult, sample_requests, simulate_run
+from chipwise.perf.step.jetstream import DEFAULT_SLOTS as JETSTREAM_DEFAULT_SLOTS
 from chipwise.workload.ir import Inference
 
 FloatArray = npt.NDArray[np.float64]
@@ -132,7 +133,13 @@ StepFn = Callable[[float, float, float, float], float]
 #   BuildConfig defaults) under any load; trtllm-bench and MLPerf submissions run there.
 MAX_NUM_SEQS_DEFAULT = 256
 MAX_THROUGHPUT_MAX_SEQS = 2048
-ENGINE_MAX_NUM_SEQS = {"trtllm": MAX_THROUGHPUT_MAX_SEQS, "sglang": 2048}
+# * JetStream: a fixed number of decode slots, jetstream-pytorch's --batch_size default
+#   (jetstream.DEFAULT_SLOTS); no per-step token budget (perf/step/jetstream.py).
+ENGINE_MAX_NUM_SEQS = {
+    "trtllm": MAX_THROUGHPUT_MAX_SEQS,
+    "sglang": 2048,
+    "jetstream": JETSTREAM_DEFAULT_SLOTS,
+}
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
@@ -201,8 +208,13 @@ def engine_batch_defaults(
 #   memory still FREE after the weights and activations are allocated ("TensorRT LLM will
 #   try to allocate 90% of free GPU memory for KV cache": nvidia.github.io/TensorRT-LLM,
 #   "How to Change KV Cache Behavior"; trtllm-bench runs at 0.90-0.95, perf-overview.md).
+# * JetStream: no memory-fraction knob. Its decode state's cache arrays (slots x cache
+#   length) are allocated whole at start-up (jetstream-pytorch engine.init_decode_state:
+#   env.make_caches_generate, one cache per layer, at c8bb611), by XLA from the HBM the
+#   weights and the runtime leave: all of the free memory (the server fails to start when
+#   they do not fit).
 ENGINE_MEMORY_UTILIZATION = 0.9
-KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9}
+KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9, "jetstream": 1.0}
 # Both rules take the device's memory as the runtime reports it (torch.cuda.mem_get_info's
 # total: vLLM's "total_gpu_memory", e.g. 79.2 GiB on an "80 GB" H100), not the datasheet
 # figure: ``Chip.usable_hbm_bytes``.

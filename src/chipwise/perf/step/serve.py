@@ -81,6 +81,7 @@ from chipwise.perf.step.engine import (
     MAX_NUM_TOKENS_DEFAULT,
     BatchDefaults,
     Engine,
+    StepFn,
     engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
@@ -88,6 +89,7 @@ from chipwise.perf.step.engine import (
     sglang_mem_fraction_static,
     windows_kv,
 )
+from chipwise.perf.step.jetstream import JetStreamStep, jetstream_step, prefill_bucket
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
@@ -277,7 +279,11 @@ def _kv_sizing(engine: str) -> Assumption:
             name="kv_cache_free_memory_fraction",
             value=free_share,
             source=f"{engine}: KV cache = this share of HBM free after weights and activations "
-            "(TRT-LLM KvCacheConfig.free_gpu_memory_fraction default)",
+            + (
+                "(TRT-LLM KvCacheConfig.free_gpu_memory_fraction default)"
+                if engine == "trtllm"
+                else "(JetStream allocates its slots' caches from all free HBM at start-up)"
+            ),
         )
     return Assumption(
         name="engine_memory_utilization",
@@ -315,9 +321,16 @@ def serve_assumptions(
             ),
             Assumption(
                 name="serving_engine",
-                value="continuous batching with chunked prefill, steady state; M/G/1 prefill "
-                "queue; see perf/step/engine.py",
-                source="perf/step/engine.py",
+                value=(
+                    "fixed decode slots; each prompt prefilled alone at a power-of-two "
+                    "bucket, then inserted; see perf/step/jetstream.py"
+                    if engine_name == "jetstream"
+                    else "continuous batching with chunked prefill, steady state; M/G/1 "
+                    "prefill queue; see perf/step/engine.py"
+                ),
+                source="google/JetStream orchestrator.py (interleaved mode)"
+                if engine_name == "jetstream"
+                else "perf/step/engine.py",
             ),
             _kv_sizing(engine_name),
             Assumption(name="kv_cache_dtype", value=kv_dtype, source="--kv-dtype or precision"),
@@ -581,14 +594,34 @@ class ServeModel(StepTimer):
         splits = [(0, rank_plan(plan).dp)]
         if phase.disaggregated:
             splits = [(p, plan.dp - p) for p in range(1, plan.dp)]
+        max_seqs = phase.max_num_seqs or default_seqs
+        max_tokens = phase.max_num_tokens or default_tokens
+        step: StepFn = functools.partial(timer.step_s, overlap=overlap)
+        if phase.engine == "jetstream":
+            if chip.kind != "tpu":
+                raise PlanError(
+                    f"the jetstream engine serves on TPUs (XLA), not {chip.id!r}: use "
+                    "--engine vllm, sglang or trtllm"
+                )
+            # a generate step over every slot plus one padded batch-1 prefill per admitted
+            # prompt (perf/step/jetstream.py); no token budget: free slots bound admission
+            if phase.slot_cache_len:
+                # the slots are allocated whole at start-up: as many as their caches fit
+                max_seqs = max(1, min(max_seqs, int(capacity // phase.slot_cache_len)))
+                capacity = float(max_seqs * phase.slot_cache_len)
+            step = jetstream_step(
+                timer, slots=max_seqs, inputs=lengths.inputs, weights=lengths.weights,
+                host_step_s=HOST_STEP_S, overlap=overlap, cache_len=phase.slot_cache_len,
+            )  # fmt: skip
+            max_tokens = max_seqs * (1 + prefill_bucket(float(lengths.inputs.max())))
         best = None
         for n_prefill, replicas in splits:
             engine = Engine(
-                functools.partial(timer.step_s, overlap=overlap),
+                step,
                 lengths,
                 prefill_tokens_fraction=1.0 - phase.prefix_hit_rate,
-                max_num_seqs=phase.max_num_seqs or default_seqs,
-                max_num_tokens=phase.max_num_tokens or default_tokens,
+                max_num_seqs=max_seqs,
+                max_num_tokens=max_tokens,
                 kv_capacity_tokens=capacity,
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill / replicas,
@@ -662,7 +695,10 @@ class ServeModel(StepTimer):
         t0 = rate.t0_s
         # host time the device waits for (none when the engine overlaps it and the step is
         # longer than the host's work)
-        host = t0 - timer.device_s(rate.b, lengths.mean_context, 0.0, lengths.mean_in)
+        if isinstance(step, JetStreamStep):
+            host = t0 - step.device_s(rate.b, lengths.mean_context)
+        else:
+            host = t0 - timer.device_s(rate.b, lengths.mean_context, 0.0, lengths.mean_in)
         return InferPrediction(
             workload=spec.name,
             chip_id=chip.id,
@@ -823,7 +859,7 @@ class EngineStepTimer:
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
         self.act_bytes = activation_bytes(serve.precision)
         self._linear: dict[int, float] = {}
-        self._attn: dict[tuple[int, int, bool], float] = {}
+        self._attn: dict[tuple[int, int, bool, bool], float] = {}
         self._logits: dict[int, float] = {}
         self._comms: dict[int, float] = {}
         self.spec_tokens = spec_tokens
@@ -850,14 +886,15 @@ class EngineStepTimer:
         self._linear[tokens] = t
         return t
 
-    def attention_s(self, seqs: float, context: int, *, decode: bool) -> float:
+    def attention_s(self, seqs: float, context: int, *, decode: bool, dense: bool = False) -> float:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
-        read), or of ``seqs`` prefill tokens of prompts ``context`` long (compute-bound);
-        interpolated between grid points in ``seqs`` like ``linear_s``."""
-        return _on_grid(seqs, lambda n: self._attention_at(n, context, decode=decode))
+        read; ``dense``: an einsum over a contiguous cache array, not a paged kernel), or of
+        ``seqs`` prefill tokens of prompts ``context`` long (compute-bound); interpolated
+        between grid points in ``seqs`` like ``linear_s``."""
+        return _on_grid(seqs, lambda n: self._attention_at(n, context, decode=decode, dense=dense))
 
-    def _attention_at(self, seqs: int, context: int, *, decode: bool) -> float:
-        key = (seqs, context, decode)
+    def _attention_at(self, seqs: int, context: int, *, decode: bool, dense: bool = False) -> float:
+        key = (seqs, context, decode, dense)
         cached = self._attn.get(key)
         if cached is not None:
             return cached
@@ -878,6 +915,8 @@ class EngineStepTimer:
                                   window=window)
                 )  # fmt: skip
             core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
+            if decode and dense:
+                core = tuple(replace(op, dense=True) for op in core)
             if decode and self.queries > 1:
                 core = tuple(self._verify_attention(op) for op in core)
             total = total + sv._time(core).scaled(count)

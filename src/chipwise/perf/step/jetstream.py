@@ -1,0 +1,150 @@
+"""JetStream's serving loop: a fixed decode batch of slots, each prompt prefilled alone.
+
+JetStream (google/JetStream, ``jetstream/core/orchestrator.py`` at commit 8839d1a,
+2025-05-22; the same loop serves MaxText's and jetstream-pytorch's models) runs, in the
+interleaved mode of a single TPU slice, three steps on the same chips:
+
+* **Prefill** (``_prefill_thread``): one request at a time (batch 1), its tokens padded up to
+  the nearest of ``token_utils.DEFAULT_PREFILL_BUCKETS`` (16, 32, 64, ... 32768, doubling):
+  every XLA program has a static shape, so a 215-token prompt pays for 256.
+* **Insert** (``_insert_if_possible``): the prefilled cache goes into a free decode slot. In
+  interleaved mode the generate thread blocks on the prefill backlog while slots are free,
+  so waiting prompts are prefilled and inserted before the next decode step: no per-step
+  token budget, only the free slots bound the admissions.
+* **Generate** (``_generate_thread``): one compiled step over the whole decode state, all
+  ``max_concurrent_decodes`` slots (``per_device_batch_size`` x chips in MaxText, the
+  server's ``--batch_size`` in jetstream-pytorch), occupied or not: its projections, MLP
+  and LM head run on every slot. Each slot holds a cache of a fixed length (MaxText's
+  ``max_target_length``, jetstream-pytorch's ``--max_cache_length``); jetstream-pytorch's
+  default dense attention (``layers.AttentionKernel`` with ``ragged_mha`` off, its default
+  since the flag came in PR #93, 2024-05-23) reads every slot's whole cache each step, so
+  the KV read per step is slots x cache length whatever the prompts' lengths
+  (``Inference.slot_cache_len``); ragged attention reads only the present sequences' own
+  context (``slot_cache_len`` 0).
+
+So a step of the engine model (``engine.Engine``, one replica) with ``decode`` sequences
+running and ``prefill`` prompt tokens to admit costs one generate step at the slot count
+plus one padded batch-1 prefill per admitted prompt. The mean prompt stands for its length
+mix: its prefill costs the mix's mean padded prefill (the buckets are not linear in length).
+int8 weights (jetstream-pytorch ``--quantize_weights``: weight-only, per channel) and an
+int8 KV cache (``--quantize_kv_cache``) are the workload's precision ``w8a16`` and
+``kv_dtype`` int8; nothing here is specific to them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+# token_utils.DEFAULT_PREFILL_BUCKETS (google/JetStream jetstream/engine/token_utils.py at
+# 8839d1a): the prefill lengths JetStream compiles; a prompt is padded to the smallest that
+# holds it (take_nearest_length; a longer prompt is cut to the largest)
+PREFILL_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+# Decode slots when none are stated: jetstream-pytorch's ``--batch_size`` flag default 32
+# (AI-Hypercomputer/jetstream-pytorch jetstream_pt/config.py at c8bb611, 2025-09-14).
+DEFAULT_SLOTS = 32
+
+
+class StepParts(Protocol):
+    """The pieces of a step a serving step timer prices (``serve.EngineStepTimer``)."""
+
+    def linear_s(self, tokens: float) -> float: ...
+    def attention_s(
+        self, seqs: float, context: int, *, decode: bool, dense: bool = False
+    ) -> float: ...
+    def logits_s(self, seqs: float) -> float: ...
+    def comm_s(self, tokens: float) -> float: ...
+
+
+def prefill_bucket(tokens: float) -> int:
+    """The padded length JetStream prefills a prompt of ``tokens`` at."""
+    i = bisect.bisect_left(PREFILL_BUCKETS, max(1.0, tokens))
+    return PREFILL_BUCKETS[min(i, len(PREFILL_BUCKETS) - 1)]
+
+
+def prompt_prefill_s(parts: StepParts, tokens: float) -> float:
+    """One prompt's prefill: a batch-1 forward over its padded bucket (attention over the
+    bucket too: the program's shape), sampling its first token."""
+    n = prefill_bucket(tokens)
+    return (
+        parts.linear_s(n)
+        + parts.attention_s(n, n, decode=False)
+        + parts.logits_s(1.0)
+        + parts.comm_s(n)
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JetStreamStep:
+    """``engine.StepFn`` of a JetStream replica: a generate step over ``slots`` plus the
+    padded prefills of the prompts admitted before it (see the module docstring)."""
+
+    parts: StepParts
+    slots: int
+    host_step_s: float
+    overlap: bool
+    mean_in: float
+    mean_prompt_s: float  # mean padded prefill over the load's prompt lengths
+    # positions each slot's cache holds, all read by a dense decode attention every step
+    # (``Inference.slot_cache_len``); 0 = only the present sequences' own context
+    cache_len: int = 0
+
+    def __post_init__(self) -> None:
+        if self.slots < 1:
+            raise ValueError(f"JetStream needs at least one decode slot, got {self.slots}")
+
+    def device_s(self, decode: float, context: float) -> float:
+        """Device time of one generate step: every slot through the projections, MLP and
+        LM head, the ``decode`` present sequences' KV read."""
+        n = float(max(self.slots, round(decode)))
+        if self.cache_len:
+            attention = self.parts.attention_s(n, self.cache_len, decode=True, dense=True)
+        else:
+            attention = self.parts.attention_s(max(1.0, decode), max(1, round(context)),
+                                               decode=True)  # fmt: skip
+        return self.parts.linear_s(n) + attention + self.parts.logits_s(n) + self.parts.comm_s(n)
+
+    def generate_s(self, decode: float, context: float) -> float:
+        """One generate step, the host's work hidden behind the device's or added."""
+        device = self.device_s(decode, context)
+        return max(device, self.host_step_s) if self.overlap else device + self.host_step_s
+
+    def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
+        t = self.generate_s(decode, context) if decode > 0 else 0.0
+        if prefill > 0:
+            length = max(1.0, prompt_len)
+            mix = abs(length - self.mean_in) < 0.5
+            each = self.mean_prompt_s if mix else prompt_prefill_s(self.parts, length)
+            t += prefill / length * each
+        return t
+
+
+def jetstream_step(
+    parts: StepParts,
+    *,
+    slots: int,
+    inputs: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    host_step_s: float,
+    overlap: bool,
+    cache_len: int = 0,
+) -> JetStreamStep:
+    """The step of a JetStream replica with ``slots`` decode slots (each reserving
+    ``cache_len`` positions, 0 = ragged) serving prompts of ``inputs`` tokens (with
+    ``weights``)."""
+    uniq, index = np.unique(np.maximum(1.0, inputs), return_inverse=True)
+    each = np.array([prompt_prefill_s(parts, float(n)) for n in uniq])
+    mean_prompt_s = float(weights @ each[index])
+    return JetStreamStep(
+        parts=parts,
+        slots=slots,
+        host_step_s=host_step_s,
+        overlap=overlap,
+        mean_in=float(weights @ inputs),
+        mean_prompt_s=mean_prompt_s,
+        cache_len=cache_len,
+    )

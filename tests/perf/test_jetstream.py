@@ -1,0 +1,108 @@
+"""JetStream's serving loop (perf/step/jetstream.py): fixed decode slots, each prompt
+prefilled alone at a padded power-of-two length, dense attention over each slot's cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chipwise.errors import PlanError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.jetstream import (
+    PREFILL_BUCKETS,
+    jetstream_step,
+    prefill_bucket,
+    prompt_prefill_s,
+)
+from chipwise.perf.step.serve import HOST_STEP_S, ServeModel
+from chipwise.workload.ir import Inference
+from chipwise.workload.presets import load_preset
+
+V5E = chip("tpu-v5e")
+PLAN = Plan(tp=8)
+
+
+def _serve(precision: str = "bf16", name: str = "llama2-7b") -> ServeModel:
+    return ServeModel(load_preset(name), V5E, precision, model_for(V5E), Network(V5E))
+
+
+def _phase(**kw: object) -> Inference:
+    base: dict[str, object] = {
+        "input_len": 215, "output_len": 196, "load": "max_throughput", "engine": "jetstream",
+        "max_num_seqs": 96,
+    }  # fmt: skip
+    base.update(kw)
+    return Inference(**base)  # type: ignore[arg-type]
+
+
+def test_prompts_pad_to_the_next_power_of_two_bucket() -> None:
+    assert [prefill_bucket(n) for n in (1, 16, 17, 215, 256, 257, 1000)] == [
+        16, 16, 32, 256, 256, 512, 1024,
+    ]  # fmt: skip
+    assert prefill_bucket(10**6) == PREFILL_BUCKETS[-1]  # a longer prompt is cut
+
+
+def test_a_prompt_costs_its_bucket_and_the_mix_its_mean_padded_prefill() -> None:
+    timer = _serve().engine_timer(PLAN, "bf16")
+    assert prompt_prefill_s(timer, 200) == prompt_prefill_s(timer, 256)
+    assert prompt_prefill_s(timer, 257) > prompt_prefill_s(timer, 256)
+    ins, w = np.array([100.0, 300.0]), np.array([0.5, 0.5])
+    step = jetstream_step(timer, slots=8, inputs=ins, weights=w, host_step_s=0.0, overlap=True)
+    mean = 0.5 * (prompt_prefill_s(timer, 128) + prompt_prefill_s(timer, 512))
+    assert step.mean_prompt_s == pytest.approx(mean)
+    # the mean prompt (200 tokens) stands for the mix, not for a 256-token bucket
+    alone = step(0.0, 0.0, 200.0, 200.0)
+    assert alone == pytest.approx(mean)
+    assert step(0.0, 0.0, 300.0, 300.0) == pytest.approx(prompt_prefill_s(timer, 300))
+
+
+def test_the_generate_step_runs_every_slot_occupied_or_not() -> None:
+    timer = _serve().engine_timer(PLAN, "bf16")
+    ins, w = np.array([215.0]), np.array([1.0])
+    kw = {"inputs": ins, "weights": w, "host_step_s": HOST_STEP_S, "overlap": True}
+    ragged = jetstream_step(timer, slots=96, **kw)  # type: ignore[arg-type]
+    dense = jetstream_step(timer, slots=96, cache_len=2048, **kw)  # type: ignore[arg-type]
+    # projections and LM head at 96 slots whatever runs; ragged attention reads only the
+    # present sequences' context, dense attention every slot's whole cache
+    assert ragged.device_s(10, 300) < ragged.device_s(96, 300)
+    assert dense.device_s(10, 300) == pytest.approx(dense.device_s(96, 300))
+    assert dense.device_s(96, 300) > ragged.device_s(96, 300)
+    # a step that admits prompts adds one padded batch-1 prefill per prompt
+    both = dense(96.0, 300.0, 2 * 215.0, 215.0)
+    assert both == pytest.approx(dense.generate_s(96, 300) + 2 * dense.mean_prompt_s)
+
+
+def test_dense_attention_streams_the_cache_at_the_copy_rate_not_the_paged_kernels() -> None:
+    timer = _serve().engine_timer(PLAN, "bf16")
+    paged = timer.attention_s(96, 2048, decode=True)
+    dense = timer.attention_s(96, 2048, decode=True, dense=True)
+    # efficiency.toml: TPU hbm_fraction 0.9 vs decode_attention_hbm_fraction 0.38
+    assert dense < paged
+    assert paged / dense == pytest.approx(0.9 / 0.38, rel=0.05)
+
+
+def test_slots_beyond_what_their_caches_fit_are_not_allocated() -> None:
+    sv = ServeModel(load_preset("llama2-7b"), V5E, "bf16", model_for(V5E), Network(V5E))
+    one = sv.serve_engine(Plan(tp=1), _phase(max_num_seqs=1024, slot_cache_len=2048))
+    assert one.engine is not None
+    # 16 GB of v5e HBM holds ~14 GB of weights: a couple of 2048-position MHA slots at most
+    assert one.engine.max_seqs_per_replica < 8
+    eight = sv.serve_engine(PLAN, _phase(slot_cache_len=2048))
+    assert eight.engine is not None and eight.engine.max_seqs_per_replica == 96
+
+
+def test_int8_weights_and_cache_serve_faster_than_bf16() -> None:
+    bf16 = _serve().serve_engine(PLAN, _phase(slot_cache_len=2048)).engine
+    int8 = _serve("w8a16").serve_engine(PLAN, _phase(slot_cache_len=2048, kv_dtype="int8")).engine
+    assert bf16 is not None and int8 is not None
+    assert int8.output_tokens_per_s > 1.2 * bf16.output_tokens_per_s
+
+
+def test_jetstream_serves_on_tpus_only() -> None:
+    h100 = chip("h100-sxm")
+    sv = ServeModel(load_preset("llama3-8b"), h100, "bf16", model_for(h100), Network(h100))
+    with pytest.raises(PlanError, match="TPUs"):
+        sv.serve_engine(Plan(), _phase())
