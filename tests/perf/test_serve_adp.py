@@ -49,8 +49,6 @@ def test_adp_is_a_serving_setting_only() -> None:
 def test_adp_needs_the_experts_split_over_exactly_the_tp_ranks() -> None:
     with pytest.raises(PlanError, match="etp x ep must equal tp"):
         _serve().serve_engine(Plan(tp=8, ep=4, adp=1), SHORT)
-    with pytest.raises(PlanError, match="not modelled"):
-        _serve().serve_engine(Plan(dp=2, tp=4, ep=4, adp=1), replace(SHORT, disaggregated=True))
 
 
 def test_a_rank_holds_whole_attention_and_its_share_of_the_experts() -> None:

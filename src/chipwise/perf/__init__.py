@@ -38,7 +38,13 @@ from chipwise.perf.ops.roofline import op_bytes, op_flops, roof, timed
 from chipwise.perf.plan.bounds import memory_floor_bytes, step_floor_s
 from chipwise.perf.plan.planner import ServeChoice, TrainChoice, plan_constraints
 from chipwise.perf.predict import predict
-from chipwise.perf.predictor import PRECISIONS, Predictor, SloServing, served_precision
+from chipwise.perf.predictor import (
+    PRECISIONS,
+    Predictor,
+    SloServing,
+    decode_chips,
+    served_precision,
+)
 
 __all__ = [
     "EFFICIENCY_PARAMETERS",
@@ -60,6 +66,7 @@ __all__ = [
     "TrainChoice",
     "TrainPrediction",
     "compute_dtype",
+    "decode_chips",
     "efficiency_for",
     "memory_floor_bytes",
     "model_for",

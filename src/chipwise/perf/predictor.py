@@ -271,6 +271,7 @@ class Predictor:
                 fixed=plan_keys,
                 allow_unfit=allow_unfit,
             )
+        chips = decode_chips(phase, chips)
         if phase.load == "server":
             return self._server_choice(chips, phase, plan_keys)
         if phase.load != "batch":
@@ -325,6 +326,7 @@ class Predictor:
             choice = self.plan(chips, plan_keys=plan_keys, allow_unfit=allow_unfit)
             assert isinstance(choice, ServeChoice)
             return self._precision_noted(_noted(choice.prediction, choice.reason))
+        chips = decode_chips(phase, chips)
         check_plan(plan, chips, self.chip, serve.spec)
         if phase.load == "server":
             keys = {"tp": plan.tp, "ep": plan.ep, "adp": plan.adp}
@@ -400,7 +402,7 @@ class Predictor:
             raise WorkloadError(f"rps must be > 0, got {rps}")
         phase = self._inference()
         serve = self.serve_model()
-        choice = plan_slo(serve, phase, chips=chips, ttft_p99_s=ttft_p99_s,
+        choice = plan_slo(serve, phase, chips=decode_chips(phase, chips), ttft_p99_s=ttft_p99_s,
                           tpot_p99_s=tpot_p99_s, fixed=plan_keys)  # fmt: skip
         if choice.prediction is None:
             return SloServing(prediction=None, replicas=0, capacity_rps=0.0, missed=choice.missed)
@@ -529,3 +531,17 @@ class Predictor:
             ),
             op_times=gt.op_times,
         )
+
+
+def decode_chips(phase: Inference, chips: int) -> int:
+    """The chips a serving plan lays out: all ``chips``, or under a prefill pool of its
+    own (``Inference.prefill_pool``) those left for the decode pool."""
+    pool = phase.prefill_pool
+    if pool is None:
+        return chips
+    if pool.chips >= chips:
+        raise PlanError(
+            f"the prefill pool ({pool}) holds {pool.chips} chips of {chips}: none are left "
+            f"for the decode pool; give more chips or a smaller prefill pool"
+        )
+    return chips - pool.chips

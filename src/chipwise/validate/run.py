@@ -47,11 +47,20 @@ from chipwise.perf import (
     InferPrediction,
     PrimitivePrediction,
     TrainPrediction,
+    decode_chips,
     plan_constraints,
     predict,
 )
 from chipwise.workload.config import load_config
-from chipwise.workload.ir import Inference, Model, Primitive, Training, TransformerSpec, Workload
+from chipwise.workload.ir import (
+    Inference,
+    Model,
+    Primitive,
+    Training,
+    TransformerSpec,
+    Workload,
+    parse_prefill_pool,
+)
 from chipwise.workload.lengths import LengthRows, read_lengths
 from chipwise.workload.load import load_workload_model
 
@@ -143,6 +152,10 @@ class Case:
     spec_tokens: int = 0
     spec_method: str = "mtp"
     spec_accept: float = 1.0
+    # a disaggregated deployment's prefill pool as the row states it ("instances=2,tp=4,
+    # ep=4,adp=1,max_num_tokens=12288", ``workload.parse_prefill_pool``); "" = aggregated.
+    # The row's plan is then the decode pool, on the chips the prefill pool leaves.
+    prefill_pool: str = ""
 
     @property
     def metric_family(self) -> str:
@@ -343,6 +356,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     spec_tokens=_int(raw.get("spec_tokens") or ""),
                     spec_method=(raw.get("spec_method") or "").strip() or "mtp",
                     spec_accept=_float(raw.get("spec_accept") or "") or 1.0,
+                    prefill_pool=(raw.get("prefill_pool") or "").strip(),
                 )
             )
     return tuple(rows)
@@ -435,7 +449,9 @@ def _run_case(
 def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | None) -> Prediction:
     """The prediction for a case's run on its chip (``ChipwiseError`` when it cannot be made)."""
     phase: Training | Inference
+    chips = case.chips
     if case.phase == "infer":
+        pool = parse_prefill_pool(case.prefill_pool) if case.prefill_pool else None
         phase = Inference(
             batch=case.batch or 1, input_len=case.input_len, output_len=case.output_len,
             load=case.load, concurrency=case.concurrency, rps=case.rps,
@@ -448,10 +464,12 @@ def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | N
             lengths=_lengths(case), slot_cache_len=case.slot_cache_len,
             spec_tokens=case.spec_tokens, spec_method=case.spec_method,
             spec_accept=case.spec_accept,
+            disaggregated=pool is not None, prefill_pool=pool,
         )  # fmt: skip
+        chips = decode_chips(phase, case.chips)  # the chips the row's plan lays out
     else:
         phase = _training(case)
-    keys = plan_constraints(case.plan, case.chips) if case.plan else {}
+    keys = plan_constraints(case.plan, chips) if case.plan else {}
     eff = efficiency(chip) if efficiency is not None else None
     return predict(
         Workload(model=model, phase=phase), chip, case.chips, case.precision,

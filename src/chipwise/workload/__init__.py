@@ -21,11 +21,13 @@ from chipwise.workload.ir import (
     Op,
     OpKind,
     Phase,
+    PrefillPool,
     Primitive,
     Requirement,
     Training,
     TransformerSpec,
     Workload,
+    parse_prefill_pool,
 )
 from chipwise.workload.kinds import NON_ML_KINDS, non_ml_kind
 from chipwise.workload.load import load_workload_model
@@ -42,6 +44,7 @@ __all__ = [
     "Op",
     "OpKind",
     "Phase",
+    "PrefillPool",
     "Preset",
     "Primitive",
     "Requirement",
@@ -57,6 +60,7 @@ __all__ = [
     "non_ml_kind",
     "params_active",
     "params_total",
+    "parse_prefill_pool",
     "parse_primitive",
     "preset_ids",
     "primitive_graph",

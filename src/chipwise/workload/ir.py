@@ -350,6 +350,72 @@ class Training:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PrefillPool:
+    """The prefill pool of a disaggregated deployment, laid out apart from the decode pool
+    (the serving plan): ``instances`` engines of ``tp`` chips, experts over ``ep``, attention
+    data parallelism ``adp`` (0|1), ``max_num_tokens`` per step and rank (0 = the engine's
+    default). NVIDIA Dynamo's TensorRT-LLM recipes size the two pools apart, e.g. MLPerf
+    v6.0 DeepSeek-R1 Interactive on GB200 NVL72: 2 context engines of DEP4 beside 4
+    generation engines of DEP16."""
+
+    instances: int = 1
+    tp: int = 1
+    ep: int = 1
+    adp: int = 0
+    max_num_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("instances", "tp", "ep"):
+            check_whole(f"prefill {name}", getattr(self, name), low=1, high=MAX_POOL_CHIPS,
+                        error=WorkloadError)  # fmt: skip
+        if self.adp not in (0, 1):
+            raise WorkloadError(f"prefill adp must be 0|1, got {self.adp}")
+        if self.max_num_tokens < 0:
+            raise WorkloadError("prefill max_num_tokens must be >= 0 (0 = the engine default)")
+        if self.tp % self.ep:
+            raise WorkloadError(
+                f"prefill pool: ep={self.ep} must divide tp={self.tp} (each engine splits its "
+                "experts over its own tp chips)"
+            )
+
+    @property
+    def chips(self) -> int:
+        """Chips the pool holds: its instances of ``tp`` chips each."""
+        return self.instances * self.tp
+
+    def __str__(self) -> str:
+        text = f"instances={self.instances},tp={self.tp},ep={self.ep},adp={self.adp}"
+        return text + (f",max_num_tokens={self.max_num_tokens}" if self.max_num_tokens else "")
+
+
+# Keys a prefill-pool string names (``parse_prefill_pool``).
+PREFILL_POOL_KEYS = ("instances", "tp", "ep", "adp", "max_num_tokens")
+# The most instances or chips a pool states: a bound on typos, not on deployments.
+MAX_POOL_CHIPS = 1 << 16
+
+
+def parse_prefill_pool(text: str) -> PrefillPool:
+    """A prefill pool from ``key=value`` pairs ("instances=2,tp=4,ep=4,adp=1,
+    max_num_tokens=12288"); ``ep`` defaults to ``tp`` (experts over the engine's chips)."""
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in PREFILL_POOL_KEYS:
+            raise WorkloadError(
+                f"prefill pool {text!r}: {part!r} is not one of {', '.join(PREFILL_POOL_KEYS)}"
+                " as key=value"
+            )
+        try:
+            values[key] = int(value)
+        except ValueError as err:
+            raise WorkloadError(f"prefill pool {text!r}: {key} must be a whole number") from err
+    if "tp" in values and "ep" not in values:
+        values["ep"] = values["tp"]
+    return PrefillPool(**values)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Inference:
     """Serving: ``input_len`` prompt tokens and ``output_len`` generated per request, under a
     load stated as publications state it (``load``):
@@ -390,6 +456,9 @@ class Inference:
     kv_dtype: str = ""
     prefix_hit_rate: float = 0.0
     disaggregated: bool = False
+    # disaggregated: the prefill pool's own layout (None = replicas of the serving plan,
+    # the split between the pools searched); the serving plan is then the decode pool
+    prefill_pool: PrefillPool | None = None
     # p99 latency targets (seconds; 0 = none) of a ``server`` load: Poisson arrivals at the
     # highest rate whose p99 TTFT and TPOT meet them (MLPerf Inference's Server scenario)
     ttft_p99_s: float = 0.0
@@ -503,6 +572,11 @@ class Inference:
                 f"spec_accept {self.spec_accept} must be in [1, 1 + spec_tokens = "
                 f"{1 + self.spec_tokens}]: a step emits the verified token plus at most "
                 "every draft token"
+            )
+        if self.prefill_pool is not None and not self.disaggregated:
+            raise WorkloadError(
+                "a prefill pool is a disaggregated deployment's: set disaggregated (or "
+                "drop the prefill pool)"
             )
         for row in self.lengths:
             if row[0] < 1 or row[1] < 1 or row[2] <= 0:

@@ -647,8 +647,10 @@ def _replica_capacity(
     """(requests/s one replica under ``plan`` serves within the targets, '' or why none).
     A harness that bunches arrivals over the deployment's ``replicas`` (``Inference.harness``,
     ``HARNESS_ARRIVAL_WINDOWS``) is timed with all of them: its bunches grow with their
-    number; otherwise one replica stands for all."""
-    if phase.harness not in HARNESS_ARRIVAL_WINDOWS:
+    number, as is a decode pool beside a prefill pool of its own (``Inference.prefill_pool``:
+    the pools' sizes set each decode replica's share of prefill); otherwise one replica
+    stands for all."""
+    if phase.harness not in HARNESS_ARRIVAL_WINDOWS and phase.prefill_pool is None:
         replicas = 1
     cache: dict[tuple[object, ...], tuple[float, str]] = model.__dict__.setdefault(
         "_slo_capacity", {}
@@ -666,12 +668,14 @@ def _replica_capacity(
         max_num_seqs=phase.max_num_seqs or online.max_num_seqs,
         max_num_tokens=phase.max_num_tokens or online.max_num_tokens,
     )  # fmt: skip
-    eng = model.serve_engine(plan, top).engine
+    # the whole decode pool when a prefill pool of its own shares the prompts out
+    whole = replace(plan, dp=replicas) if phase.prefill_pool is not None else plan
+    eng = model.serve_engine(whole, top).engine
     assert eng is not None
     if eng.max_seqs_per_replica < 1:
         cache[key] = out = (0.0, "no room for a KV cache after the weights")
         return out
-    hi = eng.requests_per_s
+    hi = eng.requests_per_s / whole.dp
     lo = hi / 2**SLO_RATE_STEPS
 
     def miss(rate: float) -> str:

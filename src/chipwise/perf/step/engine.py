@@ -486,6 +486,8 @@ class Engine:
         kv_capacity_tokens: float,
         disaggregated: bool = False,
         prefill_replicas_per_decode: float = 1.0,
+        prefill_step: StepFn | None = None,
+        prefill_budget: float = 0.0,
         kv_transfer_s_per_token: float = 0.0,
         run_requests: float = 0.0,
         lockstep_replicas: int = 1,
@@ -537,6 +539,10 @@ class Engine:
         # prompts run on a separate prefill pool of this many replicas per decode replica,
         # and each prompt's KV cache crosses the network before its first decode step
         self.prefill_per_decode = prefill_replicas_per_decode
+        # a prefill pool laid out apart (``Inference.prefill_pool``): its own step time
+        # and token budget per prefill replica (None/0 = the decode replica's)
+        self.pre_step = prefill_step or step
+        self.pre_budget = prefill_budget or max_num_tokens
         self.kv_transfer_s_per_token = kv_transfer_s_per_token
         kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
         limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
@@ -674,13 +680,12 @@ class Engine:
     def prefill_service(self, b: float, inputs: FloatArray) -> FloatArray:
         """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
         sequences decoding alongside; disaggregated: on an idle prefill replica."""
-        room = self.budget - (0.0 if self.disaggregated else b * self.verify)
-        room = max(1.0, room)
-        dec = 0.0 if self.disaggregated else b
+        if self.disaggregated:
+            step, room, dec = self.pre_step, max(1.0, self.pre_budget), 0.0
+        else:
+            step, room, dec = self.step, max(1.0, self.budget - b * self.verify), b
         uniq, index = np.unique(inputs, return_inverse=True)
-        times = np.array(
-            [math.ceil(n / room) * self.step(dec, self.ctx, min(n, room), n) for n in uniq]
-        )
+        times = np.array([math.ceil(n / room) * step(dec, self.ctx, min(n, room), n) for n in uniq])
         return np.asarray(times[index], dtype=float)
 
     def _mean_service(self, b: float) -> float:
@@ -864,9 +869,11 @@ class Engine:
         # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
         # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
         # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
-        dec = 0.0 if self.disaggregated else rate.b
-        room = max(1.0, self.budget - dec * self.verify)
-        work = inputs * (self.step(dec, self.ctx, room, self.l_in) / room)
+        if self.disaggregated:
+            step, room, dec = self.pre_step, max(1.0, self.pre_budget), 0.0
+        else:
+            step, room, dec = self.step, max(1.0, self.budget - rate.b * self.verify), rate.b
+        work = inputs * (step(dec, self.ctx, room, self.l_in) / room)
         if self.disaggregated:
             service = service + inputs * self.kv_transfer_s_per_token
             es = float(w @ service)

@@ -93,7 +93,7 @@ from chipwise.perf.step.jetstream import JetStreamStep, jetstream_step, prefill_
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Inference, Op, OpKind, TransformerSpec
+from chipwise.workload.ir import Inference, Op, OpKind, PrefillPool, TransformerSpec
 
 # Host (CPU) work per engine step: scheduling, preparing the step's inputs, sampling
 # bookkeeping, stop checks, detokenising, launching the step's CUDA graph. Measured
@@ -517,6 +517,21 @@ class ServeModel(StepTimer):
         pad = marlin_expert_padding(self.spec, rank) - 1.0
         return pad * expert_weight_bytes(self.spec, rank, self.precision) if pad else 0.0
 
+    def _prefill_pool_step(
+        self, pool: PrefillPool, kv_dtype: str, phase: Inference
+    ) -> tuple[Callable[[float, float, float, float], float], float]:
+        """A prefill pool's step time (one rank of its own layout) and token budget. Its
+        engines run without the overlap scheduler: TensorRT-LLM's context-only workers
+        require ``disable_overlap_scheduler`` (NVIDIA MLPerf v6.0 DeepSeek-R1 Interactive,
+        configs/GB200-NVL72_GB200-186GB_aarch64x4/Interactive/deepseek-r1.py:
+        "Required for context-only in PyTorch backend", gbeezybez/inference_results_v6.0
+        @232fbf90, read 2026-12-04)."""
+        layout = Plan(tp=pool.tp, ep=pool.ep, adp=pool.adp)
+        check_serving_plan(layout, self.chip, self.spec)
+        timer = self.engine_timer(layout, kv_dtype, phase.spec_tokens, phase.spec_method)
+        budget = pool.max_num_tokens or self.batch_defaults(phase).max_num_tokens
+        return functools.partial(timer.step_s, overlap=False), float(budget)
+
     def _kv_transfer_s_per_token(self, timer: EngineStepTimer) -> float:
         """Seconds to move one token's KV cache from a prefill to a decode replica: each
         chip sends its shard over the scale-out network (NIXL/UCX RDMA in Dynamo), or over
@@ -581,19 +596,24 @@ class ServeModel(StepTimer):
                 f"the engine solves concurrency, rps and max_throughput loads, not "
                 f"{phase.load!r} (a server load goes through the planner)"
             )
-        if phase.disaggregated and plan.adp:
-            raise PlanError(
-                "disaggregated serving with attention data parallelism (adp=1) is not "
-                "modelled; drop adp=1 or --disaggregation"
-            )
-        if phase.disaggregated and plan.dp < 2:
+        pool = phase.prefill_pool
+        if phase.disaggregated and pool is None and plan.dp < 2:
             raise PlanError(
                 "disaggregated serving needs at least 2 replicas (dp >= 2): one prefill pool "
                 "and one decode pool; use more chips or a smaller tp"
             )
-        splits = [(0, rank_plan(plan).dp)]
-        if phase.disaggregated:
+        # Under attention DP every rank of an instance is an engine replica with its own
+        # requests (``rank_plan``); the prefill pool's instances likewise. Splits are in
+        # instances: (prefill instances, decode instances).
+        ranks = rank_plan(plan).dp // plan.dp
+        prefill = self._prefill_pool_step(pool, kv_dtype, phase) if pool is not None else None
+        pre_ranks = (pool.tp if pool.adp else 1) if pool is not None else ranks
+        if pool is not None:
+            splits = [(pool.instances, plan.dp)]
+        elif phase.disaggregated:
             splits = [(p, plan.dp - p) for p in range(1, plan.dp)]
+        else:
+            splits = [(0, plan.dp)]
         max_seqs = phase.max_num_seqs or default_seqs
         max_tokens = phase.max_num_tokens or default_tokens
         step: StepFn = functools.partial(timer.step_s, overlap=overlap)
@@ -615,7 +635,8 @@ class ServeModel(StepTimer):
             )  # fmt: skip
             max_tokens = max_seqs * (1 + prefill_bucket(float(lengths.inputs.max())))
         best = None
-        for n_prefill, replicas in splits:
+        for n_prefill, instances in splits:
+            replicas = instances * ranks
             engine = Engine(
                 step,
                 lengths,
@@ -624,7 +645,9 @@ class ServeModel(StepTimer):
                 max_num_tokens=max_tokens,
                 kv_capacity_tokens=capacity,
                 disaggregated=phase.disaggregated,
-                prefill_replicas_per_decode=n_prefill / replicas,
+                prefill_replicas_per_decode=n_prefill * pre_ranks / replicas,
+                prefill_step=prefill[0] if prefill is not None else None,
+                prefill_budget=prefill[1] if prefill is not None else 0.0,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
                 run_requests=phase.num_requests / replicas,
                 lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
@@ -652,6 +675,8 @@ class ServeModel(StepTimer):
                 best = (key, cand, n_prefill, replicas)
         assert best is not None
         _, st, n_prefill, replicas = best
+        # the prefill pool's chips: its own layout's, or the split-off replicas of the plan
+        prefill_chips = pool.chips if pool is not None else n_prefill * plan.tp * plan.pp
         rate = st.rate
         kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token(kv_context)
         base = serve_memory(
@@ -685,7 +710,7 @@ class ServeModel(StepTimer):
             tpot_p99_s=st.tpot_p99_s,
             saturated=st.saturated,
             limit=st.limit,
-            prefill_chips=n_prefill * plan.tp * plan.pp,
+            prefill_chips=prefill_chips,
         )
         # batch = requests in the system by Little's law (X x (TTFT + L_out TPOT))
         ttft_mean = st.ttft_mean_s if not st.saturated else st.prefill_s
@@ -702,7 +727,7 @@ class ServeModel(StepTimer):
         return InferPrediction(
             workload=spec.name,
             chip_id=chip.id,
-            chips=plan.chips,
+            chips=plan.chips + (pool.chips if pool is not None else 0),
             precision=self.precision,
             plan=plan,
             batch=max(1, round(batch)),
