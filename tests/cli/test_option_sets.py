@@ -114,6 +114,7 @@ OPTION_SETS = {
         "--phase",
         "--plan",
         "--precision",
+        "--prefill-pool",
         "--prefix-hit-rate",
         "--prices",
         "--quiet",

@@ -186,3 +186,15 @@ def test_num_requests_bounds_a_max_throughput_runs_batch() -> None:
     data = _json(["llama3-8b", "--chip", "h100", "--phase", "infer",
                   "--max-throughput", "--num-requests", "100"])  # fmt: skip
     assert data["decode_batch_per_replica"] <= 100
+
+
+def test_a_prefill_pool_of_its_own_takes_its_chips_before_the_plan() -> None:
+    d = _json(["qwen3-30b-a3b", "--chip", "h100", "--chips", "8", "--phase", "infer",
+               "--precision", "fp8", "--rps", "20", "--engine", "trtllm", "--disaggregated",
+               "--prefill-pool", "instances=1,tp=2,adp=1",
+               "--plan", "tp=2,ep=2,adp=1"])  # fmt: skip
+    assert d["chips"] == 8 and d["plan"].startswith("dp=3,") and d["prefill_chips"] == 2
+    result = runner.invoke(app, ["predict", "qwen3-30b-a3b", "--chip", "h100", "--chips", "8",
+                                 "--phase", "infer", "--rps", "20", "--disaggregated",
+                                 "--prefill-pool", "instances=1,tp=2,dp=3"])  # fmt: skip
+    assert result.exit_code == 2 and "not one of" in result.output

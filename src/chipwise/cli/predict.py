@@ -63,12 +63,20 @@ from chipwise.perf import (
     Prediction,
     PrimitivePrediction,
     TrainPrediction,
+    decode_chips,
     plan_constraints,
     predict,
 )
 from chipwise.report.chips import offer_to_dict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
-from chipwise.workload.ir import MAX_SPEC_TOKENS, Inference, Primitive, Training, Workload
+from chipwise.workload.ir import (
+    MAX_SPEC_TOKENS,
+    Inference,
+    Primitive,
+    Training,
+    Workload,
+    parse_prefill_pool,
+)
 from chipwise.workload.lengths import read_lengths
 from chipwise.workload.load import load_workload_model
 
@@ -273,6 +281,13 @@ def predict_command(
         help="Infer: separate prefill and decode replicas (Dynamo-style; needs dp >= 2): the "
         "split with the most throughput, or at --rps the lowest p99 latency.",
     ),
+    prefill_pool: str | None = typer.Option(
+        None,
+        "--prefill-pool",
+        help="Infer, with --disaggregated: the prefill pool's own layout, e.g. "
+        "'instances=2,tp=4,ep=4,adp=1,max_num_tokens=12288' (ep defaults to tp); --plan then "
+        "lays out the decode pool on the chips the pool leaves.",
+    ),
     spec_tokens: int = typer.Option(
         0,
         "--spec-tokens",
@@ -375,6 +390,7 @@ def predict_command(
             num_requests=num_requests,
             prefix_hit_rate=prefix_hit_rate,
             disaggregated=disaggregated,
+            prefill_pool=parse_prefill_pool(prefill_pool) if prefill_pool else None,
             harness="api" if api else "",
             spec_tokens=spec_tokens,
             spec_accept=spec_accept,
@@ -394,7 +410,9 @@ def predict_command(
                 f"a {target.id}, then 'chipwise calibrate --chip {target.id}' (or drop "
                 "--calibrated)"
             )
-    exact, keys = _plan_from(plan, chips, phase)
+    # the plan lays out the chips a prefill pool of its own leaves (the decode pool)
+    plan_chips = decode_chips(work.phase, chips) if isinstance(work.phase, Inference) else chips
+    exact, keys = _plan_from(plan, plan_chips, phase)
     planning = exact is None and not isinstance(model, Primitive)
     with spinner(
         planning and show_progress(quiet=quiet, as_json=as_json),
