@@ -72,8 +72,10 @@ def test_a_chip_without_the_measurement_keeps_its_gemm_rate() -> None:
     fused = base.for_engine("sglang")
     assert isinstance(fused, GpuModel)
     for precision in ("bf16", "fp8"):
+        # the same rate; fp8 inputs pay their quantisation kernels' launches (one per GEMM)
+        quant_s = 2 * base.efficiency.launch_overhead_s if precision == "fp8" else 0.0
         assert _experts_s(fused, 4096, precision) == pytest.approx(
-            _experts_s(base, 4096, precision)
+            _experts_s(base, 4096, precision) + quant_s
         )
 
 
@@ -101,3 +103,18 @@ def test_expert_time_grows_with_tokens_and_never_beats_the_dense_equivalent(engi
         )  # fmt: skip
         floor = sum(x.seconds for x in time_ops(dense, model, compute_bound_only=True))
         assert t >= floor
+
+
+def test_fp8_fused_moe_experts_pay_their_input_quantisation_launch() -> None:
+    # vLLM's and SGLang's Triton fused_moe quantises each fp8 expert GEMM's input with a
+    # kernel of its own (moe_kernel_quantize_input); bf16-math experts launch no such kernel
+    fused = model_for(H200).for_engine("vllm")
+    assert isinstance(fused, GpuModel)
+    launch_s = fused.efficiency.launch_overhead_s
+    spec = load_preset("deepseek-v3")
+    for precision, launches in (("fp8", 2), ("bf16", 1)):
+        ops = mlp_ops(spec, b=64, s=1, shard=Shard(tp=8), dt=Dtypes.for_precision(precision),
+                      moe=True)  # fmt: skip
+        experts = [op for op in ops if op.name in ("expert_up", "expert_down")]
+        for t in time_ops(tuple(experts), fused, compute_bound_only=True):
+            assert t.overhead_s == pytest.approx(launches * launch_s)

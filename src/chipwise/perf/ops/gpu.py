@@ -49,7 +49,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   grid of every expert's tiles, each expert's rows padded to the tile); under vLLM's and
   SGLang's Triton ``fused_moe`` (``fused_moe``) experts run at the kernel's own measured
   rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
-  ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured.
+  ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured. With fp8 math the
+  kernel's input is quantised by a kernel of its own before each of the two expert GEMMs
+  (``FUSED_MOE_FP8_INPUT_QUANT``): one more launch per expert GEMM.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -160,6 +162,22 @@ TE_GEMM_STREAMS = 4
 # moe_align_block_size; sglang/srt/layers/moe/fused_moe_triton the same kernel). TensorRT-
 # LLM's CUTLASS/DeepGEMM grouped GEMMs are not covered: timed as the training path.
 FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
+# Under fp8 math (w8a8: DeepSeek-V3/R1's and Qwen3-*-FP8's block-scaled checkpoints) the
+# Triton fused_moe path quantises each expert GEMM's input with a kernel of its own: the
+# hidden states before the up/gate GEMM and the activated intermediate before the down GEMM
+# (vllm/model_executor/layers/fused_moe/fused_moe.py and its modular TritonExperts.apply:
+# ``moe_kernel_quantize_input`` -> per_token_group_quant_fp8 / scaled_fp8_quant, then the
+# fused_moe kernel; SGLang's fused_moe_triton the same), so the fused-MoE block launches 8
+# kernels (top-k, align, 2 x quant, 2 GEMMs, activation, sum), not 6. The quantisation's
+# traffic (bf16 activations read, the fp8 copy written) is a few KB at decode and a few %
+# of the GEMM's at prefill, so only its launch is counted. Known gap: at 1-512 tokens the
+# GEMMs' rate here (the kernel's fraction times a starved tile's feed) gives 1.4-2x the
+# engines' own benchmark_moe.py times in a CUDA graph (vLLM PR #24700, 2025-09-11, H100,
+# Qwen3-30B-A3B fp8: 40/78/165/237/286 us at 1/4/16/64/512 tokens; the model 56/136/322/
+# 459/662 us); taking the slower of the two instead reproduces them (37/73/161/234/276 us)
+# but leaves served DeepSeek/Qwen3/GLM fp8 steps too fast, so the engines' other per-step
+# costs must be modelled first (branch h68-moedecode-explore, CHANGELOG).
+FUSED_MOE_FP8_INPUT_QUANT = 1
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -390,7 +408,12 @@ class GpuModel(PerfModel):
                     f"slice(s) of <= {MARLIN_MAX_M} rows at {eff.marlin_relative_rate:.0%} "
                     f"of the {op.dtype} GEMM rate"
                 )
-            r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=eff.launch_overhead_s)
+            launches = 1
+            if fused and op.dtype == "fp8":
+                launches += FUSED_MOE_FP8_INPUT_QUANT
+                notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
+            r = Roof(compute_s=compute_s, memory_s=g.memory_s,
+                     overhead_s=launches * eff.launch_overhead_s)  # fmt: skip
             if fused and frac != eff.gemm_fraction(op.dtype):
                 notes.append(f"fused-MoE kernel: {frac:.0%} of the {op.dtype} peak")
             notes.append(
