@@ -139,6 +139,17 @@ def test_a_serving_row_states_whether_it_passed_async_scheduling() -> None:
     assert rows["GPS-001"].async_scheduling is None
 
 
+def test_nvidia_mlperf_llama2_rows_run_the_cpp_executor_without_overlap() -> None:
+    # NVIDIA's llama2-70b harness runs a TensorRT engine through the C++ executor, whose
+    # overlap of iterations is opt-in (TensorRT-LLM PR #3625) and not enabled there: the
+    # host's work per step is in series with the device's, in every scenario
+    rows = {c.id: c for c in load_cases()}
+    for row_id in ("SVM-045", "SVM-048", "SVM-049", "SVM-059", "SVM-147", "SVM-162"):
+        assert rows[row_id].async_scheduling is False, row_id
+    # the NVL72 rows (disaggregated context/generation servers) are left to their own model
+    assert rows["SVM-104"].async_scheduling is None
+
+
 def test_every_config_a_row_names_ships_beside_it() -> None:
     for c in load_cases():
         if c.workload.lower().endswith(".json"):
