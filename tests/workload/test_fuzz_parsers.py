@@ -1,5 +1,6 @@
 """Property-based fuzzing of every parser a user's text reaches (issue 14): config.json bytes
-and objects, primitive specs, workload strings, ``--plan`` strings and quantity strings.
+and objects, primitive specs, workload strings, ``--plan`` and ``--prefill-pool`` strings and
+quantity strings.
 Any input gives a result or a ``ChipwiseError`` (``ValueError`` for ``parse_quantity``,
 whose callers turn it into one), never another exception, within the deadline."""
 
@@ -19,7 +20,7 @@ from chipwise.limits import MAX_LAYERS, MAX_PRIMITIVE_BYTES
 from chipwise.perf.base import Plan, parse_plan, plan_values
 from chipwise.units import parse_quantity
 from chipwise.workload.config import parse_config_bytes, spec_from_config
-from chipwise.workload.ir import TransformerSpec
+from chipwise.workload.ir import PrefillPool, TransformerSpec, parse_prefill_pool
 from chipwise.workload.load import load_workload_model
 from chipwise.workload.primitives import parse_primitive
 
@@ -203,6 +204,26 @@ def test_any_plan_string_is_a_plan_or_one_error(text: str) -> None:
         assert key == "recompute" or 1 <= int(value) <= 100_000_000
     with contextlib.suppress(ChipwiseError):
         assert isinstance(parse_plan(text), Plan)
+
+
+POOL_KEYS = st.sampled_from(["instances", "tp", "ep", "adp", "max_num_tokens", "bogus", ""])
+POOLS = st.one_of(
+    st.lists(st.builds(lambda k, v: f"{k}={v}", POOL_KEYS, PLAN_VALUES), max_size=6).map(",".join),
+    st.text(max_size=60),
+)
+
+
+@FUZZ
+@given(POOLS)
+def test_any_prefill_pool_string_is_a_pool_or_one_error(text: str) -> None:
+    try:
+        pool = parse_prefill_pool(text)
+    except ChipwiseError as err:
+        assert "\n" not in str(err)
+        return
+    assert isinstance(pool, PrefillPool)
+    assert pool.chips >= 1 and pool.tp % pool.ep == 0
+    assert parse_prefill_pool(str(pool)) == pool
 
 
 QUANTITIES = st.one_of(
