@@ -75,3 +75,15 @@ def test_the_prefill_pool_needs_its_experts_split_over_its_ranks() -> None:
     bad = replace(RPS, prefill_pool=PrefillPool(instances=1, tp=4, ep=2, adp=1))
     with pytest.raises(PlanError, match="etp x ep must equal tp"):
         _serve().serve_engine(Plan(dp=2, tp=2, ep=2, adp=1), bad)
+
+
+def test_a_dense_models_prefill_pool_splits_no_experts() -> None:
+    # MLPerf v6.0 llama3.1-405b on GB200 NVL72: 14 context servers of TP4 beside TP8 decode
+    dense = ServeModel(load_preset("llama3-8b"), H100, "fp8", model_for(H100), Network(H100))
+    load = replace(RPS, prefill_pool=PrefillPool(instances=1, tp=2, ep=2))
+    plan = Plan(dp=3, tp=2)
+    pred = dense.serve_engine(plan, load)
+    same = dense.serve_engine(plan, replace(load, prefill_pool=PrefillPool(instances=1, tp=2)))
+    assert pred.engine is not None and same.engine is not None
+    assert pred.engine.ttft_p99_s == pytest.approx(same.engine.ttft_p99_s, rel=1e-12)
+    assert pred.chips == 8

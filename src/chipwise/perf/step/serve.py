@@ -530,8 +530,10 @@ class ServeModel(StepTimer):
         require ``disable_overlap_scheduler`` (NVIDIA MLPerf v6.0 DeepSeek-R1 Interactive,
         configs/GB200-NVL72_GB200-186GB_aarch64x4/Interactive/deepseek-r1.py:
         "Required for context-only in PyTorch backend", gbeezybez/inference_results_v6.0
-        @232fbf90, read 2026-12-04)."""
-        layout = Plan(tp=pool.tp, ep=pool.ep, adp=pool.adp)
+        @232fbf90, read 2026-12-04). A dense model's pool has no experts to split: its
+        ``ep`` (``tp`` unless stated) lays none out (NVIDIA MLPerf v6.0 llama3.1-405b's
+        context servers: tensor_parallel_size 4, moe_expert_parallel_size 1)."""
+        layout = Plan(tp=pool.tp, ep=pool.ep if self.spec.is_moe else 1, adp=pool.adp)
         check_serving_plan(layout, self.chip, self.spec)
         timer = self.engine_timer(layout, kv_dtype, phase.spec_tokens, phase.spec_method)
         budget = pool.max_num_tokens or self.batch_defaults(phase).max_num_tokens
