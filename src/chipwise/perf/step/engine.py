@@ -677,13 +677,18 @@ class Engine:
             x = min(x, self.prefill_per_decode / self._mean_service(0.0))
         return x
 
+    def _prefill_slot(self, b: float) -> tuple[StepFn, float, float]:
+        """Where prompts are prefilled with ``b`` sequences decoding per replica: (the step
+        that runs them, prompt tokens a step takes, sequences decoding alongside) - this
+        replica's steps beside its decodes, or disaggregated an idle prefill replica's."""
+        if self.disaggregated:
+            return self.pre_step, max(1.0, self.pre_budget), 0.0
+        return self.step, max(1.0, self.budget - b * self.verify), b
+
     def prefill_service(self, b: float, inputs: FloatArray) -> FloatArray:
         """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
         sequences decoding alongside; disaggregated: on an idle prefill replica."""
-        if self.disaggregated:
-            step, room, dec = self.pre_step, max(1.0, self.pre_budget), 0.0
-        else:
-            step, room, dec = self.step, max(1.0, self.budget - b * self.verify), b
+        step, room, dec = self._prefill_slot(b)
         uniq, index = np.unique(inputs, return_inverse=True)
         times = np.array([math.ceil(n / room) * step(dec, self.ctx, min(n, room), n) for n in uniq])
         return np.asarray(times[index], dtype=float)
@@ -869,10 +874,7 @@ class Engine:
         # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
         # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
         # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
-        if self.disaggregated:
-            step, room, dec = self.pre_step, max(1.0, self.pre_budget), 0.0
-        else:
-            step, room, dec = self.step, max(1.0, self.budget - rate.b * self.verify), rate.b
+        step, room, dec = self._prefill_slot(rate.b)
         work = inputs * (step(dec, self.ctx, room, self.l_in) / room)
         if self.disaggregated:
             service = service + inputs * self.kv_transfer_s_per_token
@@ -1146,6 +1148,7 @@ __all__ = [
     "engine_batch_defaults",
     "kv_pool_bytes",
     "lengths_of",
+    "released_before",
     "sglang_mem_fraction_static",
     "windows_kv",
 ]

@@ -505,11 +505,10 @@ class ServeModel(StepTimer):
             # the static fraction already leaves the activations and CUDA graphs outside;
             # the pool is the fraction of what was free at start-up, less the weights
             frac = sglang_mem_fraction_static(chip.usable_hbm_bytes, plan.tp, plan.pp, date)
-            return kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac) / (
-                timer.kv_bytes_per_token(context)
-            )
-        non_kv = fixed + weights + base.activations_bytes
-        pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv)
+            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac)
+        else:
+            non_kv = fixed + weights + base.activations_bytes
+            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv)
         return pool / timer.kv_bytes_per_token(context)
 
     def _layout_padding_bytes(self, plan: Plan, engine: str) -> float:
@@ -524,7 +523,7 @@ class ServeModel(StepTimer):
 
     def _prefill_pool_step(
         self, pool: PrefillPool, kv_dtype: str, phase: Inference
-    ) -> tuple[Callable[[float, float, float, float], float], float]:
+    ) -> tuple[StepFn, float]:
         """A prefill pool's step time (one rank of its own layout) and token budget. Its
         engines run without the overlap scheduler: TensorRT-LLM's context-only workers
         require ``disable_overlap_scheduler`` (NVIDIA MLPerf v6.0 DeepSeek-R1 Interactive,
