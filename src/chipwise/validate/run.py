@@ -45,6 +45,7 @@ from chipwise.hardware.chip import Chip, Interconnect
 from chipwise.perf import (
     Efficiency,
     InferPrediction,
+    Prediction,
     PrimitivePrediction,
     TrainPrediction,
     decode_chips,
@@ -402,9 +403,6 @@ def load_model(text: str, base_dir: Path, precision: str = "bf16") -> Model:
     return model
 
 
-Prediction = TrainPrediction | InferPrediction | PrimitivePrediction
-
-
 def run_case(case: Case, efficiency: EfficiencyFor | None = None) -> Result:
     """Predict one case; a row that cannot be predicted says why. ``efficiency`` replaces
     the packaged efficiency parameters of a chip (calibration, refits)."""
@@ -432,8 +430,8 @@ def _run_case(
         pred = shared.get(key) if shared is not None else None
         if pred is None:
             pred = _predict(case, chip, model, efficiency)
-        if shared is not None:
-            shared[key] = pred
+            if shared is not None:
+                shared[key] = pred
     except ChipwiseError as err:
         return Result(case=case, why=f"{type(err).__name__}: {err}")
     value = _metric(pred, case.metric)
