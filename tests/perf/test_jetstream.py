@@ -106,3 +106,28 @@ def test_jetstream_serves_on_tpus_only() -> None:
     sv = ServeModel(load_preset("llama3-8b"), h100, "bf16", model_for(h100), Network(h100))
     with pytest.raises(PlanError, match="TPUs"):
         sv.serve_engine(Plan(), _phase())
+
+
+def test_batch_shards_split_the_generate_step_but_not_the_prefill() -> None:
+    timer = _serve("bf16", "llama3.2-1b").engine_timer(Plan(tp=1), "bf16")
+    ins, w = np.array([215.0]), np.array([1.0])
+    one = jetstream_step(timer, slots=64, inputs=ins, weights=w, host_step_s=0.0, overlap=True)
+    eight = jetstream_step(
+        timer, slots=512, inputs=ins, weights=w, host_step_s=0.0, overlap=True, shards=8
+    )
+    # 512 slots over 8 chips step like 64 on one; a prompt is prefilled whole, replicated
+    assert eight.device_s(512.0, 400.0) == pytest.approx(one.device_s(64.0, 400.0))
+    assert eight(0.0, 0.0, 215.0, 215.0) == pytest.approx(one(0.0, 0.0, 215.0, 215.0))
+
+
+def test_a_data_parallel_server_prefills_one_prompt_at_a_time_for_all_its_chips() -> None:
+    # a small model --shard_on_batch on v5e-8 (Gemma 2B in the SVJ rows): the server is
+    # one engine, so eight chips serve well under eight times one chip's rate (the
+    # prefills do not spread over the chips)
+    sv = _serve("bf16", "llama3.2-1b")
+    phase = _phase(max_num_seqs=64, slot_cache_len=2048)
+    one = sv.serve_engine(Plan(tp=1), phase).engine
+    eight = sv.serve_engine(Plan(dp=8, tp=1), phase).engine
+    assert eight is not None and one is not None
+    assert eight.max_seqs_per_replica == 8 * one.max_seqs_per_replica
+    assert one.output_tokens_per_s < eight.output_tokens_per_s < 6 * one.output_tokens_per_s

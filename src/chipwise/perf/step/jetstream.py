@@ -26,6 +26,14 @@ So a step of the engine model (``engine.Engine``, one replica) with ``decode`` s
 running and ``prefill`` prompt tokens to admit costs one generate step at the slot count
 plus one padded batch-1 prefill per admitted prompt. The mean prompt stands for its length
 mix: its prefill costs the mix's mean padded prefill (the buckets are not linear in length).
+**Data parallelism inside one server.** A JetStream server drives all its chips as one
+engine. With data parallelism (jetstream-pytorch ``--shard_on_batch``, "data parallel
+instead of model parallel", benchmarks/summary.md) the decode state is sharded on its batch
+axis (``environment.sharding_by_name`` -> axis 0), so a generate step runs ``slots / shards``
+per chip; but a prefill's output is replicated (``engine.get_prefix_destination_sharding``:
+``self.replicated`` under ``shard_on_batch``): each batch-1 prefill runs whole on every chip,
+one after another for the whole server. ``shards`` is that data-parallel degree.
+
 int8 weights (jetstream-pytorch ``--quantize_weights``: weight-only, per channel) and an
 int8 KV cache (``--quantize_kv_cache``) are the workload's precision ``w8a16`` and
 ``kv_dtype`` int8; nothing here is specific to them.
@@ -92,19 +100,25 @@ class JetStreamStep:
     # positions each slot's cache holds, all read by a dense decode attention every step
     # (``Inference.slot_cache_len``); 0 = only the present sequences' own context
     cache_len: int = 0
+    # data-parallel shards of the decode state (``--shard_on_batch``): ``slots`` are the
+    # whole server's, each shard's chips step ``slots / shards`` of them; prefills replicate
+    shards: int = 1
 
     def __post_init__(self) -> None:
         if self.slots < 1:
             raise ValueError(f"JetStream needs at least one decode slot, got {self.slots}")
+        if self.shards < 1:
+            raise ValueError(f"JetStream needs at least one shard, got {self.shards}")
 
     def device_s(self, decode: float, context: float) -> float:
         """Device time of one generate step: every slot through the projections, MLP and
-        LM head, the ``decode`` present sequences' KV read."""
-        n = float(max(self.slots, round(decode)))
+        LM head, the ``decode`` present sequences' KV read (a shard's share of each)."""
+        n = float(max(self.slots, round(decode))) / self.shards
+        present = max(1.0, decode / self.shards)
         if self.cache_len:
             attention = self.parts.attention_s(n, self.cache_len, decode=True, dense=True)
         else:
-            attention = self.parts.attention_s(max(1.0, decode), max(1, round(context)),
+            attention = self.parts.attention_s(present, max(1, round(context)),
                                                decode=True)  # fmt: skip
         return self.parts.linear_s(n) + attention + self.parts.logits_s(n) + self.parts.comm_s(n)
 
@@ -132,10 +146,11 @@ def jetstream_step(
     host_step_s: float,
     overlap: bool,
     cache_len: int = 0,
+    shards: int = 1,
 ) -> JetStreamStep:
-    """The step of a JetStream replica with ``slots`` decode slots (each reserving
-    ``cache_len`` positions, 0 = ragged) serving prompts of ``inputs`` tokens (with
-    ``weights``)."""
+    """The step of a JetStream server with ``slots`` decode slots (each reserving
+    ``cache_len`` positions, 0 = ragged) sharded ``shards`` ways on batch, serving prompts
+    of ``inputs`` tokens (with ``weights``)."""
     uniq, index = np.unique(np.maximum(1.0, inputs), return_inverse=True)
     each = np.array([prompt_prefill_s(parts, float(n)) for n in uniq])
     mean_prompt_s = float(weights @ each[index])
@@ -147,4 +162,5 @@ def jetstream_step(
         mean_in=float(weights @ inputs),
         mean_prompt_s=mean_prompt_s,
         cache_len=cache_len,
+        shards=shards,
     )

@@ -635,11 +635,17 @@ class ServeModel(StepTimer):
                 # the slots are allocated whole at start-up: as many as their caches fit
                 max_seqs = max(1, min(max_seqs, int(capacity // phase.slot_cache_len)))
                 capacity = float(max_seqs * phase.slot_cache_len)
+            # one server drives every chip: the plan's dp replicas are shards of one decode
+            # state (--shard_on_batch), their prefills replicated (jetstream.py)
+            shards = plan.dp
+            max_seqs, capacity = max_seqs * shards, capacity * shards
             step = jetstream_step(
                 timer, slots=max_seqs, inputs=lengths.inputs, weights=lengths.weights,
                 host_step_s=HOST_STEP_S, overlap=overlap, cache_len=phase.slot_cache_len,
+                shards=shards,
             )  # fmt: skip
             max_tokens = max_seqs * (1 + prefill_bucket(float(lengths.inputs.max())))
+            splits = [(0, 1)]
         best = None
         for n_prefill, instances in splits:
             replicas = instances * ranks
@@ -684,10 +690,13 @@ class ServeModel(StepTimer):
         # the prefill pool's chips: its own layout's, or the split-off replicas of the plan
         prefill_chips = pool.chips if pool is not None else n_prefill * plan.tp * plan.pp
         rate = st.rate
-        kv_used = rate.b * lengths.mean_context * timer.kv_bytes_per_token(kv_context)
+        # a JetStream server's batch spans its shards; each replica's chips hold their share
+        shards = step.shards if isinstance(step, JetStreamStep) else 1
+        kv_used = rate.b / shards * lengths.mean_context * timer.kv_bytes_per_token(kv_context)
         base = serve_memory(
-            spec, rank_plan(plan), batch=max(1, round(rate.b)), context=0, precision=self.precision,
-            kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
+            spec, rank_plan(plan), batch=max(1, round(rate.b / shards)), context=0,
+            precision=self.precision, kv_dtype=kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT,
+            chip=chip,
         )  # fmt: skip
         # The engine pre-allocates its KV pool by its own rule (kv_pool_bytes), whose
         # headroom (10 % of total for vLLM/SGLang, of free for TRT-LLM) is where allocator
