@@ -4,8 +4,13 @@ Each preset is ``configs/<id>.json`` with the model's published config keys plus
 ``_source`` (the HF repository or paper, with its date), ``_published_params`` (the
 published total parameter count, checked within 2 % by the tests) and, for MoE models,
 ``_published_active_params``. Look-up takes the id, an alias or the HF repository name,
-case- and punctuation-insensitively; an unknown name raises ``WorkloadError`` with close
-matches.
+case- and punctuation-insensitively; failing that, it drops an ``org/`` prefix, then
+variant tags that keep the architecture (``-instruct``, ``-it``, ``-chat``, ``-hf``,
+``-base``, ``-pt``, ``-thinking``, a dated ``-2507``, quantisation tags such as ``-fp8`` or
+``-awq``) and looks up again. It never changes a size or a family, so a name resolves only
+to a zoo entry that one of its stated names matches. A quantisation tag does not set the
+precision: the user states that separately (``--precision``). An unknown name raises
+``WorkloadError`` with close matches.
 """
 
 from __future__ import annotations
@@ -256,14 +261,46 @@ def _normalise(name: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", name.lower())
 
 
+# Tags publishers append to a release without changing its architecture: tuning (instruct,
+# chat, it, thinking), packaging (hf, base, pt), a date (Qwen's -2507, DeepSeek's -0528,
+# Mistral's -2407) and weight quantisation (fp8, awq, ...). A quantised checkpoint has the
+# same shapes; its precision is the user's --precision, never read from the name.
+_TAG = (
+    r"instruct|it|chat|hf|base|pt|thinking|\d{4}"
+    r"|fp8(?:[-_ ]dynamic)?|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|w8a16"
+)
+_TRAILING_TAG = re.compile(rf"[-_ ](?:{_TAG})$")
+_ANY_TAG = re.compile(rf"(?<=[-_ ])(?:{_TAG})(?=[-_ ]|$)")
+
+
+def _without_org(name: str) -> str:
+    """'meta-llama/Llama-3.1-8B' -> 'Llama-3.1-8B' (an HF org is not part of the model)."""
+    return name.rsplit("/", 1)[-1]
+
+
+def _variant_stems(name: str) -> list[str]:
+    """``name`` less its trailing tags, one at a time, then less every tag anywhere
+    ('Mistral-7B-Instruct-v0.3' -> 'mistral-7b-v0.3'); sizes and versions stay."""
+    stems: list[str] = []
+    text = name.strip().lower()
+    while (stripped := _TRAILING_TAG.sub("", text)) != text:
+        stems.append(text := stripped)
+    anywhere = _ANY_TAG.sub("", name.strip().lower())
+    stems.append(re.sub(r"[-_ ]{2,}", "-", anywhere).strip("-_ "))
+    return stems
+
+
 def _index(presets: tuple[Preset, ...]) -> dict[str, Preset]:
+    """Every id and alias, normalised, with and without its HF org."""
     index: dict[str, Preset] = {}
     for preset in presets:
         for name in (preset.id, *preset.aliases):
-            key = _normalise(name)
-            if key in index and index[key].id != preset.id:
-                raise AssertionError(f"zoo alias {name!r} names {index[key].id} and {preset.id}")
-            index[key] = preset
+            for key in {_normalise(name), _normalise(_without_org(name))}:
+                if key in index and index[key].id != preset.id:
+                    raise AssertionError(
+                        f"zoo alias {name!r} names {index[key].id} and {preset.id}"
+                    )
+                index[key] = preset
     return index
 
 
@@ -276,14 +313,23 @@ def preset_ids() -> tuple[str, ...]:
 
 
 def find_preset(name: str) -> Preset | None:
-    """The preset ``name`` (id or alias, any case or punctuation) names, or None."""
-    return _INDEX.get(_normalise(name))
+    """The preset ``name`` names, or None: the id or an alias (any case or punctuation),
+    else the same without an ``org/`` prefix, else without architecture-neutral tags."""
+    bare = _without_org(name)
+    for candidate in (name, bare, *_variant_stems(bare)):
+        key = _normalise(candidate)
+        if key and key in _INDEX:
+            return _INDEX[key]
+    return None
 
 
 def close_presets(name: str, n: int = 3) -> list[str]:
     """Zoo ids whose id or alias is close to ``name`` (for 'did you mean')."""
     names = {n_.lower(): p.id for p in PRESETS for n_ in (p.id, *p.aliases)}
-    close = difflib.get_close_matches(name.lower(), list(names), n=n * 2, cutoff=0.6)
+    names |= {_without_org(n_).lower(): p.id for p in PRESETS for n_ in p.aliases}
+    close: list[str] = []
+    for candidate in (_variant_stems(_without_org(name))[-1], name):
+        close += difflib.get_close_matches(candidate.lower(), list(names), n=n * 2, cutoff=0.6)
     return list(dict.fromkeys(names[c] for c in close))[:n]
 
 
