@@ -79,7 +79,9 @@ def test_published_names_resolve(name: str, preset_id: str) -> None:
         "/",
         "",
         "meta-llama/",
-        "llama3-70b/extra",  # what follows the last '/' is the model
+        "llama3-70b/extra",  # the part after 'org/' is the model
+        "./llama3-70b",  # a path, not an HF repository id
+        "a/b/llama3-70b",
     ],
 )
 def test_names_outside_the_zoo_stay_unknown(name: str) -> None:

@@ -273,9 +273,14 @@ _TRAILING_TAG = re.compile(rf"[-_ ](?:{_TAG})$")
 _ANY_TAG = re.compile(rf"(?<=[-_ ])(?:{_TAG})(?=[-_ ]|$)")
 
 
+# An HF repository id: one 'org/' before the model name (not a path such as './x' or 'a/b/c').
+_HF_REPO = re.compile(r"^\s*[A-Za-z0-9][\w.-]*/([^/]+)$")
+
+
 def _without_org(name: str) -> str:
     """'meta-llama/Llama-3.1-8B' -> 'Llama-3.1-8B' (an HF org is not part of the model)."""
-    return name.rsplit("/", 1)[-1]
+    match = _HF_REPO.match(name)
+    return match.group(1) if match else name
 
 
 def _variant_stems(name: str) -> list[str]:
