@@ -47,6 +47,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "gemm_hbm_fraction",
+    "fp4_gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
     "fused_moe_fp8_gemm_peak_fraction",
     "marlin_relative_rate",
@@ -57,14 +58,14 @@ _FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate"}
+     "gemm_hbm_fraction", "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
+     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
-     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
+     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
+     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
 )  # fmt: skip
 
 
@@ -104,6 +105,10 @@ class Efficiency:
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
+        fp4_gemm_hbm_fraction: the same for block-scaled fp4 GEMMs (NVFP4/MXFP4 math on
+            fp4 tensor cores), where measured apart: their small-M kernels stream the packed
+            weights and scales well below an fp8 or bf16 GEMM's rate; 0 = as
+            ``gemm_hbm_fraction``.
         fused_moe_gemm_peak_fraction: the share of the 16-bit dense peak the serving
             engines' fused-MoE kernel (vLLM's and SGLang's Triton ``fused_moe``) reaches
             with bf16 math (bf16 experts, and weight-only experts dequantised to bf16), as
@@ -137,6 +142,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
+    fp4_gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
     marlin_relative_rate: float = 0.0
@@ -175,8 +181,11 @@ class Efficiency:
         """The achievable share of HBM bandwidth for a decode step's KV-cache read."""
         return self.decode_attention_hbm_fraction or self.hbm_fraction
 
-    def gemm_memory_fraction(self) -> float:
-        """The achievable share of HBM bandwidth for a GEMM's operand and output traffic."""
+    def gemm_memory_fraction(self, dtype: str = "") -> float:
+        """The achievable share of HBM bandwidth for the operand and output traffic of a
+        GEMM whose math runs in ``dtype`` ("" = not fp4)."""
+        if dtype == "fp4" and self.fp4_gemm_hbm_fraction:
+            return self.fp4_gemm_hbm_fraction
         return self.gemm_hbm_fraction or self.hbm_fraction
 
     def attention_fraction(self, *, backward: bool) -> float:
@@ -232,6 +241,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
+    fp4_gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     marlin_relative_rate: _Value | None = None

@@ -35,7 +35,8 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the CUDA cores / vector units (``vector_flops_per_s``). A GEMM's operand traffic streams at
   ``gemm_hbm_fraction`` where the vendor library's skinny GEMMs were measured below a large
   copy's rate (CDNA3: hipBLASLt fp8 decode projections at ~2.95 of 5.3 TB/s), else at
-  ``hbm_fraction``.
+  ``hbm_fraction``; block-scaled fp4 math at ``fp4_gemm_hbm_fraction`` where measured apart
+  (Blackwell: NVFP4 GEMMs at decode M stream ~2.4 of 8 TB/s).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
   attention, bound by dequantising the cache), else at ``hbm_fraction``.
@@ -267,9 +268,11 @@ def gemm_candidate(
     peak: float,
     n_bytes: float,
     fraction: float | None = None,
+    dtype: str = "",
 ) -> GemmPlan:
     """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch);
-    ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``)."""
+    ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``);
+    ``dtype`` the math's dtype (its operands stream at ``eff.gemm_memory_fraction(dtype)``)."""
     m, n, k, batch = gemm
     sms = max(chip.units, 1)
     tm, tn = tile
@@ -294,7 +297,7 @@ def gemm_candidate(
         k_efficiency=k / (split * (k_pad + K_FILL)),
         rate_factor=rate_factor,
         compute_s=compute_s,
-        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction()),
+        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype)),
     )
 
 
@@ -308,12 +311,14 @@ def plan_gemm(
     peak: float,
     n_bytes: float,
     fraction: float | None = None,
+    dtype: str = "",
 ) -> GemmPlan:
-    """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM."""
+    """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM whose math
+    runs in ``dtype``."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
     candidates = [
-        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction)
+        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction, dtype)
         for tile in tiles
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
@@ -337,16 +342,18 @@ class GpuModel(PerfModel):
         self.fused_moe = fused_moe
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
-        self._gemms: dict[tuple[int, int, int, int, float, float, float | None], GemmPlan] = {}
+        self._gemms: dict[tuple[int, int, int, int, float, float, float | None, str], GemmPlan] = {}
 
     def _plan_gemm(
         self, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float,
-        fraction: float | None,
+        fraction: float | None, dtype: str,
     ) -> GemmPlan:  # fmt: skip
-        key = (m, n, k, batch, peak, n_bytes, fraction)
+        key = (m, n, k, batch, peak, n_bytes, fraction, dtype)
         g = self._gemms.get(key)
         if g is None:
-            g = plan_gemm(self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction)
+            g = plan_gemm(
+                self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction, dtype
+            )
             self._gemms[key] = g
         return g
 
@@ -372,7 +379,7 @@ class GpuModel(PerfModel):
             m, n, k = op.mnk
             e = op.batch
             frac = eff.gemm_fraction(op.dtype)
-            g = self._plan_gemm(m, n, k, 1, peak, n_bytes / e, frac)
+            g = self._plan_gemm(m, n, k, 1, peak, n_bytes / e, frac, op.dtype)
             # the kernel cuBLAS picks for one expert, run TE_GEMM_STREAMS experts at a time
             full, rest = divmod(e, TE_GEMM_STREAMS)
             sets = [(TE_GEMM_STREAMS, full)] + ([(rest, 1)] if rest else [])
@@ -380,7 +387,7 @@ class GpuModel(PerfModel):
             for width, count in sets:
                 if count:
                     c = gemm_candidate(chip, eff, (m, n, k, width), g.tile, g.split_k, peak,
-                                       width * n_bytes / e, frac)  # fmt: skip
+                                       width * n_bytes / e, frac, op.dtype)  # fmt: skip
                     compute_s += count * c.compute_s
             launches = full + (1 if rest else 0)
             r = Roof(compute_s=compute_s, memory_s=e * g.memory_s,
@@ -396,7 +403,7 @@ class GpuModel(PerfModel):
             # which a fused-MoE engine runs as this one grid (module doc)
             fused = self.fused_moe and op.batch > 1
             frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused)
-            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac)
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, op.dtype)
             compute_s = g.compute_s
             if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:
                 # a serving engine's weight-only dense GEMM: Marlin (module doc)
