@@ -172,6 +172,14 @@ def test_engine_trtllm_sizes_a_larger_kv_cache_and_cuts_a_kv_bound_loops_ttft() 
     assert trt["ttft_s"] < vllm["ttft_s"]
 
 
+def test_engine_names_are_taken_in_any_case() -> None:
+    base = ["llama3-8b", "--chip", "h100", "--chips", "1", "--phase", "infer",
+            "--concurrency", "8", "--input-len", "512", "--output-len", "128"]  # fmt: skip
+    assert _json([*base, "--engine", "TRTLLM"]) == _json([*base, "--engine", "trtllm"])
+    result = runner.invoke(app, ["predict", *base, "--engine", "tgi"])
+    assert result.exit_code != 0
+
+
 def test_engine_date_picks_the_vllm_release_whose_batch_limit_applies() -> None:
     base = ["llama3-8b", "--chip", "h100", "--phase", "infer", "--max-throughput"]
     old = _json([*base, "--engine-date", "2024-10-10"])  # vLLM V0: 256 sequences

@@ -250,6 +250,7 @@ def predict_command(
     engine_name: EngineChoice = typer.Option(
         EngineChoice.vllm,
         "--engine",
+        case_sensitive=False,
         help="Infer: serving engine, for how it sizes its KV cache (vllm, sglang: a share of "
         "total HBM; trtllm: a share of the HBM free after the weights) and its default "
         "batch limits; jetstream: fixed decode slots (--max-num-seqs), each prompt "

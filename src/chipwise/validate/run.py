@@ -60,6 +60,7 @@ from chipwise.workload.ir import (
     Training,
     TransformerSpec,
     Workload,
+    engine_id,
     parse_prefill_pool,
 )
 from chipwise.workload.lengths import LengthRows, read_lengths
@@ -347,7 +348,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     prefix_hit_rate=_float(raw.get("prefix_hit_rate") or ""),
                     ttft_p99_target_s=_float(raw.get("ttft_p99_target_s") or ""),
                     tpot_p99_target_s=_float(raw.get("tpot_p99_target_s") or ""),
-                    engine=(raw.get("engine") or "").strip() or "vllm",
+                    engine=engine_id(raw.get("engine") or "") or "vllm",
                     date=_row_date(raw.get("date") or ""),
                     num_requests=_int(raw.get("num_requests") or ""),
                     harness=(raw.get("harness") or "").strip(),

@@ -27,6 +27,7 @@ from chipwise.workload.ir import (
     Training,
     TransformerSpec,
     Workload,
+    engine_id,
     parse_prefill_pool,
 )
 from chipwise.workload.kinds import NON_ML_KINDS, non_ml_kind
@@ -52,6 +53,7 @@ __all__ = [
     "TransformerSpec",
     "Workload",
     "accounting",
+    "engine_id",
     "kv_cache_bytes_per_token",
     "load_config",
     "load_preset",

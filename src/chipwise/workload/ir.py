@@ -606,6 +606,28 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # "jetstream": google/JetStream's fixed decode slots with bucketed one-prompt prefills
 # (perf/step/jetstream.py), as served on TPUs with MaxText or jetstream-pytorch models.
 ENGINES = ("vllm", "sglang", "trtllm", "jetstream")
+# How publications and configs spell them, lower-cased with punctuation and a release
+# ("v0.10.2", "1.0") dropped: the product, its ROCm build, its server or benchmark command.
+_ENGINE_SPELLINGS = {
+    "vllm": "vllm", "vllmrocm": "vllm", "rocmvllm": "vllm", "vllmserve": "vllm",
+    "sglang": "sglang", "sglangrocm": "sglang",
+    "trtllm": "trtllm", "tensorrtllm": "trtllm", "trtllmserve": "trtllm",
+    "tensorrtllmserve": "trtllm",
+    "jetstream": "jetstream", "jetstreampytorch": "jetstream", "maxtextjetstream": "jetstream",
+    "jetstreammaxtext": "jetstream",
+}  # fmt: skip
+_RELEASE = re.compile(r"(?<![a-z])v?\d+(?:\.\d+)*(?:\.?(?:rc|post|dev)\d*)?(?![a-z])")
+
+
+def engine_id(name: str) -> str:
+    """The ``ENGINES`` id a written engine name means ('TensorRT-LLM', 'vLLM v0.10.2',
+    'SGLang', 'jetstream-pytorch' ...); a name it does not know comes back lower-cased and
+    stripped, for ``Inference`` to refuse with the list of engines."""
+    text = name.strip().lower()
+    key = re.sub(r"[^a-z0-9]", "", _RELEASE.sub("", text))
+    return _ENGINE_SPELLINGS.get(key, text)
+
+
 # Speculative-decoding drafters the step model costs (``Inference.spec_method``;
 # perf/step/serve.py ``EngineStepTimer.draft_s``).
 SPEC_METHODS = ("mtp", "eagle")
