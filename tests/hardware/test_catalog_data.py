@@ -113,6 +113,27 @@ def test_common_names_resolve(name: str, chip_id: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "chip_id"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),  # as nvidia-smi prints the parts
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA H200", "h200-sxm"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("AMD Instinct MI300X", "mi300x"),
+        ("Google Cloud TPU v5p", "tpu-v5p"),
+    ],
+)
+def test_vendor_words_before_a_part_name_are_dropped(name: str, chip_id: str) -> None:
+    assert chipwise.chip(name).id == chip_id
+
+
+def test_a_vendor_word_alone_is_not_a_chip() -> None:
+    with pytest.raises(UnknownChipError):
+        chipwise.chip("NVIDIA ")
+
+
+@pytest.mark.parametrize(
     ("name", "suggested"), [("h10", "h100-sxm"), ("tpu-v5x", "tpu-v5p"), ("mi300z", "mi300x")]
 )
 def test_unknown_chip_raises_with_close_matches(name: str, suggested: str) -> None:

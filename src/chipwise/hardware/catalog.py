@@ -46,11 +46,12 @@ class Catalog:
         object.__setattr__(self, "_index", _alias_index(self.chips))
 
     def chip(self, name: str) -> Chip:
-        """Find a chip by id or alias, case- and punctuation-insensitively."""
+        """Find a chip by id or alias, case- and punctuation-insensitively; failing that,
+        without the vendor's leading words ('NVIDIA H200', 'AMD Instinct MI300X')."""
         index = self._index
-        key = _normalise(name)
-        if key in index:
-            return index[key]
+        for key in (_normalise(name), _normalise(_VENDOR_WORDS.sub("", name))):
+            if key in index:
+                return index[key]
         candidates = sorted({c.id for c in self.chips} | {a for c in self.chips for a in c.aliases})
         close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
         close_ids = list(dict.fromkeys(index[_normalise(c)].id for c in close))
@@ -83,6 +84,14 @@ class Catalog:
         return Catalog(
             chips=self.chips, offers=kept + new, purchases=self.purchases, no_price=self.no_price
         )
+
+
+# Vendor and brand words before a part's name, as nvidia-smi, rocm-smi and cloud pages
+# print it ('NVIDIA GeForce RTX 4090', 'AMD Instinct MI300X', 'Google Cloud TPU v5p').
+_VENDOR_WORDS = re.compile(
+    r"^\s*(?:(?:nvidia|amd|instinct|radeon|geforce|tesla|google|cloud|intel|habana|aws)[\s_-]+)+",
+    re.IGNORECASE,
+)
 
 
 def _normalise(name: str) -> str:
