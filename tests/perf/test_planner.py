@@ -110,6 +110,24 @@ def test_a_plan_key_given_twice_is_an_error_not_last_one_wins() -> None:
         parse_plan("tp=1,tp=2")
 
 
+@pytest.mark.parametrize(
+    "written", ["tp=4,pp=2", "TP4 PP2", "TP4xPP2", "tp4,pp2", "TP=4, PP=2", "Tp4 x pp2"]
+)
+def test_a_plan_is_read_as_publications_write_it(written: str) -> None:
+    from chipwise.perf.base import parse_plan
+
+    assert parse_plan(written) == parse_plan("tp=4,pp=2")
+
+
+def test_a_shorthand_plan_keeps_the_key_rules() -> None:
+    from chipwise.perf.base import parse_plan
+
+    with pytest.raises(PlanError, match="given twice"):
+        parse_plan("TP8 tp=4")
+    with pytest.raises(PlanError, match="cannot read"):
+        parse_plan("TP")
+
+
 def test_a_plan_whose_axes_do_not_multiply_to_the_chips_says_so() -> None:
     from chipwise.perf.plan.planner import plan_constraints
 

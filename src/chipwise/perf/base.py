@@ -218,19 +218,39 @@ _PLAN_FIX = "each axis is a count of chips >= 1, e.g. 'tp=8,pp=2'"
 MAX_PLAN_CHARS = 512
 
 
+# Publications write a layout as axis-and-count words: 'TP8', 'TP8 EP8', 'TP4xPP2'.
+_AXIS_COUNT = r"(fsdp|etp|dp|tp|pp|cp|ep|vp)(\d+)"
+_SHORTHAND = re.compile(rf"(?:{_AXIS_COUNT}x?)+")
+
+
+def _plan_pairs(text: str) -> list[tuple[str, str]]:
+    """(key, value) pairs of a plan string, in order: ``key=value`` items or axis-and-count
+    words, separated by commas, spaces or 'x', in any case."""
+    norm = re.sub(r"\s*=\s*", "=", text.strip().lower())
+    pairs: list[tuple[str, str]] = []
+    for part in re.split(r"[,;\s\u00d7*]+", norm):
+        if part in ("", "x"):  # 'TP4 x PP2'
+            continue
+        m = re.fullmatch(r"([a-z][a-z0-9_]*)=([a-z0-9]+)", part)
+        if m:
+            pairs.append((m.group(1), m.group(2)))
+        elif _SHORTHAND.fullmatch(part):
+            pairs += re.findall(_AXIS_COUNT, part)
+        else:
+            raise PlanError(f"plan: cannot read {part!r}; write key=value, e.g. 'tp=8'")
+    return pairs
+
+
 def plan_values(text: str) -> dict[str, int | str]:
-    """The ``key=value`` pairs of a ``--plan`` string; unknown or repeated keys are errors."""
+    """The ``key=value`` pairs of a ``--plan`` string ('tp=8,pp=2', or as publications
+    write it, 'TP8 PP2'); unknown or repeated keys are errors."""
     values: dict[str, int | str] = {}
     if len(text) > MAX_PLAN_CHARS:
         raise PlanError(
             f"plan {text[:40]!r}... is {len(text):,} characters; write key=value pairs, e.g. "
             "'tp=8,pp=2'"
         )
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        m = re.fullmatch(r"([a-z][a-z0-9_]*)\s*=\s*([A-Za-z0-9]+)", part)
-        if not m:
-            raise PlanError(f"plan: cannot read {part!r}; write key=value, e.g. 'tp=8'")
-        key, raw = m.groups()
+    for key, raw in _plan_pairs(text):
         if key not in _PLAN_KEYS:
             raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
         if key in values:
