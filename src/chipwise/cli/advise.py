@@ -36,6 +36,7 @@ from chipwise.limits import (
     MAX_WIDTH,
     check_quantity,
 )
+from chipwise.perf import precision_id
 from chipwise.report.advice import render_recommendation
 from chipwise.report.advice_json import recommendation_to_dict
 from chipwise.units import parse_quantity
@@ -218,7 +219,7 @@ def advise(
         "bf16",
         "--precision",
         help="Matmul precision: bf16, fp8, int8, fp16, fp32, fp4 (NVFP4/MXFP4), int4 or "
-        "w8a16 (weight-only).",
+        "w8a16 (weight-only); any case, and as checkpoints name them (NVFP4, W4A16, AWQ).",
     ),
     seq_len: int = typer.Option(
         4096, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
@@ -334,7 +335,7 @@ def advise(
         deadline_days=deadline_days,
         objective=objective.value,
         framework=framework.value if framework else None,
-        precision=precision,
+        precision=precision_id(precision),
         seq_len=seq_len,
         global_batch=global_batch,
         batch_tokens=_quantity("--batch-tokens", batch_tokens) if batch_tokens else None,

@@ -151,7 +151,7 @@ def predict_command(
         PhaseChoice.train, "--phase", help="train (one training step) or infer (serving)."
     ),
     precision: PrecisionChoice = typer.Option(
-        PrecisionChoice.bf16, "--precision", help=PRECISION_HELP
+        PrecisionChoice.bf16, "--precision", help=PRECISION_HELP, case_sensitive=False
     ),
     seq_len: int = typer.Option(
         Training().seq_len, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."

@@ -43,6 +43,7 @@ from chipwise.perf.predictor import (
     Predictor,
     SloServing,
     decode_chips,
+    precision_id,
     served_precision,
 )
 
@@ -74,6 +75,7 @@ __all__ = [
     "op_flops",
     "parse_plan",
     "plan_constraints",
+    "precision_id",
     "predict",
     "predict_primitive",
     "roof",

@@ -68,6 +68,25 @@ from chipwise.workload.ir import (
 # Matmul precisions (``layers.Dtypes``): int4 and w8a16 are weight-only (W4A16, W8A16: fewer
 # weight bytes, bf16 math); fp4 is NVFP4/MXFP4 (W4A4) on chips with an fp4 rate.
 PRECISIONS = ("bf16", "fp8", "int8", "fp16", "fp32", "fp4", "int4", "w8a16")
+# How publications and checkpoints name them (lower case, punctuation dropped). A bare
+# "w8a8" is left out: SmoothQuant's int8 and fp8 checkpoints both use the name.
+_PRECISION_SPELLINGS = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+    "float8": "fp8", "fp8e4m3": "fp8", "e4m3": "fp8", "fp8dynamic": "fp8", "w8a8fp8": "fp8",
+    "nvfp4": "fp4", "mxfp4": "fp4", "w4a4": "fp4",
+    "w4a16": "int4", "awq": "int4", "gptq": "int4", "int4awq": "int4", "int4gptq": "int4",
+    "awqint4": "int4", "int8weightonly": "w8a16", "w8a8int8": "int8",
+}  # fmt: skip
+
+
+def precision_id(name: str) -> str:
+    """The ``PRECISIONS`` id a written precision means ('FP8', 'NVFP4', 'W4A16', 'AWQ',
+    'bfloat16' ...); a name it does not know comes back lower-cased and stripped, for the
+    predictor to refuse with the list."""
+    text = name.strip().lower()
+    key = "".join(ch for ch in text if ch.isalnum())
+    return key if key in PRECISIONS else _PRECISION_SPELLINGS.get(key, text)
+
 
 # Gradients of an imported graph are all-reduced in bf16 (PyTorch DDP with bf16 autocast
 # keeps fp32 grads; DDP's bf16 compression hook halves that; bf16 assumed).

@@ -50,6 +50,7 @@ from chipwise.perf import (
     TrainPrediction,
     decode_chips,
     plan_constraints,
+    precision_id,
     predict,
 )
 from chipwise.workload.config import load_config
@@ -318,7 +319,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     phase=raw["phase"],
                     chip=raw["chip"],
                     chips=_int(raw["chips"]) or 1,
-                    precision=raw["precision"].strip() or "bf16",
+                    precision=precision_id(raw["precision"]) or "bf16",
                     seq_len=_int(raw["seq_len"]),
                     global_batch=_int(raw["global_batch"]),
                     batch=_int(raw["batch"]),
