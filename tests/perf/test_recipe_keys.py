@@ -1,5 +1,5 @@
-"""Recipe settings a plan may state: gradient-reduction dtype, expert all-to-all overlap and
-CUDA-graphed attention."""
+"""Recipe settings a plan may state: gradient-reduction dtype, expert all-to-all overlap,
+CUDA-graphed attention and a CUDA-graphed whole iteration."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ def test_recipe_keys_parse_print_and_reject_bad_values() -> None:
     with pytest.raises(PlanError, match="attn_graph must be 0"):
         parse_plan("attn_graph=2")
     assert plan_constraints("ep=64,attn_graph=1", 64)["attn_graph"] == 1
+    assert parse_plan("ep=8,full_graph=1").full_graph == 1
+    assert parse_plan(str(Plan(ep=8, full_graph=1))).full_graph == 1
+    with pytest.raises(PlanError, match="full_graph must be 0"):
+        parse_plan("full_graph=2")
+    assert plan_constraints("ep=64,full_graph=1", 64)["full_graph"] == 1
 
 
 def test_bf16_gradient_reduction_halves_the_data_parallel_gradient_bytes() -> None:
@@ -116,3 +121,16 @@ def test_a_cuda_graphed_attention_leaves_less_of_a_moe_layer_host_bound() -> Non
     assert slow.step_time_s - fast.step_time_s == pytest.approx(saved, rel=1e-6)
     # an FSDP2 stack has no Megatron host term, graphed or not
     assert model._moe_host_s(Plan(fsdp=64, ep=64, microbatch=4, attn_graph=1)) == 0.0
+
+
+def test_a_whole_iteration_cuda_graph_leaves_no_moe_layer_host_bound() -> None:
+    model = _moe()
+    plan = Plan(dp=64, ep=64, microbatch=4)
+    assert model._moe_host_s(replace(plan, full_graph=1)) == 0.0
+    assert model._moe_host_s(replace(plan, full_graph=1, attn_graph=1)) == 0.0
+    assert model._moe_host_s(replace(plan, full_graph=0)) == model._moe_host_s(plan)
+    slow = model.train(plan, seq_len=4096, global_batch=1280)
+    fast = model.train(replace(plan, full_graph=1), seq_len=4096, global_batch=1280)
+    m = 1280 // 64 // 4
+    saved = m * model.spec.n_layers * model._moe_host_s(plan)
+    assert slow.step_time_s - fast.step_time_s == pytest.approx(saved, rel=1e-6)

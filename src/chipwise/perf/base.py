@@ -114,7 +114,10 @@ class Plan:
     block runs as a CUDA graph (Megatron ``--cuda-graph-impl transformer_engine
     --cuda-graph-scope attn ...``, Megatron-Bridge ``cuda_graph_scope``): 1 on, 0 off, -1 =
     not stated (Megatron's default ``cuda_graph_impl`` none: off); it sets how much of a GPU
-    MoE layer is host-bound (``step.train.MOE_GRAPHED_HOST_S``).
+    MoE layer is host-bound (``step.train.MOE_GRAPHED_HOST_S``). ``full_graph`` is whether the
+    whole training iteration runs as one CUDA graph (Megatron ``cuda_graph_impl
+    full_iteration``, Megatron-Bridge's MXFP8 HybridEP recipes): 1 on, 0 off, -1 = not stated
+    (off); no MoE layer waits on host launches then (``step.train.FULL_GRAPH_MOE_HOST_S``).
 
     ``adp`` is a serving setting: 1 runs the ``tp`` ranks of a replica as attention data
     parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``):
@@ -138,6 +141,7 @@ class Plan:
     grad_reduce: GradReduce = ""
     a2a_overlap: int = -1
     attn_graph: int = -1
+    full_graph: int = -1
     adp: int = 0
 
     def __post_init__(self) -> None:
@@ -156,6 +160,8 @@ class Plan:
             raise PlanError(f"plan: a2a_overlap must be 0|1, got {self.a2a_overlap}")
         if self.attn_graph not in (-1, 0, 1):
             raise PlanError(f"plan: attn_graph must be 0|1, got {self.attn_graph}")
+        if self.full_graph not in (-1, 0, 1):
+            raise PlanError(f"plan: full_graph must be 0|1, got {self.full_graph}")
         if self.adp not in (0, 1):
             raise PlanError(f"plan: adp must be 0|1, got {self.adp}")
 
@@ -197,13 +203,16 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}
 # Plan fields that are not chip counts, and the values __str__ leaves out.
-_NOT_COUNTS = ("recompute", "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "adp")
+_NOT_COUNTS = (
+    "recompute", "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "adp",
+)  # fmt: skip
 _UNSTATED: dict[str, object] = {
     "etp": 0,
     "states": "fp32",
     "grad_reduce": "",
     "a2a_overlap": -1,
     "attn_graph": -1,
+    "full_graph": -1,
     "adp": 0,
 }
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
@@ -214,7 +223,7 @@ _PLAN_MAX: dict[str, int] = {
     "microbatch": MAX_GLOBAL_BATCH,
 }
 _PLAN_FIX = "each axis is a count of chips >= 1, e.g. 'tp=8,pp=2'"
-# A --plan string names fifteen keys at most; 512 characters is far more than that needs.
+# A --plan string names sixteen keys at most; 512 characters is far more than that needs.
 MAX_PLAN_CHARS = 512
 
 
@@ -257,7 +266,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: {key} is given twice; give each key once")
         if key in ("recompute", "states", "grad_reduce"):
             values[key] = raw
-        elif key in ("a2a_overlap", "attn_graph", "adp"):
+        elif key in ("a2a_overlap", "attn_graph", "full_graph", "adp"):
             if raw not in ("0", "1"):
                 raise PlanError(f"plan: {key} must be 0 (off) or 1 (on), got {raw!r}")
             values[key] = int(raw)

@@ -150,6 +150,17 @@ MOE_GRAPHED_HOST_S = 9.82e-4
 # launches MOE_LAYER_HOST_S stands for are absent and no host term is added (the layer's
 # DeepEP/gmm token-count sync remains: microseconds, not modelled).
 FSDP_STACK_MOE_HOST_S = 0.0
+# A GPU MoE step captured whole as one CUDA graph (plan full_graph=1: Megatron
+# ``cuda_graph_impl full_iteration``) replays every kernel of the iteration from one launch,
+# so none of the host-side launch time MOE_LAYER_HOST_S / MOE_GRAPHED_HOST_S stand for is
+# exposed. The dropless layer's device-to-host token-count sync, which leaves the GPU waiting
+# on the host's next launches, cannot be captured; the recipes that set it replace it with
+# static shapes (moe_expert_rank_capacity_factor 1.5, moe_pad_experts_for_cuda_graph_inference,
+# moe_paged_stash: _enable_hybridep_full_iteration_mxfp8 in perf_recipes/qwen/common.py,
+# _enable_deepseek_full_iteration_mxfp8 in perf_recipes/deepseek/common.py,
+# _apply_gpt_oss_120b_full_iter_fp8mx_configs in perf_recipes/gpt_oss/common.py,
+# github:NVIDIA-NeMo/Megatron-Bridge @4ab94dfad, 2026-08-11). Not fitted: no host term.
+FULL_GRAPH_MOE_HOST_S = 0.0
 # Bytes per parameter of the gradients a GPU job reduces over data parallelism when it
 # trains in bf16 (or fp8, whose weights are bf16): fp32. Megatron-LM forces it ("bfloat16
 # requires gradient accumulation and all-reduce to be done in fp32", arguments.py: bf16 sets
@@ -392,10 +403,12 @@ class StepModel(StepTimer):
 
     def _moe_host_s(self, plan: Plan) -> float:
         """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only):
-        Megatron's per-expert launches (less with the attention CUDA-graphed), or none on an
-        FSDP2 stack (fsdp > 1)."""
+        Megatron's per-expert launches (less with the attention CUDA-graphed, none with the
+        whole iteration one CUDA graph), or none on an FSDP2 stack (fsdp > 1)."""
         if self.chip.kind == "tpu":
             return 0.0
+        if plan.full_graph == 1:
+            return FULL_GRAPH_MOE_HOST_S
         if plan.fsdp > 1:
             return FSDP_STACK_MOE_HOST_S
         return MOE_GRAPHED_HOST_S if plan.attn_graph == 1 else MOE_LAYER_HOST_S
