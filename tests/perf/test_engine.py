@@ -706,3 +706,39 @@ def test_a_longer_admission_cycle_never_shortens_ttft(rps: float) -> None:
 def test_an_unknown_harness_is_refused() -> None:
     with pytest.raises(WorkloadError, match="harness"):
         Inference(load="rps", rps=1.0, harness="batcher")
+
+
+def test_a_pooled_prefill_queue_of_one_server_is_pollaczek_khinchine() -> None:
+    from chipwise.perf.step.engine import _pooled_wait
+
+    rate, es, es2 = 0.6, 1.0, 1.5
+    p_wait, wait = _pooled_wait(rate, es, es2, 1.0)
+    assert p_wait == pytest.approx(0.6)
+    assert wait == pytest.approx(rate * es2 / (2 * (1 - 0.6)))
+
+
+@pytest.mark.parametrize("servers", [2.0, 5.2, 26.0])
+def test_a_pooled_prefill_queue_waits_less_than_split_queues_at_the_same_load(
+    servers: float,
+) -> None:
+    from chipwise.perf.step.engine import _pooled_wait
+
+    es, es2 = 1.0, 1.2
+    per_server = 0.8
+    p_wait, wait = _pooled_wait(per_server * servers, es, es2, servers)
+    split = per_server * es2 / (2 * (1 - per_server))  # each server its own M/G/1
+    assert 0 < p_wait < per_server
+    assert 0 < wait < split
+
+
+def test_a_prompt_s_last_chunk_costs_a_step_of_its_own_tokens() -> None:
+    from chipwise.perf.step.engine import _chunked_prefill_s
+
+    def step(dec: float, ctx: float, pre: float, plen: float) -> float:
+        return 0.01 + pre * 1e-4
+
+    # 9429 tokens in 4096-token chunks: two full steps and one of 1237 tokens
+    t = _chunked_prefill_s(step, 0.0, 0.0, 9429.0, 4096.0)
+    assert t == pytest.approx(2 * step(0, 0, 4096, 0) + step(0, 0, 1237, 0))
+    assert _chunked_prefill_s(step, 0.0, 0.0, 4096.0, 4096.0) == pytest.approx(step(0, 0, 4096, 0))
+    assert _chunked_prefill_s(step, 0.0, 0.0, 100.0, 4096.0) == pytest.approx(step(0, 0, 100, 0))

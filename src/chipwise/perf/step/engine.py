@@ -486,6 +486,7 @@ class Engine:
         kv_capacity_tokens: float,
         disaggregated: bool = False,
         prefill_replicas_per_decode: float = 1.0,
+        decode_replicas: int = 1,
         prefill_step: StepFn | None = None,
         prefill_budget: float = 0.0,
         kv_transfer_s_per_token: float = 0.0,
@@ -539,6 +540,8 @@ class Engine:
         # prompts run on a separate prefill pool of this many replicas per decode replica,
         # and each prompt's KV cache crosses the network before its first decode step
         self.prefill_per_decode = prefill_replicas_per_decode
+        # the whole prefill pool, which one router feeds from every decode replica's share
+        self.prefill_servers = max(1.0, prefill_replicas_per_decode * decode_replicas)
         # a prefill pool laid out apart (``Inference.prefill_pool``): its own step time
         # and token budget per prefill replica (None/0 = the decode replica's)
         self.pre_step = prefill_step or step
@@ -690,7 +693,7 @@ class Engine:
         sequences decoding alongside; disaggregated: on an idle prefill replica."""
         step, room, dec = self._prefill_slot(b)
         uniq, index = np.unique(inputs, return_inverse=True)
-        times = np.array([math.ceil(n / room) * step(dec, self.ctx, min(n, room), n) for n in uniq])
+        times = np.array([_chunked_prefill_s(step, dec, self.ctx, float(n), room) for n in uniq])
         return np.asarray(times[index], dtype=float)
 
     def _mean_service(self, b: float) -> float:
@@ -893,6 +896,16 @@ class Engine:
         elif load == "concurrency":
             wait_mean = max(0.0, value / x - decode_s - es - resid - self.client_s)
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
+        elif load == "rps" and not saturated and self.disaggregated:
+            # disaggregated, one router places every prompt on the prefill replica with the
+            # least outstanding work (Dynamo's KV router, --router-temperature 0: the
+            # lowest of overlap weight x blocks to prefill + active blocks; with no prefix
+            # reuse, the least-loaded worker; docs.nvidia.com/dynamo/latest/components/
+            # router/README.html, read 2026-12-04; NVIDIA's MLPerf v6.0 llama3.1-405b
+            # dynamo_cluster: router_mode 'kv'). A prompt then waits only when every
+            # replica is busy: one M/G/c queue over the pool, not c split Poisson queues
+            rho, wait_mean = _pooled_wait(x_pool * self.prefill_servers, ew, ew2,
+                                          self.prefill_servers)  # fmt: skip
         elif load == "rps" and not saturated:
             rho = min(0.999, x_pool * ew)
             wait_mean = x_pool * ew2 / (2 * (1 - rho))
@@ -943,6 +956,48 @@ class Engine:
             limit=limit,
             prefill_s=es,
         )
+
+
+def _chunked_prefill_s(step: StepFn, dec: float, ctx: float, n: float, room: float) -> float:
+    """Seconds to prefill one ``n``-token prompt in chunks of ``room`` tokens: its full
+    chunks, then one step of only the tokens left (a chunked-prefill scheduler puts the
+    prompt's remainder in its last step; that step's GEMMs and attention run on those
+    tokens, not on a full budget)."""
+    full, rest = divmod(n, room)
+    t = full * step(dec, ctx, room, n) if full else 0.0
+    if rest > 0.5 or not full:
+        t += step(dec, ctx, max(1.0, rest), n)
+    return t
+
+
+def _erlang_c(servers: int, offered: float) -> float:
+    """Erlang C: the probability that an arrival waits in an M/M/c queue of ``servers``
+    servers offered ``offered`` erlangs (via the Erlang B recursion, stable for large c)."""
+    if offered >= servers:
+        return 1.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    rho = offered / servers
+    return b / (1.0 - rho + rho * b)
+
+
+def _pooled_wait(rate: float, es: float, es2: float, servers: float) -> tuple[float, float]:
+    """(P(wait), mean wait) of an M/G/c queue: ``rate`` arrivals/s at ``servers`` servers
+    whose work per arrival has mean ``es`` and second moment ``es2``. Allen-Cunneen: the
+    M/M/c wait scaled by (1 + Cs^2) / 2, i.e. Erlang C x E[S^2] / (2 E[S]) / (c (1 - rho));
+    at c = 1 it is the Pollaczek-Khinchine wait. A fractional pool interpolates Erlang C
+    between its neighbouring whole server counts."""
+    if es <= 0:
+        return 0.0, 0.0
+    offered = rate * es
+    rho = min(0.999, offered / servers)
+    lo = max(1, math.floor(servers))
+    hi = max(lo, math.ceil(servers))
+    p_lo = _erlang_c(lo, min(offered, 0.999 * lo))
+    p_hi = _erlang_c(hi, min(offered, 0.999 * hi))
+    p_wait = min(0.999, p_lo + (servers - lo) * (p_hi - p_lo)) if hi > lo else min(0.999, p_lo)
+    return p_wait, p_wait * es2 / (2.0 * es) / (servers * (1.0 - rho))
 
 
 def _closed_loop_wait(rate: float, es: float, es2: float, clients: float) -> tuple[float, float]:

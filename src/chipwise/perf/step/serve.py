@@ -658,6 +658,7 @@ class ServeModel(StepTimer):
                 kv_capacity_tokens=capacity,
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill * pre_ranks / replicas,
+                decode_replicas=replicas,
                 prefill_step=prefill[0] if prefill is not None else None,
                 prefill_budget=prefill[1] if prefill is not None else 0.0,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
