@@ -59,6 +59,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   slices, each dequantising the weights again, at the 64-row kernel's measured rate, a share
   ``marlin_relative_rate`` of the chip's bf16 GEMM rate. Elsewhere (Hopper's Machete,
   training) the bf16 GEMM plan applies.
+- **Measured kernels** (``kernels.py``): a dense GEMM whose (chip, dtype, N, K) a submitter
+  timed with its own tuned kernels (MI355X MXFP4 llama2-70b projections, AMD's AITER table
+  of its MLPerf v6.0 run) takes that time instead of the tile plan's compute time. The tile
+  plan at M = 352..576 was 17-28 % faster than those kernels, and 11 % slower at M = 8192.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
@@ -72,6 +76,7 @@ from typing import final
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.ops.kernels import measured_gemm_s
 from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
@@ -415,6 +420,11 @@ class GpuModel(PerfModel):
                     f"slice(s) of <= {MARLIN_MAX_M} rows at {eff.marlin_relative_rate:.0%} "
                     f"of the {op.dtype} GEMM rate"
                 )
+            measured = None if op.batch > 1 else measured_gemm_s(chip.id, op.dtype, m, n, k)
+            if measured is not None:
+                # the submitter's own tuned kernel, timed on this chip (kernels.py)
+                compute_s = measured
+                notes.append(f"measured {op.dtype} kernel time for {n}x{k} at M={m} (kernels.py)")
             launches = 1
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT

@@ -1,0 +1,48 @@
+"""Measured kernel tables: a shape the submitter timed on its chip takes that time (the tuned
+kernel at the next tabulated M, scaled past the largest); every other GEMM keeps the tile model."""
+
+from __future__ import annotations
+
+import pytest
+
+from chipwise.hardware.catalog import chip
+from chipwise.perf.ops.gpu import GpuModel
+from chipwise.perf.ops.kernels import measured_gemm_s
+from chipwise.workload.ir import Op, OpKind
+
+MI355X = chip("mi355x")
+# llama2-70b's fused QKV projection at TP1 (8192 -> 8192 + 2 x 1024)
+QKV = (10240, 8192)
+
+
+def test_a_tabulated_m_reads_its_kernel_time() -> None:
+    # AITER's a4w4 table (data/kernels/mi355x-fp4-gemm.csv): 352,10240,8192,24.8611 us
+    assert measured_gemm_s("mi355x", "fp4", 352, *QKV) == pytest.approx(24.8611e-6)
+
+
+def test_between_tuned_sizes_the_next_kernel_up_runs() -> None:
+    assert measured_gemm_s("mi355x", "fp4", 353, *QKV) == measured_gemm_s(
+        "mi355x", "fp4", 384, *QKV
+    )
+
+
+def test_past_the_largest_m_time_scales_with_rows() -> None:
+    top = measured_gemm_s("mi355x", "fp4", 8192, *QKV)
+    assert top is not None
+    assert measured_gemm_s("mi355x", "fp4", 16384, *QKV) == pytest.approx(2 * top)
+
+
+@pytest.mark.parametrize(
+    ("chip_id", "dtype", "n", "k"),
+    [("mi355x", "fp4", 5120, 8192), ("mi355x", "fp8", *QKV), ("b200", "fp4", *QKV)],
+)
+def test_no_measurement_no_time(chip_id: str, dtype: str, n: int, k: int) -> None:
+    assert measured_gemm_s(chip_id, dtype, 352, n, k) is None
+
+
+def test_the_gpu_model_takes_the_measured_time_for_a_covered_shape() -> None:
+    model = GpuModel(MI355X)
+    covered = model.op_time(Op(name="qkv", kind=OpKind.MATMUL, dtype="fp4", mnk=(352, *QKV)))
+    assert covered.compute_s == pytest.approx(24.8611e-6)
+    other = model.op_time(Op(name="x", kind=OpKind.MATMUL, dtype="fp4", mnk=(352, 5120, 8192)))
+    assert not any("measured" in note for note in other.notes)
