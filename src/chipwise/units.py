@@ -54,8 +54,10 @@ def dtype_bytes(dtype: str) -> float:
 
 
 def _scaled(value: float, steps: tuple[tuple[float, str], ...], unit: str, digits: int) -> str:
+    # a value that rounds up to the next prefix takes it: 999.75e6 is '1 G', not '1e+03 M'
+    rounds_up = 1 - 0.5 * 10.0**-digits
     for factor, prefix in steps:
-        if abs(value) >= factor:
+        if abs(value) >= factor * rounds_up:
             return f"{value / factor:.{digits}g} {prefix}{unit}"
     return f"{value:.{digits}g} {unit}"
 

@@ -51,6 +51,7 @@ ACTIVE = [
     ("kimi-k2", 32.6e9, False),
     ("deepseek-v2", 21e9, False),
     ("qwen3-coder-480b", 35e9, False),
+    ("qwen3-coder-30b-a3b", 3.3e9, False),
 ]
 
 
@@ -123,6 +124,30 @@ def test_every_config_file_has_a_registry_entry_and_back() -> None:
         ("Qwen/Qwen2.5-32B-Instruct", "qwen2.5-32b"),
         ("Qwen/Qwen2.5-14B-Instruct", "qwen2.5-14b"),
         ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama3-70b"),
+        ("google/gemma-2b", "gemma-2b"),
+        ("google/gemma-7b", "gemma-7b"),
+        ("google/gemma-2-2b-it", "gemma2-2b"),
+        ("google/gemma-3-1b-it", "gemma3-1b"),
+        ("google/gemma-3-4b-it", "gemma3-4b"),
+        ("Qwen/Qwen3-0.6B", "qwen3-0.6b"),
+        ("Qwen/Qwen3-1.7B", "qwen3-1.7b"),
+        ("Qwen/Qwen3-4B", "qwen3-4b"),
+        ("Qwen/QwQ-32B", "qwen2.5-32b"),
+        ("qwq-32b", "qwen2.5-32b"),
+        ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3-coder-30b-a3b"),
+        ("microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"),
+        ("phi-3-mini", "phi-3-mini"),
+        ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3"),
+        ("MiniMaxAI/MiniMax-M2", "minimax-m2"),
+        ("zai-org/GLM-4.6", "glm-4.5"),
+        ("glm-4.6", "glm-4.5"),
+        ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3"),
+        ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-v3"),
+        ("deepseek-ai/DeepSeek-V3-0324", "deepseek-v3"),  # by its date tag
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
+        ("moonshotai/Kimi-K2-Instruct-0905", "kimi-k2"),
+        ("moonshotai/Kimi-K2-Thinking", "kimi-k2"),
+        ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama3-70b"),
     ],
 )
 def test_aliases_resolve_case_insensitively(alias: str, preset_id: str) -> None:
@@ -164,6 +189,7 @@ def test_aliases_do_not_collide() -> None:
         ("glm-4.5", 89, 3, 1),  # first_k_dense_replace = 3
         ("glm-4.5-air", 45, 1, 1),
         ("qwen3-coder-480b", 62, 0, 1),
+        ("qwen3-coder-30b-a3b", 48, 0, 1),
     ],
 )
 def test_moe_layer_patterns(preset_id: str, moe_layers: int, first_dense: int, step: int) -> None:
@@ -256,3 +282,51 @@ def test_promoted_validation_config_matches_the_zoo() -> None:
     data = resources.files("chipwise.validate").joinpath("data", "configs")
     text = data.joinpath("qwen3-coder-480b-a35b.json").read_text()
     assert json.loads(text) == preset_config("qwen3-coder-480b")
+
+
+@pytest.mark.parametrize("preset_id", ["gemma-2b", "gemma-7b"])
+def test_gemma_zoo_entries_match_the_validation_copies(preset_id: str) -> None:
+    # the JetStream serving rows read configs/gemma-*.json; the zoo entry is the same model
+    data = resources.files("chipwise.validate").joinpath("data", "configs")
+    copy = json.loads(data.joinpath(f"{preset_id}.json").read_text())
+    zoo = preset_config(preset_id)
+    assert {k: v for k, v in copy.items() if not k.startswith("_")} == {
+        k: v for k, v in zoo.items() if not k.startswith("_")
+    }
+
+
+def test_small_gemma_and_qwen3_entries_read_their_family_features() -> None:
+    assert load_preset("gemma-2b").n_kv_heads == 1  # Gemma 1 2B: multi-query attention
+    assert load_preset("gemma-7b").n_kv_heads == 16  # Gemma 1 7B: multi-head attention
+    spec = load_preset("gemma2-2b")
+    assert (spec.sliding_window, spec.sliding_window_pattern) == (4096, 2)
+    assert (load_preset("gemma3-1b").sliding_window, load_preset("gemma3-4b").sliding_window) == (
+        512,
+        1024,
+    )
+    assert load_preset("gemma3-4b").sliding_window_pattern == 6
+    for preset_id in ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"):
+        qwen = load_preset(preset_id)
+        assert qwen.tied_embeddings and (qwen.n_kv_heads, qwen.head_dim) == (8, 128)
+    assert load_preset("phi-3-mini").sliding_window == 2047  # the 4k config's window
+
+
+def test_minimax_m2_is_gqa_moe_with_its_published_size() -> None:
+    spec = load_preset("minimax-m2")
+    assert not spec.uses_mla and (spec.n_heads, spec.n_kv_heads, spec.head_dim) == (48, 8, 128)
+    assert (spec.n_experts, spec.experts_per_token, spec.n_shared_experts) == (256, 8, 0)
+    assert (spec.n_moe_layers, spec.first_dense_layers, spec.moe_d_ff) == (62, 0, 1536)
+    # MiniMax states "10 billion active" to one significant figure: chipwise counts 11.0B
+    # with both embedding tables, 10.4B without the input one, 9.8B without either
+    active = accounting.params_active(spec) - accounting.embedding_params(spec)
+    assert preset_config("minimax-m2")["_published_active_params"] == 10e9
+    assert round(active / 1e9) == 10
+
+
+@pytest.mark.parametrize(
+    "name", ["deepseek-ai/DeepSeek-V3.2-Exp", "Qwen/Qwen3-Next-80B-A3B-Instruct"]
+)
+def test_attention_chipwise_cannot_express_stays_out_of_the_zoo(name: str) -> None:
+    # V3.2's DeepSeek Sparse Attention and Qwen3-Next's linear attention are not aliases
+    with pytest.raises(WorkloadError):
+        resolve_preset(name)

@@ -65,6 +65,9 @@ PRESETS: tuple[Preset, ...] = (
             "meta-llama/Meta-Llama-3-70B",
             "meta-llama/Llama-3.1-70B",
             "meta-llama/Llama-3.3-70B-Instruct",
+            # Llama-3.1-Nemotron-70B is Llama-3.1-70B-Instruct after RLHF: the same config keys
+            "llama-3.1-nemotron-70b",
+            "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF",
             # DeepSeek-R1-Distill-Llama-70B is fine-tuned from Llama-3.3-70B-Instruct: its
             # config.json has the same architecture keys (see the config's _source)
             "deepseek-r1-distill-llama-70b",
@@ -87,6 +90,16 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct"),
     ),
     Preset(id="mistral-7b", title="Mistral 7B v0.1", aliases=("mistralai/Mistral-7B-v0.1",)),
+    Preset(
+        id="mistral-7b-v0.3",
+        title="Mistral 7B v0.3",
+        aliases=("mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-Instruct-v0.3"),
+    ),
+    Preset(
+        id="phi-3-mini",
+        title="Phi-3-mini 4K (3.8B)",
+        aliases=("phi3-mini", "phi-3-mini-4k", "microsoft/Phi-3-mini-4k-instruct"),
+    ),
     Preset(
         id="mistral-nemo-12b",
         title="Mistral NeMo 12B",
@@ -125,6 +138,21 @@ PRESETS: tuple[Preset, ...] = (
         title="Mixtral 8x22B",
         aliases=("mistralai/Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-Instruct-v0.1"),
     ),
+    Preset(id="gemma-2b", title="Gemma 2B", aliases=("google/gemma-2b", "google/gemma-1.1-2b-it")),
+    Preset(id="gemma-7b", title="Gemma 7B", aliases=("google/gemma-7b", "google/gemma-1.1-7b-it")),
+    Preset(
+        id="gemma2-2b", title="Gemma 2 2B", aliases=("google/gemma-2-2b", "google/gemma-2-2b-it")
+    ),
+    Preset(
+        id="gemma3-1b",
+        title="Gemma 3 1B",
+        aliases=("google/gemma-3-1b-pt", "google/gemma-3-1b-it"),
+    ),
+    Preset(
+        id="gemma3-4b",
+        title="Gemma 3 4B (text)",
+        aliases=("google/gemma-3-4b-pt", "google/gemma-3-4b-it"),
+    ),
     Preset(
         id="gemma3-12b",
         title="Gemma 3 12B (text)",
@@ -156,13 +184,24 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         id="qwen2.5-32b",
         title="Qwen2.5 32B",
-        aliases=("qwen2.5-32b-instruct", "Qwen/Qwen2.5-32B", "Qwen/Qwen2.5-32B-Instruct"),
+        aliases=(
+            "qwen2.5-32b-instruct",
+            "Qwen/Qwen2.5-32B",
+            "Qwen/Qwen2.5-32B-Instruct",
+            # QwQ-32B is post-trained from Qwen2.5-32B: the same architecture keys (see _source)
+            "qwq-32b",
+            "Qwen/QwQ-32B",
+            "Qwen/QwQ-32B-Preview",
+        ),
     ),
     Preset(
         id="qwen2.5-72b",
         title="Qwen2.5 72B",
         aliases=("qwen2.5-72b-instruct", "Qwen/Qwen2.5-72B", "Qwen/Qwen2.5-72B-Instruct"),
     ),
+    Preset(id="qwen3-0.6b", title="Qwen3 0.6B", aliases=("Qwen/Qwen3-0.6B",)),
+    Preset(id="qwen3-1.7b", title="Qwen3 1.7B", aliases=("Qwen/Qwen3-1.7B",)),
+    Preset(id="qwen3-4b", title="Qwen3 4B", aliases=("Qwen/Qwen3-4B",)),
     Preset(id="qwen3-8b", title="Qwen3 8B", aliases=("Qwen/Qwen3-8B",)),
     Preset(id="qwen3-14b", title="Qwen3 14B", aliases=("Qwen/Qwen3-14B",)),
     Preset(id="qwen3-32b", title="Qwen3 32B", aliases=("Qwen/Qwen3-32B",)),
@@ -170,6 +209,11 @@ PRESETS: tuple[Preset, ...] = (
         id="qwen3-30b-a3b",
         title="Qwen3 30B-A3B",
         aliases=("qwen3-30b", "Qwen/Qwen3-30B-A3B"),
+    ),
+    Preset(
+        id="qwen3-coder-30b-a3b",
+        title="Qwen3-Coder 30B-A3B",
+        aliases=("Qwen/Qwen3-Coder-30B-A3B-Instruct",),
     ),
     Preset(
         id="qwen3-235b-a22b",
@@ -196,6 +240,13 @@ PRESETS: tuple[Preset, ...] = (
             # same architecture keys (see the config's _source)
             "deepseek-r1",
             "deepseek-ai/DeepSeek-R1",
+            # V3.1 / V3.1-Terminus: post-trained from the V3 base checkpoint (see _source);
+            # V3-0324 and R1-0528 resolve by their date tag. Not V3.2: sparse attention.
+            "deepseek-v3.1",
+            "deepseek-ai/DeepSeek-V3.1",
+            "deepseek-ai/DeepSeek-V3.1-Base",
+            "deepseek-v3.1-terminus",
+            "deepseek-ai/DeepSeek-V3.1-Terminus",
         ),
     ),
     Preset(
@@ -215,17 +266,31 @@ PRESETS: tuple[Preset, ...] = (
             "kimi-k2-instruct",
             "moonshotai/Kimi-K2-Instruct",
             "moonshotai/Kimi-K2-Base",
+            # -0905 and -Thinking resolve by their tags: the same architecture (see _source)
         ),
     ),
     Preset(
         id="glm-4.5",
         title="GLM-4.5 355B-A32B",
-        aliases=("glm4.5", "zai-org/GLM-4.5", "zai-org/GLM-4.5-Base", "THUDM/GLM-4.5"),
+        aliases=(
+            "glm4.5",
+            "zai-org/GLM-4.5",
+            "zai-org/GLM-4.5-Base",
+            "THUDM/GLM-4.5",
+            # GLM-4.6: the same architecture keys, a longer context (see _source)
+            "glm-4.6",
+            "zai-org/GLM-4.6",
+        ),
     ),
     Preset(
         id="glm-4.5-air",
         title="GLM-4.5-Air 106B-A12B",
         aliases=("glm4.5-air", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air-Base"),
+    ),
+    Preset(
+        id="minimax-m2",
+        title="MiniMax-M2 230B-A10B",
+        aliases=("MiniMaxAI/MiniMax-M2",),
     ),
     Preset(id="gpt-oss-20b", title="gpt-oss-20b", aliases=("openai/gpt-oss-20b",)),
     Preset(id="gpt-oss-120b", title="gpt-oss-120b", aliases=("openai/gpt-oss-120b",)),
