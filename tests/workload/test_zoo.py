@@ -51,7 +51,7 @@ ACTIVE = [
     ("kimi-k2", 32.6e9, False),
     ("deepseek-v2", 21e9, False),
     ("qwen3-coder-480b", 35e9, False),
-    ("qwen3-coder-30b-a3b", 3.3e9, False),
+    ("qwen3-coder-30b", 3.3e9, False),
 ]
 
 
@@ -134,7 +134,8 @@ def test_every_config_file_has_a_registry_entry_and_back() -> None:
         ("Qwen/Qwen3-4B", "qwen3-4b"),
         ("Qwen/QwQ-32B", "qwen2.5-32b"),
         ("qwq-32b", "qwen2.5-32b"),
-        ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3-coder-30b-a3b"),
+        ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3-coder-30b"),
+        ("qwen3-coder-30b-a3b", "qwen3-coder-30b"),
         ("microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"),
         ("phi-3-mini", "phi-3-mini"),
         ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3"),
@@ -189,7 +190,7 @@ def test_aliases_do_not_collide() -> None:
         ("glm-4.5", 89, 3, 1),  # first_k_dense_replace = 3
         ("glm-4.5-air", 45, 1, 1),
         ("qwen3-coder-480b", 62, 0, 1),
-        ("qwen3-coder-30b-a3b", 48, 0, 1),
+        ("qwen3-coder-30b", 48, 0, 1),
     ],
 )
 def test_moe_layer_patterns(preset_id: str, moe_layers: int, first_dense: int, step: int) -> None:

@@ -23,7 +23,8 @@ FUZZ = settings(
 TAGS = (
     "instruct", "it", "chat", "hf", "base", "pt", "thinking", "2507", "0528", "2407",
     "fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
-    "fp8-dynamic", "FP8-Dynamic", "Instruct", "AWQ",
+    "fp8-dynamic", "FP8-Dynamic", "Instruct", "AWQ", "99", "99.9", "interactive",
+    "quantized.w4a16", "bnb-4bit", "GGUF", "Q4_K_M", "q8_0", "BF16",
 )  # fmt: skip
 NAMES = sorted({name for p in PRESETS for name in (p.id, *p.aliases)})
 # a size token: '8b', '0.6b', '8x7b', 'a22b', '17b-16e'; the resolver must never change one
@@ -59,6 +60,20 @@ SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
         ("llama2-70b-chat-w4a16", "llama2-70b"),
         ("gpt-oss-120b-mxfp4", "gpt-oss-120b"),
         ("Llama 3.1 8B Instruct", "llama3-8b"),  # spaces as separators
+        # weight formats of re-uploads: RedHatAI, unsloth, GGUF, BF16 copies
+        ("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8", "llama3-8b"),
+        ("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", "llama3.2-1b"),
+        ("Qwen3-8B-GGUF", "qwen3-8b"),
+        ("qwen3-8b-q4_k_m", "qwen3-8b"),
+        ("unsloth/Kimi-K2-Thinking-BF16", "kimi-k2"),
+        # MLPerf's benchmark names: accuracy targets and the interactive scenario
+        ("llama2-70b-99", "llama2-70b"),
+        ("llama2-70b-99.9", "llama2-70b"),
+        ("llama2-70b-interactive-99", "llama2-70b"),
+        ("llama3.1-405b-interactive", "llama3-405b"),
+        ("gptj-99", "gptj-6b"),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b-v0.2"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "llama3-8b"),
     ],
 )
 def test_published_names_resolve(name: str, preset_id: str) -> None:
@@ -71,7 +86,7 @@ def test_published_names_resolve(name: str, preset_id: str) -> None:
     [
         "llama3-7b-instruct",  # no 7B Llama 3: never the 8B
         "qwen3-9b-fp8",  # no 9B Qwen3
-        "mistral-7b-instruct-v0.2",  # a version is not a tag; v0.2 is not in the zoo
+        "mistral-7b-instruct-v0.4",  # a version is not a tag; v0.4 is not in the zoo
         "gemma-13b-it",
         "instruct",
         "-fp8",

@@ -7,10 +7,10 @@ published total parameter count, checked within 2 % by the tests) and, for MoE m
 case- and punctuation-insensitively; failing that, it drops an ``org/`` prefix, then
 variant tags that keep the architecture (``-instruct``, ``-it``, ``-chat``, ``-hf``,
 ``-base``, ``-pt``, ``-thinking``, a dated ``-2507``, quantisation tags such as ``-fp8`` or
-``-awq``) and looks up again. It never changes a size or a family, so a name resolves only
-to a zoo entry that one of its stated names matches. A quantisation tag does not set the
-precision: the user states that separately (``--precision``). An unknown name raises
-``WorkloadError`` with close matches.
+``-awq``, MLPerf's ``-99``) and looks up again. It never changes a size or a family, so a
+name resolves only to a zoo entry that one of its stated names matches. A quantisation tag
+does not set the precision: the user states that separately (``--precision``). An unknown
+name raises ``WorkloadError`` with close matches.
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ PRESETS: tuple[Preset, ...] = (
         id="gpt2", title="GPT-2 (124M)", aliases=("gpt-2", "gpt2-small", "openai-community/gpt2")
     ),
     Preset(id="gpt3-175b", title="GPT-3 175B", aliases=("gpt3", "gpt-3", "gpt-3-175b")),
-    Preset(id="gptj-6b", title="GPT-J 6B", aliases=("gpt-j", "gpt-j-6b", "EleutherAI/gpt-j-6b")),
+    Preset(
+        id="gptj-6b",
+        title="GPT-J 6B",
+        aliases=("gpt-j", "gpt-j-6b", "gptj", "EleutherAI/gpt-j-6b"),  # gptj: MLPerf's name
+    ),
     Preset(id="llama2-7b", title="Llama 2 7B", aliases=("meta-llama/Llama-2-7b-hf",)),
     Preset(id="llama2-13b", title="Llama 2 13B", aliases=("meta-llama/Llama-2-13b-hf",)),
     Preset(id="llama2-70b", title="Llama 2 70B", aliases=("meta-llama/Llama-2-70b-hf",)),
@@ -54,6 +58,9 @@ PRESETS: tuple[Preset, ...] = (
             "meta-llama/Meta-Llama-3-8B",
             "meta-llama/Llama-3.1-8B",
             "meta-llama/Meta-Llama-3.1-8B",
+            # R1-Distill-Llama-8B is distilled onto Llama-3.1-8B: the same config keys
+            "deepseek-r1-distill-llama-8b",
+            "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
         ),
     ),
     Preset(
@@ -90,6 +97,11 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct"),
     ),
     Preset(id="mistral-7b", title="Mistral 7B v0.1", aliases=("mistralai/Mistral-7B-v0.1",)),
+    Preset(
+        id="mistral-7b-v0.2",
+        title="Mistral 7B v0.2",
+        aliases=("mistralai/Mistral-7B-v0.2", "mistralai/Mistral-7B-Instruct-v0.2"),
+    ),
     Preset(
         id="mistral-7b-v0.3",
         title="Mistral 7B v0.3",
@@ -211,9 +223,9 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("qwen3-30b", "Qwen/Qwen3-30B-A3B"),
     ),
     Preset(
-        id="qwen3-coder-30b-a3b",
+        id="qwen3-coder-30b",
         title="Qwen3-Coder 30B-A3B",
-        aliases=("Qwen/Qwen3-Coder-30B-A3B-Instruct",),
+        aliases=("qwen3-coder-30b-a3b", "Qwen/Qwen3-Coder-30B-A3B-Instruct"),
     ),
     Preset(
         id="qwen3-235b-a22b",
@@ -328,11 +340,15 @@ def _normalise(name: str) -> str:
 
 # Tags publishers append to a release without changing its architecture: tuning (instruct,
 # chat, it, thinking), packaging (hf, base, pt), a date (Qwen's -2507, DeepSeek's -0528,
-# Mistral's -2407) and weight quantisation (fp8, awq, ...). A quantised checkpoint has the
-# same shapes; its precision is the user's --precision, never read from the name.
+# Mistral's -2407), weight formats (fp8, awq, RedHatAI's quantized.w4a16, bnb-4bit, GGUF's
+# q4_k_m, bf16) and MLPerf's benchmark variants (-99, -99.9 accuracy targets, -interactive).
+# A quantised checkpoint has the same shapes; its precision is the user's --precision, never
+# read from the name.
 _TAG = (
-    r"instruct|it|chat|hf|base|pt|thinking|\d{4}"
-    r"|fp8(?:[-_ ]dynamic)?|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|w8a16"
+    r"instruct|it|chat|hf|base|pt|thinking|\d{4}|99|99\.9|interactive"
+    r"|fp8(?:[-_ ]dynamic)?|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|w8a16|w4a4"
+    r"|quantized(?:\.w\d+a\d+)?|bnb|4bit|8bit|bf16|fp16|gguf|q[2-8](?:[-_ ]k)?(?:[-_ ][sml])?"
+    r"|q[2-8][-_ ][01]"
 )
 _TRAILING_TAG = re.compile(rf"[-_ ](?:{_TAG})$")
 _ANY_TAG = re.compile(rf"(?<=[-_ ])(?:{_TAG})(?=[-_ ]|$)")
