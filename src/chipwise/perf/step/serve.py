@@ -623,6 +623,7 @@ class ServeModel(StepTimer):
         max_seqs = phase.max_num_seqs or default_seqs
         max_tokens = phase.max_num_tokens or default_tokens
         step: StepFn = functools.partial(timer.step_s, overlap=overlap)
+        shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
             if chip.kind != "tpu":
                 raise PlanError(
@@ -692,7 +693,6 @@ class ServeModel(StepTimer):
         prefill_chips = pool.chips if pool is not None else n_prefill * plan.tp * plan.pp
         rate = st.rate
         # a JetStream server's batch spans its shards; each replica's chips hold their share
-        shards = step.shards if isinstance(step, JetStreamStep) else 1
         kv_used = rate.b / shards * lengths.mean_context * timer.kv_bytes_per_token(kv_context)
         base = serve_memory(
             spec, rank_plan(plan), batch=max(1, round(rate.b / shards)), context=0,
