@@ -37,7 +37,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from chipwise.errors import PlanError
 from chipwise.hardware import Chip
@@ -622,31 +623,13 @@ class ServeModel(StepTimer):
             splits = [(0, plan.dp)]
         max_seqs = phase.max_num_seqs or default_seqs
         max_tokens = phase.max_num_tokens or default_tokens
-        step: StepFn = functools.partial(timer.step_s, overlap=overlap)
+        step: EngineStep = BatchingStep(timer=timer, overlap=overlap)
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
-            if chip.kind != "tpu":
-                raise PlanError(
-                    f"the jetstream engine serves on TPUs (XLA), not {chip.id!r}: use "
-                    "--engine vllm, sglang or trtllm"
-                )
-            # a generate step over every slot plus one padded batch-1 prefill per admitted
-            # prompt (perf/step/jetstream.py); no token budget: free slots bound admission
-            if phase.slot_cache_len:
-                # the slots are allocated whole at start-up: as many as their caches fit
-                max_seqs = max(1, min(max_seqs, int(capacity // phase.slot_cache_len)))
-                capacity = float(max_seqs * phase.slot_cache_len)
-            # one server drives every chip: the plan's dp replicas are shards of one decode
-            # state (--shard_on_batch), their prefills replicated (jetstream.py)
-            shards = plan.dp
-            max_seqs, capacity = max_seqs * shards, capacity * shards
-            step = jetstream_step(
-                timer, slots=max_seqs, inputs=lengths.inputs, weights=lengths.weights,
-                host_step_s=HOST_STEP_S, overlap=overlap, cache_len=phase.slot_cache_len,
-                shards=shards,
-            )  # fmt: skip
-            max_tokens = max_seqs * (1 + prefill_bucket(float(lengths.inputs.max())))
-            splits = [(0, 1)]
+            js = self._jetstream(timer, phase, overlap, max_seqs=max_seqs, capacity=capacity)
+            step, shards = js.step, js.step.shards
+            max_seqs, max_tokens, capacity = js.max_seqs, js.max_tokens, js.capacity
+            splits = [(0, 1)]  # one server drives every chip
         best = None
         for n_prefill, instances in splits:
             replicas = instances * ranks
@@ -736,10 +719,7 @@ class ServeModel(StepTimer):
         t0 = rate.t0_s
         # host time the device waits for (none when the engine overlaps it and the step is
         # longer than the host's work)
-        if isinstance(step, JetStreamStep):
-            host = t0 - step.device_s(rate.b, lengths.mean_context)
-        else:
-            host = t0 - timer.device_s(rate.b, lengths.mean_context, 0.0, lengths.mean_in)
+        host = t0 - step.device_s(rate.b, lengths.mean_context)
         return InferPrediction(
             workload=spec.name,
             chip_id=chip.id,
@@ -764,6 +744,43 @@ class ServeModel(StepTimer):
             )
             + self.model_assumptions,
             engine=result,
+        )
+
+    def _jetstream(
+        self,
+        timer: EngineStepTimer,
+        phase: Inference,
+        overlap: bool,
+        *,
+        max_seqs: int,
+        capacity: float,
+    ) -> _JetStreamServer:
+        """A JetStream server over the plan's chips: a generate step over every slot plus one
+        padded batch-1 prefill per admitted prompt (perf/step/jetstream.py); no token
+        budget, free slots bound admission."""
+        if self.chip.kind != "tpu":
+            raise PlanError(
+                f"the jetstream engine serves on TPUs (XLA), not {self.chip.id!r}: use "
+                "--engine vllm, sglang or trtllm"
+            )
+        if phase.slot_cache_len:
+            # the slots are allocated whole at start-up: as many as their caches fit
+            max_seqs = max(1, min(max_seqs, int(capacity // phase.slot_cache_len)))
+            capacity = float(max_seqs * phase.slot_cache_len)
+        # one server drives every chip: the plan's dp replicas are shards of one decode
+        # state (--shard_on_batch), their prefills replicated (jetstream.py)
+        shards = timer.plan.dp
+        lengths = lengths_of(phase)
+        step = jetstream_step(
+            timer, slots=max_seqs * shards, inputs=lengths.inputs, weights=lengths.weights,
+            host_step_s=HOST_STEP_S, overlap=overlap, cache_len=phase.slot_cache_len,
+            shards=shards,
+        )  # fmt: skip
+        return _JetStreamServer(
+            step=step,
+            max_seqs=step.slots,
+            max_tokens=step.slots * (1 + prefill_bucket(float(lengths.inputs.max()))),
+            capacity=capacity * shards,
         )
 
     def _tp_all_reduce_s(self, n_bytes: float, group: Group) -> float:
@@ -1096,3 +1113,39 @@ class EngineStepTimer:
         if context < 1.0 or not spec.n_sliding_layers:
             return layers * per_layer
         return kv_cached_tokens(spec, round(context), layers) / round(context) * per_layer
+
+
+class EngineStep(Protocol):
+    """An engine's step (``engine.StepFn``) that also tells the device time of a decode-only
+    step, so the host time the device waits for can be split out of a predicted step."""
+
+    def __call__(
+        self, decode: float, context: float, prefill: float, prompt_len: float
+    ) -> float: ...
+    def device_s(self, decode: float, context: float) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchingStep:
+    """The step of a continuously batching engine (vLLM, SGLang, TensorRT-LLM): decode and
+    prefill chunks in one forward, the host's work hidden (``overlap``) or added."""
+
+    timer: EngineStepTimer
+    overlap: bool
+
+    def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
+        return self.timer.step_s(decode, context, prefill, prompt_len, overlap=self.overlap)
+
+    def device_s(self, decode: float, context: float) -> float:
+        """Device time of a decode-only step."""
+        return self.timer.device_s(decode, context, 0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _JetStreamServer:
+    """A JetStream server's step and the limits it runs under (whole server, all shards)."""
+
+    step: JetStreamStep
+    max_seqs: int
+    max_tokens: int
+    capacity: float
