@@ -7,7 +7,7 @@ import pytest
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.ops.gpu import GpuModel
-from chipwise.perf.ops.kernels import measured_gemm_s
+from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_gemm_s
 from chipwise.workload.ir import Op, OpKind
 
 MI355X = chip("mi355x")
@@ -46,3 +46,41 @@ def test_the_gpu_model_takes_the_measured_time_for_a_covered_shape() -> None:
     assert covered.compute_s == pytest.approx(24.8611e-6)
     other = model.op_time(Op(name="x", kind=OpKind.MATMUL, dtype="fp4", mnk=(352, 5120, 8192)))
     assert not any("measured" in note for note in other.notes)
+
+
+# ---- serving engines' tensor-parallel all-reduce (data/kernels/allreduce.csv) ------------
+
+
+def test_a_tabulated_all_reduce_reads_its_time() -> None:
+    # AIConfigurator h100_sxm/comm/trtllm/1.3.0rc20: 8 GPUs, 524288 elements, 0.026 ms
+    t = measured_all_reduce_s("h100-sxm", "trtllm", 8, 524288)
+    assert t == pytest.approx(26.0e-6, rel=0.01)
+
+
+def test_all_reduce_below_the_smallest_size_is_its_floor_and_grows_with_size() -> None:
+    floor = measured_all_reduce_s("h100-sxm", "vllm", 8, 128)
+    assert floor is not None
+    assert measured_all_reduce_s("h100-sxm", "vllm", 8, 1) == floor
+    sizes = [2**i for i in range(7, 30)]
+    times = [measured_all_reduce_s("h100-sxm", "vllm", 8, s) for s in sizes]
+    assert all(t is not None for t in times)
+    # between sizes: log-log interpolation, never outside the two measurements around it
+    mid = measured_all_reduce_s("h100-sxm", "trtllm", 8, 700_000)
+    lo = measured_all_reduce_s("h100-sxm", "trtllm", 8, 524288)
+    hi = measured_all_reduce_s("h100-sxm", "trtllm", 8, 1048576)
+    assert mid is not None and lo is not None and hi is not None
+    assert lo <= mid <= hi
+
+
+def test_past_the_largest_all_reduce_time_scales_with_size() -> None:
+    top = measured_all_reduce_s("b200", "sglang", 4, 536870912)
+    assert top is not None
+    assert measured_all_reduce_s("b200", "sglang", 4, 2 * 536870912) == pytest.approx(2 * top)
+
+
+@pytest.mark.parametrize(
+    ("chip_id", "engine", "gpus"),
+    [("mi300x", "vllm", 8), ("h100-sxm", "jetstream", 8), ("gb200", "trtllm", 8)],
+)
+def test_no_all_reduce_measurement_no_time(chip_id: str, engine: str, gpus: int) -> None:
+    assert measured_all_reduce_s(chip_id, engine, gpus, 1e6) is None

@@ -245,7 +245,9 @@ class Predictor:
             self.chip.peak_flops_per_s(compute_dtype(self.precision))
             # the per-op model as the engine runs the ops (its fused-MoE kernel)
             perf = self.perf_model.for_engine(self._engine())
-            self._serve = ServeModel(spec, self.chip, self.precision, perf, self.network)
+            self._serve = ServeModel(
+                spec, self.chip, self.precision, perf, self.network, engine=self._engine()
+            )
         return self._serve
 
     def _training(self) -> Training:

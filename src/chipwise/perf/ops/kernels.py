@@ -1,10 +1,15 @@
-"""Measured GEMM kernel times, used instead of the tile model for the shapes they cover.
+"""Measured kernel times, used instead of the model for the shapes they cover.
 
 A submitter that ships its tuned kernel table has measured the kernel it runs for each
 shape on its own chip; that time replaces the model's idealised library (``gpu.plan_gemm``)
 for exactly those (chip, dtype, N, K). Files: ``data/kernels/<chip>-<dtype>-gemm.csv``,
 columns m, n, k, us, ``#`` lines citing where they come from. Legend: M = tokens (rows),
 N = output features, K = input features.
+
+Serving engines' tensor-parallel all-reduces (``data/kernels/allreduce.csv``: chip, engine,
+GPUs, message size in bf16 elements, microseconds) likewise: their one-kernel all-reduces
+over peer memory have a latency floor and a mid-size regime (two-shot, pipeline fill) that
+a latency-plus-bandwidth collective model misses by 2-3x at 0.25-8 MiB.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import bisect
 import csv
 import functools
+import math
 from dataclasses import dataclass
 from importlib import resources
 
@@ -61,4 +67,50 @@ def measured_gemm_s(chip_id: str, dtype: str, m: int, n: int, k: int) -> float |
     return None if curve is None or m < 1 else curve.at(m)
 
 
-__all__ = ["KernelCurve", "measured_gemm_s"]
+@dataclass(frozen=True, slots=True)
+class SizeCurve:
+    """One collective's measured times over message sizes (elements), ascending."""
+
+    elements: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+    def at(self, elements: float) -> float:
+        """The time at ``elements``: the smallest size's time below it (the latency floor),
+        log-log interpolation between measured sizes, and past the largest size that time
+        scaled by the size (bandwidth-bound)."""
+        xs, ys = self.elements, self.seconds
+        if elements <= xs[0]:
+            return ys[0]
+        if elements >= xs[-1]:
+            return ys[-1] * elements / xs[-1]
+        i = bisect.bisect_left(xs, elements)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        w = math.log(elements / x0) / math.log(x1 / x0)
+        return float(y0 * (y1 / y0) ** w)
+
+
+@functools.cache
+def _all_reduce_table() -> dict[tuple[str, str, int], SizeCurve]:
+    """The packaged all-reduce table by (chip, engine, GPUs)."""
+    path = resources.files("chipwise.perf").joinpath("data", "kernels", "allreduce.csv")
+    points: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
+    with path.open() as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            key = (row["chip"], row["engine"], int(row["gpus"]))
+            points.setdefault(key, []).append((int(row["elements"]), float(row["us"]) / MEGA))
+    return {
+        key: SizeCurve(
+            elements=tuple(e for e, _ in sorted(p)), seconds=tuple(s for _, s in sorted(p))
+        )
+        for key, p in points.items()
+    }
+
+
+def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float) -> float | None:
+    """Measured time of ``engine``'s all-reduce of ``elements`` bf16 values over ``gpus`` GPUs
+    of ``chip_id`` in one NVLink domain, or None where no measurement ships."""
+    curve = _all_reduce_table().get((chip_id, engine, gpus))
+    return None if curve is None or elements <= 0 else curve.at(elements)
+
+
+__all__ = ["KernelCurve", "SizeCurve", "measured_all_reduce_s", "measured_gemm_s"]

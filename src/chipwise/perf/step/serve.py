@@ -48,10 +48,12 @@ from chipwise.perf.base import (
     InferPrediction,
     MemoryUse,
     OpTime,
+    PerfModel,
     Plan,
     ServingLoadResult,
 )
 from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
+from chipwise.perf.ops.kernels import measured_all_reduce_s
 from chipwise.perf.ops.layers import (
     Dtypes,
     Shard,
@@ -365,6 +367,19 @@ class ServeModel(StepTimer):
     of hundreds of sequences runs its GEMMs at the same throttled rate as a prefill. A
     memory-bound op (a skinny decode GEMM streaming its weights, a KV-cache read) is limited
     by HBM, not by the tensor rate, and is left as the per-op model times it."""
+
+    def __init__(
+        self,
+        spec: TransformerSpec,
+        chip: Chip,
+        precision: str,
+        model: PerfModel,
+        network: Network,
+        *,
+        engine: str = "vllm",
+    ) -> None:
+        super().__init__(spec, chip, precision, model, network)
+        self.engine = engine  # whose kernels run the step (its measured all-reduce)
 
     def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
         return time_ops(ops, self.model, sustained=sustained, compute_bound_only=True)
@@ -792,6 +807,10 @@ class ServeModel(StepTimer):
             or self.chip.kind == "tpu"
         ):
             return self.network.time_s("all_reduce", n_bytes, group)
+        # the engine's own kernel, timed on this chip (bf16 activations; kernels.py)
+        measured = measured_all_reduce_s(self.chip.id, self.engine, group.size, n_bytes / 2)
+        if measured is not None:
+            return measured
         net: Network | None = self.__dict__.get("_custom_all_reduce")
         if net is None:
             eff = self.network.efficiency or efficiency_for(self.chip)
