@@ -13,10 +13,11 @@ from hypothesis import settings
 from chipwise.validate import Case, Report, Result, run_case, run_validation
 
 # 'chipwise prices update' writes a user-level cache that later runs read; point it at an
-# empty temporary directory so a developer's own cache cannot change any test's answer.
-os.environ["CHIPWISE_PRICE_CACHE"] = str(
-    Path(tempfile.mkdtemp(prefix="chipwise-test-cache-")) / "prices.json"
-)
+# empty temporary directory so a developer's own cache cannot change any test's answer. The
+# directory is removed when the session's interpreter exits (TemporaryDirectory's finaliser),
+# so runs do not leave one behind in /tmp each.
+_PRICE_CACHE_DIR = tempfile.TemporaryDirectory(prefix="chipwise-test-cache-")
+os.environ["CHIPWISE_PRICE_CACHE"] = str(Path(_PRICE_CACHE_DIR.name) / "prices.json")
 
 # CI (.ci/run sets HYPOTHESIS_PROFILE=ci) replays the same examples every run, so a landing
 # is never refused by a rare example found by chance; local runs keep exploring and the
