@@ -7,12 +7,13 @@ import pytest
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.ops.gpu import GpuModel
-from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_gemm_s
+from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_gemm_s, measured_nccl_s
 from chipwise.workload.ir import Op, OpKind
 
 MI355X = chip("mi355x")
 # llama2-70b's fused QKV projection at TP1 (8192 -> 8192 + 2 x 1024)
 QKV = (10240, 8192)
+B200_AG_8_512K_US = 18.66  # nccl.csv: b200,all_gather,8,524288
 
 
 def test_a_tabulated_m_reads_its_kernel_time() -> None:
@@ -84,3 +85,24 @@ def test_past_the_largest_all_reduce_time_scales_with_size() -> None:
 )
 def test_no_all_reduce_measurement_no_time(chip_id: str, engine: str, gpus: int) -> None:
     assert measured_all_reduce_s(chip_id, engine, gpus, 1e6) is None
+
+
+# ---- NCCL collectives (data/kernels/nccl.csv) --------------------------------------------
+
+
+def test_a_tabulated_nccl_collective_reads_its_time() -> None:
+    # AIConfigurator b200_sxm/comm/nccl/2.29.2: all_gather, 8 GPUs, 524288 fp16 elements
+    t = measured_nccl_s("b200", "all_gather", 8, 524288)
+    assert t == pytest.approx(B200_AG_8_512K_US * 1e-6, rel=0.01)
+
+
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "all_reduce", "all_to_all"])
+def test_every_nccl_op_ships_for_an_hgx_h100(op: str) -> None:
+    small = measured_nccl_s("h100-sxm", op, 8, 4096)
+    large = measured_nccl_s("h100-sxm", op, 8, 2**27)
+    assert small is not None and large is not None and large > 10 * small
+
+
+def test_no_nccl_measurement_no_time() -> None:
+    assert measured_nccl_s("mi300x", "all_gather", 8, 1e6) is None
+    assert measured_nccl_s("gb200", "all_gather", 8, 1e6) is None  # 2 and 4 GPUs only

@@ -8,7 +8,7 @@ from chipwise.errors import PlanError
 from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.efficiency import efficiency_for
-from chipwise.perf.ops.kernels import measured_all_reduce_s
+from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_nccl_s
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network, groups
 from chipwise.perf.predict import predict
@@ -162,3 +162,18 @@ def test_a_tp_all_reduce_takes_the_engine_s_measured_kernel_time() -> None:
     # an engine with no measurement on this chip keeps the collective model
     js = ServeModel(LLAMA8, H100, "bf16", model_for(H100), Network(H100), engine="jetstream")
     assert js._tp_all_reduce_s(n_bytes, g) < 0.5 * trt._tp_all_reduce_s(n_bytes, g)
+
+
+def test_serving_nccl_collectives_take_their_measured_time_inside_one_domain() -> None:
+    s = ServeModel(LLAMA8, H100, "bf16", model_for(H100), Network(H100))
+    inside = groups(Plan(tp=8), H100)["tp"]
+    n_bytes = 4 * 2**20
+    measured = measured_nccl_s("h100-sxm", "all_gather", 8, n_bytes / 2)
+    assert measured is not None
+    assert s._collective_s("all_gather", n_bytes, inside) == pytest.approx(measured)
+    # a group that leaves the NVLink domain keeps the fabric model
+    across = groups(Plan(tp=8, dp=4), H100)["dp"]
+    assert across.crosses_domains
+    assert s._collective_s("all_gather", n_bytes, across) == pytest.approx(
+        Network(H100).time_s("all_gather", n_bytes, across)
+    )

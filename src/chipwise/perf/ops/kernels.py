@@ -9,7 +9,9 @@ N = output features, K = input features.
 Serving engines' tensor-parallel all-reduces (``data/kernels/allreduce.csv``: chip, engine,
 GPUs, message size in bf16 elements, microseconds) likewise: their one-kernel all-reduces
 over peer memory have a latency floor and a mid-size regime (two-shot, pipeline fill) that
-a latency-plus-bandwidth collective model misses by 2-3x at 0.25-8 MiB.
+a latency-plus-bandwidth collective model misses by 2-3x at 0.25-8 MiB; NCCL's own
+collectives (``data/kernels/nccl.csv``: nccl-tests all-gather, reduce-scatter, all-reduce and
+all-to-all by chip, GPUs and size) the same way, for the serving steps that call them.
 """
 
 from __future__ import annotations
@@ -90,13 +92,14 @@ class SizeCurve:
 
 
 @functools.cache
-def _all_reduce_table() -> dict[tuple[str, str, int], SizeCurve]:
-    """The packaged all-reduce table by (chip, engine, GPUs)."""
-    path = resources.files("chipwise.perf").joinpath("data", "kernels", "allreduce.csv")
+def _size_table(name: str, what: str) -> dict[tuple[str, str, int], SizeCurve]:
+    """A packaged size table (columns chip, ``what``, gpus, elements, us) by (chip, ``what``,
+    GPUs)."""
+    path = resources.files("chipwise.perf").joinpath("data", "kernels", name)
     points: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
     with path.open() as f:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            key = (row["chip"], row["engine"], int(row["gpus"]))
+            key = (row["chip"], row[what], int(row["gpus"]))
             points.setdefault(key, []).append((int(row["elements"]), float(row["us"]) / MEGA))
     return {
         key: SizeCurve(
@@ -109,8 +112,22 @@ def _all_reduce_table() -> dict[tuple[str, str, int], SizeCurve]:
 def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float) -> float | None:
     """Measured time of ``engine``'s all-reduce of ``elements`` bf16 values over ``gpus`` GPUs
     of ``chip_id`` in one NVLink domain, or None where no measurement ships."""
-    curve = _all_reduce_table().get((chip_id, engine, gpus))
+    curve = _size_table("allreduce.csv", "engine").get((chip_id, engine, gpus))
     return None if curve is None or elements <= 0 else curve.at(elements)
 
 
-__all__ = ["KernelCurve", "SizeCurve", "measured_all_reduce_s", "measured_gemm_s"]
+def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float | None:
+    """Measured time of NCCL's ``op`` (all_gather, reduce_scatter, all_reduce, all_to_all)
+    over a whole buffer of ``elements`` 16-bit values on ``gpus`` GPUs of ``chip_id`` in one
+    NVLink domain (nccl-tests' size convention), or None where no measurement ships."""
+    curve = _size_table("nccl.csv", "op").get((chip_id, op, gpus))
+    return None if curve is None or elements <= 0 else curve.at(elements)
+
+
+__all__ = [
+    "KernelCurve",
+    "SizeCurve",
+    "measured_all_reduce_s",
+    "measured_gemm_s",
+    "measured_nccl_s",
+]

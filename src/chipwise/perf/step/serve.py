@@ -53,7 +53,7 @@ from chipwise.perf.base import (
     ServingLoadResult,
 )
 from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
-from chipwise.perf.ops.kernels import measured_all_reduce_s
+from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_nccl_s
 from chipwise.perf.ops.layers import (
     Dtypes,
     Shard,
@@ -75,7 +75,14 @@ from chipwise.perf.plan.memory import (
     serve_memory,
     stage_layer_kinds,
 )
-from chipwise.perf.plan.parallel import Group, Network, check_plan, groups, layers_per_stage
+from chipwise.perf.plan.parallel import (
+    Collective,
+    Group,
+    Network,
+    check_plan,
+    groups,
+    layers_per_stage,
+)
 from chipwise.perf.step.engine import (
     ENGINE_MEMORY_UTILIZATION,
     HARNESS_ADMISSION_GATES,
@@ -806,7 +813,7 @@ class ServeModel(StepTimer):
             or group.crosses_domains
             or self.chip.kind == "tpu"
         ):
-            return self.network.time_s("all_reduce", n_bytes, group)
+            return self._collective_s("all_reduce", n_bytes, group)
         # the engine's own kernel, timed on this chip (bf16 activations; kernels.py)
         measured = measured_all_reduce_s(self.chip.id, self.engine, group.size, n_bytes / 2)
         if measured is not None:
@@ -823,6 +830,16 @@ class ServeModel(StepTimer):
                 )
             net = self.__dict__["_custom_all_reduce"] = Network(self.chip, eff)
         return net.time_s("all_reduce", n_bytes, group)
+
+    def _collective_s(self, op: Collective, n_bytes: float, group: Group) -> float:
+        """One NCCL collective of ``n_bytes`` (the whole buffer) over ``group``: its measured
+        time on this chip where one ships and the group stays in one scale-up domain
+        (kernels.py), else the fabric's collective model."""
+        if not group.crosses_domains:
+            measured = measured_nccl_s(self.chip.id, op, group.size, n_bytes / 2)
+            if measured is not None:
+                return measured
+        return self.network.time_s(op, n_bytes, group)
 
     def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the
@@ -849,7 +866,7 @@ class ServeModel(StepTimer):
             holders = plan.ep // min(plan.ep, self._token_sharing_ep_ranks(plan))
             if holders > 1:
                 share = (1 - 1 / holders) / (1 - 1 / plan.ep)
-                a2a = self.network.time_s(
+                a2a = self._collective_s(
                     "all_to_all", n_bytes * spec.experts_per_token * share, g["ep"]
                 )
                 t += 2 * spec.n_moe_layers * a2a
@@ -869,8 +886,8 @@ class ServeModel(StepTimer):
             tokens = n_bytes / (spec.d_model * act)
             matmul = dtype_bytes(Dtypes.for_precision(self.precision).matmul)
             per_token = spec.d_model * matmul + spec.experts_per_token * ROUTING_BYTES_PER_CHOICE
-            gather = self.network.time_s("all_gather", plan.tp * tokens * per_token, g["tp"])
-            scatter = self.network.time_s("reduce_scatter", plan.tp * n_bytes, g["tp"])
+            gather = self._collective_s("all_gather", plan.tp * tokens * per_token, g["tp"])
+            scatter = self._collective_s("reduce_scatter", plan.tp * n_bytes, g["tp"])
             t += spec.n_moe_layers * (gather + scatter)
         return t
 
