@@ -49,6 +49,26 @@ def test_the_gpu_model_takes_the_measured_time_for_a_covered_shape() -> None:
     assert not any("measured" in note for note in other.notes)
 
 
+# ---- MI325X FP8 (hipBLASLt override tables of AMD's MLPerf v5.1 llama2-70b configs) ------
+
+
+def test_mi325x_fp8_reads_hipblaslt_measured_times() -> None:
+    # tuning_spx_1700_formatted.txt: 10240 x 16 x 8192 timed at 21.5994 us; decode batches
+    # below 16 run that bucket's kernel
+    assert measured_gemm_s("mi325x", "fp8", 16, *QKV) == pytest.approx(21.5994e-6)
+    assert measured_gemm_s("mi325x", "fp8", 1, *QKV) == measured_gemm_s("mi325x", "fp8", 16, *QKV)
+
+
+def test_mi325x_fp8_keeps_the_faster_of_the_two_tables_where_both_timed_an_m() -> None:
+    # M = 512: interactive table 85.585 us, server table 80.8198 us
+    assert measured_gemm_s("mi325x", "fp8", 512, *QKV) == pytest.approx(80.8198e-6)
+
+
+def test_mi300x_has_no_table() -> None:
+    # the same submission's MI300X configs set no HIPBLASLT_TUNING_OVERRIDE_FILE
+    assert measured_gemm_s("mi300x", "fp8", 512, *QKV) is None
+
+
 # ---- serving engines' tensor-parallel all-reduce (data/kernels/allreduce.csv) ------------
 
 

@@ -63,6 +63,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   timed with its own tuned kernels (MI355X MXFP4 llama2-70b projections, AMD's AITER table
   of its MLPerf v6.0 run) takes that time instead of the tile plan's compute time. The tile
   plan at M = 352..576 was 17-28 % faster than those kernels, and 11 % slower at M = 8192.
+  MI325X FP8 (hipBLASLt override tables of AMD's MLPerf v5.1 llama2-70b configs): a forward's
+  four projections take 2-28 % longer than the plan's time at M = 64..576 (most at 192-256),
+  the same at 16 and 832, 3-7 % less at 1024..8192.
 
 No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
 kernels is ignored (the model errs slow for small working sets).
