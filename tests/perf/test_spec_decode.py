@@ -29,15 +29,16 @@ H100_80E9 = replace(H100, hbm_usable_bytes=0.0)
 SERVE = ServeModel(load_preset("llama3-8b"), H100_80E9, "bf16", model_for(H100), Network(H100_80E9))
 DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Network(H200))
 
-# Today's predictions (main at 146913b, before speculative decoding existed) of llama3-8b on
-# one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
+# Today's predictions (main at 146913b, before speculative decoding existed, with the
+# measured decode-attention floor and rate of 2026-12-05) of llama3-8b on one H100 at
+# 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.008412440879600008, 0.03889863667246666,
-     1872.7785309112446),
-    ({"load": "rps", "rps": 4.0}, 0.007449749529430002, 0.036860789790889574, 1200.0),
+    ({"load": "concurrency", "concurrency": 16}, 0.008684122270227593, 0.03920449890790442,
+     1815.03235446867),
+    ({"load": "rps", "rps": 4.0}, 0.007831974784680062, 0.037393619359120826, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
-     0.023580573452543885, 3.123678642903525, 4456.321850870161),
-    ({"load": "max_throughput"}, 0.06797350905330973, 0.0624659638961231, 5237.334440403821),
+     0.023468046109777825, 3.1243916505462845, 4443.736577195534),
+    ({"load": "max_throughput"}, 0.06738645067112276, 0.06187890551393613, 5282.961136170321),
 )  # fmt: skip
 
 

@@ -284,6 +284,7 @@ def test_packaged_tpus_read_the_paged_cache_below_a_copy() -> None:
     for cid in ("tpu-v5e", "tpu-v6e", "tpu-v7"):
         e = efficiency_for(chip(cid))
         assert 0 < e.decode_attention_fraction() < e.hbm_fraction
-    assert efficiency_for(chip("h100-sxm")).decode_attention_fraction() == pytest.approx(
-        efficiency_for(chip("h100-sxm")).hbm_fraction
+    # a GPU with no measured decode kernel rate reads its cache at a copy's rate
+    assert efficiency_for(chip("a100-sxm-80gb")).decode_attention_fraction() == pytest.approx(
+        efficiency_for(chip("a100-sxm-80gb")).hbm_fraction
     )

@@ -46,6 +46,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp8_gemm_peak_fraction",
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
+    "decode_attention_floor_s",
     "gemm_hbm_fraction",
     "fp4_gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
@@ -53,13 +54,18 @@ PARAMETERS: tuple[str, ...] = (
     "marlin_relative_rate",
 )
 
-_FRACTIONS = frozenset(PARAMETERS) - {"launch_overhead_s", "collective_latency_s"}
+_FRACTIONS = frozenset(PARAMETERS) - {
+    "launch_overhead_s",
+    "collective_latency_s",
+    "decode_attention_floor_s",
+}
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "gemm_hbm_fraction", "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
-     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
+     "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
+     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
+     "marlin_relative_rate"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -102,6 +108,9 @@ class Efficiency:
             of the doubled peak is lower again); 0 = not measured, use ``gemm_peak_fraction``.
         decode_attention_hbm_fraction: the share of HBM bandwidth a decode step's paged
             KV-cache read (the decode attention kernel) reaches; 0 = as ``hbm_fraction``.
+        decode_attention_floor_s: the time of one decode-attention op that reads almost no
+            cache (batch 1, context 1): its kernel launches (KV append, split-KV partials,
+            combine) and their dependent DRAM round trips; 0 = one launch overhead.
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
@@ -141,6 +150,7 @@ class Efficiency:
     fp8_gemm_peak_fraction: float = 0.0
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
+    decode_attention_floor_s: float = 0.0
     gemm_hbm_fraction: float = 0.0
     fp4_gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
@@ -240,6 +250,7 @@ class _Entry(_Frozen):
     fp8_gemm_peak_fraction: _Value | None = None
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
+    decode_attention_floor_s: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
     fp4_gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None

@@ -39,7 +39,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (Blackwell: NVFP4 GEMMs at decode M stream ~2.4 of 8 TB/s).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
-  attention, bound by dequantising the cache), else at ``hbm_fraction``.
+  attention, bound by dequantising the cache; Hopper and Blackwell: the measured rate of
+  the engines' kernels at GB-sized caches), else at ``hbm_fraction``. Its fixed cost is
+  ``decode_attention_floor_s`` where set, not one launch: the op is several kernels (KV
+  append, split-KV partials, the combine), each waiting on its DRAM round trips, measured at
+  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
 - **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
   Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding applies per
@@ -455,16 +459,24 @@ class GpuModel(PerfModel):
             if blocks > 1.0001:
                 notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")
             kv_bandwidth = bandwidth
+            overhead_s = eff.launch_overhead_s
             if is_decode_attention(op) and eff.decode_attention_hbm_fraction:
                 kv_bandwidth = chip.hbm_bytes_per_s * eff.decode_attention_fraction()
                 notes.append(
                     f"decode attention: the paged KV-cache read streams at "
                     f"{eff.decode_attention_fraction():.0%} of HBM bandwidth"
                 )
+            if is_decode_attention(op) and eff.decode_attention_floor_s > overhead_s:
+                # a split-KV decode kernel's fixed cost: KV append, partials, combine (DAF)
+                overhead_s = eff.decode_attention_floor_s
+                notes.append(
+                    f"decode attention: {overhead_s * 1e6:.1f} us fixed (launches, KV append, "
+                    f"split-KV combine) before the cache read"
+                )
             r = Roof(
                 compute_s=flops * blocks / (peak * frac) if flops else 0.0,
                 memory_s=n_bytes / kv_bandwidth,
-                overhead_s=eff.launch_overhead_s,
+                overhead_s=overhead_s,
             )
         else:
             traffic = n_bytes
