@@ -126,3 +126,15 @@ def test_every_nccl_op_ships_for_an_hgx_h100(op: str) -> None:
 def test_no_nccl_measurement_no_time() -> None:
     assert measured_nccl_s("mi300x", "all_gather", 8, 1e6) is None
     assert measured_nccl_s("gb200", "all_gather", 8, 1e6) is None  # 2 and 4 GPUs only
+
+
+# ---- the fixed cost of an fp8 GEMM call (efficiency fp8_gemm_latency_s) ------------------
+
+
+def test_an_fp8_decode_gemm_pays_its_measured_fixed_cost_where_one_is_set() -> None:
+    # Hopper: 4 us per fp8 call beyond the launch (FP8-LAT, efficiency.toml); CDNA3 has none
+    h100, mi300x = GpuModel(chip("h100-sxm")), GpuModel(chip("mi300x"))
+    op8 = Op(name="qkv", kind=OpKind.MATMUL, dtype="fp8", mnk=(1, 6144, 4096))
+    op16 = Op(name="qkv", kind=OpKind.MATMUL, dtype="bf16", mnk=(1, 6144, 4096))
+    assert h100.op_time(op8).overhead_s == pytest.approx(h100.op_time(op16).overhead_s + 4e-6)
+    assert mi300x.op_time(op8).overhead_s == pytest.approx(mi300x.op_time(op16).overhead_s)

@@ -52,20 +52,30 @@ PARAMETERS: tuple[str, ...] = (
     "fused_moe_gemm_peak_fraction",
     "fused_moe_fp8_gemm_peak_fraction",
     "marlin_relative_rate",
+    "fp8_gemm_latency_s",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
     "launch_overhead_s",
     "collective_latency_s",
+<<<<<<< HEAD
     "decode_attention_floor_s",
+=======
+    "fp8_gemm_latency_s",
+>>>>>>> 538e518 (perf: an fp8 GEMM call pays a measured 4 us fixed cost on Hopper/Blackwell (fp8_gemm_latency_s; AIConfigurator gemm tables: decode-M fp8 GEMMs 4.0-5.5 us over the launch + stream model where bf16 agrees). infer-nvidia 23.8/84.4 -> 23.4/82.9, infer-tpot 26.9/62.1 -> 26.6/61.9)
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
+<<<<<<< HEAD
      "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate"}
+=======
+     "gemm_hbm_fraction", "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
+     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate", "fp8_gemm_latency_s"}
+>>>>>>> 538e518 (perf: an fp8 GEMM call pays a measured 4 us fixed cost on Hopper/Blackwell (fp8_gemm_latency_s; AIConfigurator gemm tables: decode-M fp8 GEMMs 4.0-5.5 us over the launch + stream model where bf16 agrees). infer-nvidia 23.8/84.4 -> 23.4/82.9, infer-tpot 26.9/62.1 -> 26.6/61.9)
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -135,6 +145,9 @@ class Efficiency:
             as repeated 64-row slices, each dequantising the weights again; 0 = not
             measured or not Marlin (Hopper runs Machete): the bf16 GEMM plan applies.
             Serving only (``GpuModel(fused_moe=True)``: the same engines).
+        fp8_gemm_latency_s: fixed device time an fp8 GEMM call pays beyond a kernel launch
+            (the activations' scale and cast, the scaled epilogue): what keeps a decode-M
+            fp8 projection from streaming its weights at the copy rate; 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -156,6 +169,7 @@ class Efficiency:
     fused_moe_gemm_peak_fraction: float = 0.0
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
     marlin_relative_rate: float = 0.0
+    fp8_gemm_latency_s: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -256,6 +270,7 @@ class _Entry(_Frozen):
     fused_moe_gemm_peak_fraction: _Value | None = None
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     marlin_relative_rate: _Value | None = None
+    fp8_gemm_latency_s: _Value | None = None
     note: str = ""
 
 
