@@ -58,24 +58,16 @@ PARAMETERS: tuple[str, ...] = (
 _FRACTIONS = frozenset(PARAMETERS) - {
     "launch_overhead_s",
     "collective_latency_s",
-<<<<<<< HEAD
     "decode_attention_floor_s",
-=======
     "fp8_gemm_latency_s",
->>>>>>> 538e518 (perf: an fp8 GEMM call pays a measured 4 us fixed cost on Hopper/Blackwell (fp8_gemm_latency_s; AIConfigurator gemm tables: decode-M fp8 GEMMs 4.0-5.5 us over the launch + stream model where bf16 agrees). infer-nvidia 23.8/84.4 -> 23.4/82.9, infer-tpot 26.9/62.1 -> 26.6/61.9)
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-<<<<<<< HEAD
      "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate"}
-=======
-     "gemm_hbm_fraction", "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction",
-     "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate", "fp8_gemm_latency_s"}
->>>>>>> 538e518 (perf: an fp8 GEMM call pays a measured 4 us fixed cost on Hopper/Blackwell (fp8_gemm_latency_s; AIConfigurator gemm tables: decode-M fp8 GEMMs 4.0-5.5 us over the launch + stream model where bf16 agrees). infer-nvidia 23.8/84.4 -> 23.4/82.9, infer-tpot 26.9/62.1 -> 26.6/61.9)
+     "marlin_relative_rate", "fp8_gemm_latency_s"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(

@@ -39,19 +39,14 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (Blackwell: NVFP4 GEMMs at decode M stream ~2.4 of 8 TB/s).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
-<<<<<<< HEAD
   attention, bound by dequantising the cache; Hopper and Blackwell: the measured rate of
   the engines' kernels at GB-sized caches), else at ``hbm_fraction``. Its fixed cost is
   ``decode_attention_floor_s`` where set, not one launch: the op is several kernels (KV
   append, split-KV partials, the combine), each waiting on its DRAM round trips, measured at
   batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch).
-- **Launch overhead** ``launch_overhead_s`` per kernel (op instance).
-=======
-  attention, bound by dequantising the cache), else at ``hbm_fraction``.
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance); an fp8 GEMM call
   (not a fused-MoE one) also pays ``fp8_gemm_latency_s`` where measured: the engines'
   scaled fp8 GEMMs take ~4 us more than a bf16 GEMM at decode M.
->>>>>>> 538e518 (perf: an fp8 GEMM call pays a measured 4 us fixed cost on Hopper/Blackwell (fp8_gemm_latency_s; AIConfigurator gemm tables: decode-M fp8 GEMMs 4.0-5.5 us over the launch + stream model where bf16 agrees). infer-nvidia 23.8/84.4 -> 23.4/82.9, infer-tpot 26.9/62.1 -> 26.6/61.9)
 - **Grouped GEMMs of MoE experts** (``op.grouped``): one GEMM per expert, as Transformer
   Engine's GroupedLinear runs them (a cuBLAS call per expert), so tile padding applies per
   expert (tokens per expert = T k / E rows). Transformer Engine issues those GEMMs round-robin
