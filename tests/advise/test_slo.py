@@ -73,12 +73,14 @@ def test_any_slo_option_switches_serving_to_the_engine(option: dict[str, float])
 
 def test_weight_only_int4_shrinks_a_decode_bound_deployment() -> None:
     """Short prompts: decode reads the weights every step, so W4A16 (a quarter of the bytes)
-    serves the same load within the targets on fewer chips, and the answer is cheaper."""
+    serves the same load within the targets on fewer chips, and the answer is cheaper. (A
+    30 ms TPOT target: bf16 on two H100s decodes in ~30-35 ms, close to the former 50 ms
+    target's side of the line once decode attention's measured floor came in.)"""
 
     def answer(precision: str) -> dict[str, tuple[int, float]]:
         rec = recommend(
             serving("llama3-70b", chips=("h100-sxm", "tpu-v6e"), max_chips=None, rps=5.0,
-                    ttft_p99_s=2.0, tpot_p99_s=0.05, precision=precision, input_len=128)
+                    ttft_p99_s=2.0, tpot_p99_s=0.03, precision=precision, input_len=128)
         )  # fmt: skip
         assert rec.pick is not None and rec.pick.usd is not None
         out = {o.chip.id: (o.total_chips, o.usd or 0.0) for o in rec.options}
