@@ -20,10 +20,14 @@ import bisect
 import csv
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import TypeVar
 
 from chipwise.units import MEGA
+
+K = TypeVar("K", bound=tuple[object, ...])
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,23 +47,30 @@ class KernelCurve:
         return self.seconds[-1] * m / self.m[-1]
 
 
+def _sorted_points(
+    name: str, key_of: Callable[[dict[str, str]], K], x_column: str
+) -> dict[K, tuple[tuple[int, ...], tuple[float, ...]]]:
+    """A packaged ``data/kernels`` CSV (``#`` lines cite its source) as, per ``key_of(row)``,
+    its ``x_column`` values ascending and their times in seconds (the ``us`` column)."""
+    path = resources.files("chipwise.perf").joinpath("data", "kernels", name)
+    points: dict[K, list[tuple[int, float]]] = {}
+    with path.open() as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            points.setdefault(key_of(row), []).append((int(row[x_column]), float(row["us"]) / MEGA))
+    return {
+        key: (tuple(x for x, _ in sorted(p)), tuple(t for _, t in sorted(p)))
+        for key, p in points.items()
+    }
+
+
 @functools.cache
 def _table(chip_id: str, dtype: str) -> dict[tuple[int, int], KernelCurve]:
     """The packaged table of ``chip_id`` at ``dtype`` by (N, K); empty where none ships."""
-    path = resources.files("chipwise.perf").joinpath(
-        "data", "kernels", f"{chip_id}-{dtype}-gemm.csv"
-    )
-    if not path.is_file():
+    name = f"{chip_id}-{dtype}-gemm.csv"
+    if not resources.files("chipwise.perf").joinpath("data", "kernels", name).is_file():
         return {}
-    points: dict[tuple[int, int], list[tuple[int, float]]] = {}
-    with path.open() as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            key = (int(row["n"]), int(row["k"]))
-            points.setdefault(key, []).append((int(row["m"]), float(row["us"]) / MEGA))
-    return {
-        key: KernelCurve(m=tuple(m for m, _ in sorted(p)), seconds=tuple(s for _, s in sorted(p)))
-        for key, p in points.items()
-    }
+    points = _sorted_points(name, lambda row: (int(row["n"]), int(row["k"])), "m")
+    return {key: KernelCurve(m=m, seconds=t) for key, (m, t) in points.items()}
 
 
 def measured_gemm_s(chip_id: str, dtype: str, m: int, n: int, k: int) -> float | None:
@@ -95,18 +106,10 @@ class SizeCurve:
 def _size_table(name: str, what: str) -> dict[tuple[str, str, int], SizeCurve]:
     """A packaged size table (columns chip, ``what``, gpus, elements, us) by (chip, ``what``,
     GPUs)."""
-    path = resources.files("chipwise.perf").joinpath("data", "kernels", name)
-    points: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
-    with path.open() as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            key = (row["chip"], row[what], int(row["gpus"]))
-            points.setdefault(key, []).append((int(row["elements"]), float(row["us"]) / MEGA))
-    return {
-        key: SizeCurve(
-            elements=tuple(e for e, _ in sorted(p)), seconds=tuple(s for _, s in sorted(p))
-        )
-        for key, p in points.items()
-    }
+    points = _sorted_points(
+        name, lambda row: (row["chip"], row[what], int(row["gpus"])), "elements"
+    )
+    return {key: SizeCurve(elements=x, seconds=t) for key, (x, t) in points.items()}
 
 
 def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float) -> float | None:
