@@ -698,9 +698,11 @@ def test_a_longer_admission_cycle_never_shortens_ttft(rps: float) -> None:
     limits = {"max_num_seqs": 4096, "max_num_tokens": 8192}
     seven = _gated_load(s, rps, "amd-mlperf-v6.0-interactive", **limits)
     eight = _gated_load(s, rps, "amd-mlperf-v5.1-interactive", **limits)
-    assert seven.engine is not None and eight.engine is not None
+    nine = _gated_load(s, rps, "amd-mlperf-v5.1-server", **limits)
+    assert seven.engine is not None and eight.engine is not None and nine.engine is not None
     assert eight.engine.ttft_p50_s >= seven.engine.ttft_p50_s
     assert eight.engine.ttft_p99_s >= seven.engine.ttft_p99_s
+    assert nine.engine.ttft_p99_s >= eight.engine.ttft_p99_s
 
 
 def test_an_unknown_harness_is_refused() -> None:

@@ -484,8 +484,9 @@ class Inference:
     # dataset's lengths (perf/step/trtllm_bench.py); "amd-mlperf-batcher" holds arrivals
     # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
     # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "amd-mlperf-v5.1-interactive",
-    # "amd-mlperf-v6.0-interactive" and "amd-mlperf-v6.0-server": AMD's later MLPerf runs,
-    # whose vLLM admits new prompts only every few steps (HARNESS_ADMISSION_GATES);
+    # "amd-mlperf-v5.1-server", "amd-mlperf-v6.0-interactive" and
+    # "amd-mlperf-v6.0-server": AMD's later MLPerf runs, whose vLLM admits new prompts
+    # only every few steps (HARNESS_ADMISSION_GATES);
     # "nvidia-mlperf-adp-T-W": NVIDIA's DeepSeek-R1 Offline and Server runs, whose
     # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
     # prompts every few steps (the same gates); "api":
@@ -640,6 +641,7 @@ HARNESSES = (
     "trtllm-bench",
     "amd-mlperf-batcher",
     "amd-mlperf-v5.1-interactive",
+    "amd-mlperf-v5.1-server",
     "amd-mlperf-v6.0-interactive",
     "amd-mlperf-v6.0-server",
     "nvidia-mlperf-adp-9-3",

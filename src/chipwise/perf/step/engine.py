@@ -292,6 +292,12 @@ class AdmissionGate:
 #   8, enable_chunked_prefill False, max_num_seqs 600, max_num_batched_tokens 40960). vLLM V0's
 #   multi-step scheduling runs 8 decode steps per scheduler call; waiting prompts are
 #   scheduled only between such runs (vLLM RFC #6854, "Multi-Step Scheduling", 2024-07).
+# * "amd-mlperf-v5.1-server": AMD's MLPerf Inference v5.1 llama2-70b Server runs on MI300X
+#   and MI325X (the same directory's server_mi300x.yaml / server_mi325x.yaml: VLLM_USE_V1
+#   unset, num_scheduler_steps 9, enable_chunked_prefill False, max_num_batched_tokens
+#   40960, max_num_seqs 650 / 1024): the same V0 multi-step loop, 9 decode steps per call.
+#   Its custom-scheduler variables (VLLM_LLAMA2_MLPERF_SCHED with decode-batch targets
+#   512..832) patch vLLM code that is not in the submission, so they are not modelled.
 # * "amd-mlperf-v6.0-interactive" / "amd-mlperf-v6.0-server": AMD's MLPerf Inference v6.0
 #   llama2-70b runs on MI355X (gbeezybez/inference_results_v6.0@ab33b214 closed/AMD/src/
 #   llama2-70b-99/interactive_mi355x.yaml, server_mi355x.yaml; the scheduler patch in
@@ -318,6 +324,7 @@ class AdmissionGate:
 #   few steps and the cycle is the wait for every rank to hold one, plus W.
 HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
+    "amd-mlperf-v5.1-server": AdmissionGate(steps=9),
     "amd-mlperf-v6.0-interactive": AdmissionGate(steps=7),
     "amd-mlperf-v6.0-server": AdmissionGate(steps=3, min_running=1216),
     "nvidia-mlperf-adp-9-3": AdmissionGate(steps=9, batching_wait=3),
