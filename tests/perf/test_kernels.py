@@ -49,6 +49,23 @@ def test_the_gpu_model_takes_the_measured_time_for_a_covered_shape() -> None:
     assert not any("measured" in note for note in other.notes)
 
 
+def test_a_measured_kernel_time_is_not_stretched_by_the_sustained_fraction() -> None:
+    """sustained_tensor_fraction corrects the per-op model's estimated rate; a kernel the
+    submitter timed on the chip keeps its time, while a modelled GEMM is still stretched."""
+    from chipwise.perf.step.timing import time_ops
+
+    model = GpuModel(MI355X)
+    assert model.sustained_tensor_fraction() < 1.0
+    covered = (Op(name="qkv", kind=OpKind.MATMUL, dtype="fp4", mnk=(4096, *QKV)),)
+    other = (Op(name="x", kind=OpKind.MATMUL, dtype="fp4", mnk=(4096, 5120, 8192)),)
+    [plain] = time_ops(covered, model, sustained=False)
+    [sustained] = time_ops(covered, model, sustained=True)
+    assert plain.measured and sustained.seconds == pytest.approx(plain.seconds)
+    [modelled_plain] = time_ops(other, model, sustained=False)
+    [modelled] = time_ops(other, model, sustained=True)
+    assert modelled.seconds > modelled_plain.seconds
+
+
 # ---- MI325X FP8 (hipBLASLt override tables of AMD's MLPerf v5.1 llama2-70b configs) ------
 
 

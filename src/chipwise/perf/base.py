@@ -45,6 +45,9 @@ class OpTime:
     bound: Bound
     efficiency: float  # achieved / peak for the op's limiting resource
     notes: tuple[str, ...] = ()
+    # the time is a measured kernel time (perf/ops/kernels.py), not the per-op model's:
+    # whole-step corrections fitted to that model (sustained_tensor_fraction) leave it alone
+    measured: bool = False
 
 
 class PerfModel(ABC):

@@ -390,6 +390,7 @@ class GpuModel(PerfModel):
         peak = compute_rate(chip, op) if (flops or op.tensor_op) else 0.0
         bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
         notes: list[str] = []
+        measured: float | None = None
         if op.grouped and op.batch > 1 and op.mnk is not None and all(op.mnk):
             # MoE experts: one GEMM per expert (Transformer Engine's GroupedLinear issues a
             # cuBLAS GEMM per expert), each cut into its own tiles and waves: a small expert
@@ -499,7 +500,7 @@ class GpuModel(PerfModel):
             )
         return timed(
             op, r, flops=flops, n_bytes=n_bytes, peak=peak, bandwidth=chip.hbm_bytes_per_s,
-            notes=tuple(notes),
+            notes=tuple(notes), measured=measured is not None,
         )  # fmt: skip
 
     def assumptions(self) -> tuple[Assumption, ...]:

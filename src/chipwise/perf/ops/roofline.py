@@ -129,6 +129,7 @@ def timed(
     peak: float,
     bandwidth: float,
     notes: tuple[str, ...] = (),
+    measured: bool = False,
 ) -> OpTime:
     """The ``OpTime`` of all ``op.count`` repetitions, from one instance's roof.
 
@@ -145,6 +146,7 @@ def timed(
         bound=r.bound,
         efficiency=achieved_fraction(flops, n_bytes, one, r, peak, bandwidth),
         notes=notes,
+        measured=measured,
     )
 
 

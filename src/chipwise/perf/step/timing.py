@@ -64,7 +64,9 @@ def _sustain(t: OpTime, fraction: float, *, compute_bound_only: bool = False) ->
     longer runs at the HBM rate whatever its tensor rate). Testing the stretched time keeps
     an op's time continuous in its shape: testing the unstretched one made one more decode
     sequence up to 10 % faster where an op crossed over (1 / fraction at the crossing)."""
-    if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0:
+    if not t.op.tensor_op or fraction >= 1.0 or t.compute_s <= 0 or t.measured:
+        # a measured kernel time is what the kernel took on the chip: the fitted stretch of
+        # the per-op model's rate does not apply to it
         return t
     compute = t.compute_s / fraction
     if compute_bound_only and compute < t.memory_s:
