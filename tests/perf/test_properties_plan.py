@@ -80,7 +80,10 @@ def test_every_plan_field_is_in_its_text() -> None:
     # etp (experts' tensor parallelism) is shown only when set: 0 = automatic; states only
     # when not the default fp32; recipe settings (grad_reduce, a2a_overlap, attn_graph) and
     # attention data parallelism (adp) only when stated
-    unstated = ("etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "adp")
+    unstated = (
+        "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "end_slots",
+        "adp",
+    )  # fmt: skip
     assert all(f"{f.name}=" in text for f in fields(Plan) if f.name not in unstated)
     assert "etp=1" in str(Plan(tp=2, ep=2, etp=1)) and "etp" not in text
     assert "states=bf16" in str(Plan(states="bf16")) and "states" not in text
@@ -89,3 +92,4 @@ def test_every_plan_field_is_in_its_text() -> None:
     assert "full_graph=1" in str(Plan(full_graph=1)) and "full_graph" not in text
     assert "grad_reduce=fp32" in str(Plan(grad_reduce="fp32")) and "grad_reduce" not in text
     assert "adp=1" in str(Plan(tp=8, adp=1)) and "adp" not in text
+    assert "end_slots=1" in str(Plan(pp=2, end_slots=1)) and "end_slots" not in text

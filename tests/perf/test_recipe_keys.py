@@ -134,3 +134,26 @@ def test_a_whole_iteration_cuda_graph_leaves_no_moe_layer_host_bound() -> None:
     m = 1280 // 64 // 4
     saved = m * model.spec.n_layers * model._moe_host_s(plan)
     assert slow.step_time_s - fast.step_time_s == pytest.approx(saved, rel=1e-6)
+
+
+def test_stated_pipeline_end_slots_take_a_layer_off_the_busiest_stage() -> None:
+    # Megatron --account-for-embedding/loss-in-pipeline-split: Qwen3-235B's 94 layers split as
+    # 96 slots, 12 per stage on pp=8 (the embedding and the loss replace a layer each)
+    from chipwise.perf.plan.parallel import ends_take_stage_slots, layers_per_stage
+
+    assert parse_plan("pp=8,end_slots=1").end_slots == 1
+    assert parse_plan(str(Plan(pp=8, end_slots=0))).end_slots == 0
+    with pytest.raises(PlanError, match="end_slots must be 0"):
+        parse_plan("end_slots=2")
+    assert plan_constraints("pp=8,end_slots=1", 8)["end_slots"] == 1
+    assert not ends_take_stage_slots(94, 8, 1) and ends_take_stage_slots(94, 8, 1, 1)
+    assert not ends_take_stage_slots(94, 1, 1, 1)  # no pipeline: nothing to split
+    assert ends_take_stage_slots(94, 32, 3)  # more virtual stages than layers: always
+    assert layers_per_stage(94, 8, 1, 1) == 12 == layers_per_stage(94, 8, 1)
+    spec = load_preset("qwen3-235b-a22b")
+    work = Workload(model=spec, phase=Training(seq_len=4096, global_batch=256))
+    model = Predictor(work, B200, "bf16").step_model()
+    plan = Plan(dp=4, pp=8, ep=4, microbatch=1)
+    unstated = model.train(plan, seq_len=4096, global_batch=256).step_time_s
+    stated = model.train(replace(plan, end_slots=1), seq_len=4096, global_batch=256).step_time_s
+    assert stated < unstated  # the head replaces a layer rather than adding to twelve

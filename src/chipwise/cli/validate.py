@@ -166,8 +166,9 @@ def short_plan(text: str) -> str:
     if not text:
         return ""
     parts = dict(p.split("=", 1) for p in text.split(","))
+    flags = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp")
     axes = [f"{k}={v}" for k, v in parts.items() if k not in ("microbatch", "recompute")
-            and (v != "1" or k in ("a2a_overlap", "attn_graph", "full_graph", "adp"))]  # fmt: skip
+            and (v != "1" or k in flags)]  # fmt: skip
     return " ".join([*axes, f"mb={parts.get('microbatch', '1')}", parts.get("recompute", "")])
 
 

@@ -121,6 +121,11 @@ class Plan:
     whole training iteration runs as one CUDA graph (Megatron ``cuda_graph_impl
     full_iteration``, Megatron-Bridge's MXFP8 HybridEP recipes): 1 on, 0 off, -1 = not stated
     (off); no MoE layer waits on host launches then (``step.train.FULL_GRAPH_MOE_HOST_S``).
+    ``end_slots`` is whether the embedding and the loss each take a decoder layer's slot in
+    the pipeline split (Megatron ``--account-for-embedding-in-pipeline-split
+    --account-for-loss-in-pipeline-split``): 1 on, 0 off, -1 = not stated (only when the
+    plan has more virtual stages than layers, which cannot run otherwise; see
+    ``plan.parallel.ends_take_stage_slots``).
 
     ``adp`` is a serving setting: 1 runs the ``tp`` ranks of a replica as attention data
     parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``):
@@ -145,6 +150,7 @@ class Plan:
     a2a_overlap: int = -1
     attn_graph: int = -1
     full_graph: int = -1
+    end_slots: int = -1
     adp: int = 0
 
     def __post_init__(self) -> None:
@@ -165,6 +171,8 @@ class Plan:
             raise PlanError(f"plan: attn_graph must be 0|1, got {self.attn_graph}")
         if self.full_graph not in (-1, 0, 1):
             raise PlanError(f"plan: full_graph must be 0|1, got {self.full_graph}")
+        if self.end_slots not in (-1, 0, 1):
+            raise PlanError(f"plan: end_slots must be 0|1, got {self.end_slots}")
         if self.adp not in (0, 1):
             raise PlanError(f"plan: adp must be 0|1, got {self.adp}")
 
@@ -207,7 +215,8 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 _PLAN_KEYS = {f.name for f in fields(Plan)}
 # Plan fields that are not chip counts, and the values __str__ leaves out.
 _NOT_COUNTS = (
-    "recompute", "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "adp",
+    "recompute", "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph",
+    "end_slots", "adp",
 )  # fmt: skip
 _UNSTATED: dict[str, object] = {
     "etp": 0,
@@ -216,6 +225,7 @@ _UNSTATED: dict[str, object] = {
     "a2a_overlap": -1,
     "attn_graph": -1,
     "full_graph": -1,
+    "end_slots": -1,
     "adp": 0,
 }
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a
@@ -269,7 +279,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: {key} is given twice; give each key once")
         if key in ("recompute", "states", "grad_reduce"):
             values[key] = raw
-        elif key in ("a2a_overlap", "attn_graph", "full_graph", "adp"):
+        elif key in ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp"):
             if raw not in ("0", "1"):
                 raise PlanError(f"plan: {key} must be 0 (off) or 1 (on), got {raw!r}")
             values[key] = int(raw)

@@ -162,17 +162,19 @@ def check_plan(plan: Plan, chips: int, chip: Chip, spec: TransformerSpec | None)
 PIPELINE_END_SLOTS = 2
 
 
-def ends_take_stage_slots(n_layers: int, pp: int, vp: int = 1) -> bool:
-    """Whether the embedding and the loss must each take a virtual stage's layer slot: the
-    plan has more virtual stages than decoder layers (``PIPELINE_END_SLOTS``)."""
-    return pp * vp > n_layers
+def ends_take_stage_slots(n_layers: int, pp: int, vp: int = 1, end_slots: int = -1) -> bool:
+    """Whether the embedding and the loss each take a virtual stage's layer slot
+    (``PIPELINE_END_SLOTS``): when the plan states it (``Plan.end_slots`` = 1, with a
+    pipeline), and always when it has more virtual stages than decoder layers."""
+    return pp * vp > n_layers or (end_slots == 1 and pp > 1)
 
 
-def layers_per_stage(n_layers: int, pp: int, vp: int = 1) -> int:
+def layers_per_stage(n_layers: int, pp: int, vp: int = 1, end_slots: int = -1) -> int:
     """Layers on the busiest pipeline stage (stages may be uneven: ceil, as Megatron's
-    --decoder-first/last-pipeline-num-layers allow; with more virtual stages than layers
-    the embedding and the loss take a slot each, ``ends_take_stage_slots``)."""
-    slots = n_layers + (PIPELINE_END_SLOTS if ends_take_stage_slots(n_layers, pp, vp) else 0)
+    --decoder-first/last-pipeline-num-layers allow; the embedding and the loss take a slot
+    each when ``ends_take_stage_slots``)."""
+    ends = ends_take_stage_slots(n_layers, pp, vp, end_slots)
+    slots = n_layers + (PIPELINE_END_SLOTS if ends else 0)
     return min(n_layers, vp * -(-slots // (pp * vp)))
 
 

@@ -132,11 +132,12 @@ MOE_LAYER_HOST_S = 5.86e-3
 # attention a graph, one launch hands it the next layer's attention (milliseconds of work)
 # while the host issues the experts' kernels behind it, so little of the launch time stays
 # exposed. Fitted like MOE_LAYER_HOST_S (median per-MoE-layer gap, ``python
-# benchmarks/validate.py --fit-moe-host``, 2026-12-04) on the 2 Megatron-Bridge rows that
-# state it for Qwen3-235B-A22B on GB200 (25.11 BF16 0.95 ms, 26.02 FP8 1.02 ms; 1.14 ms before
-# ``expert_input_casts``); the other
-# rows that state it are out of sample (in_sample.toml).
-MOE_GRAPHED_HOST_S = 9.82e-4
+# benchmarks/validate.py --fit-moe-host``, 2026-12-05) on the 2 Megatron-Bridge rows that
+# state it for Qwen3-235B-A22B on GB200 (25.11 BF16 1.47 ms, 26.02 FP8 1.36 ms; 0.98 ms
+# before their plans stated the recipe's pipeline split, end_slots=1, which takes a decoder
+# layer off their busiest stage; 1.14 ms before ``expert_input_casts``); the other rows that
+# state it are out of sample (in_sample.toml).
+MOE_GRAPHED_HOST_S = 1.42e-3
 # GPU MoE training sharded ZeRO-3 (plan fsdp > 1) is what the PyTorch-native stacks run
 # (FSDP2: NeMo AutoModel, TorchTitan); Megatron-Core's MoE recipes shard with the distributed
 # optimizer (ZeRO-1: every Megatron-Bridge MoE row in validate/data states FSDP 0). Such a
@@ -429,7 +430,7 @@ class StepModel(StepTimer):
         """
         m = global_batch // plan.data_parallel // plan.microbatch
         b = plan.microbatch
-        layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp)
+        layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp, plan.end_slots)
         work = 0.0
         for moe, sliding, count in stage_layer_kinds(self.spec, layers, plan.pp):
             lc = self._stage_layer(plan, b, seq_len, moe, sliding)
@@ -449,7 +450,7 @@ class StepModel(StepTimer):
         stage, whichever is longer)."""
         emb, head = self.ends(b, seq_len, plan.tp, plan.cp)
         ends = emb + head if plan.pp == 1 else (emb if emb.total_s > head.total_s else head)
-        if not ends_take_stage_slots(self.spec.n_layers, plan.pp, plan.vp):
+        if not ends_take_stage_slots(self.spec.n_layers, plan.pp, plan.vp, plan.end_slots):
             return ends
         extra = ends.total_s - layer_s
         return ends.scaled(extra / ends.total_s) if extra > 0 else Cost()
@@ -478,7 +479,7 @@ class StepModel(StepTimer):
         act = activation_bytes(self.precision)
         tokens = b * seq_len // plan.cp  # tokens on this chip per micro-batch
 
-        layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp)
+        layers = layers_per_stage(spec.n_layers, plan.pp, plan.vp, plan.end_slots)
 
         # per micro-batch, per stage
         work = Cost()
