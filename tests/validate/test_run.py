@@ -216,7 +216,7 @@ def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
     serving = [
         c
         for c in load_cases()
-        if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-"))
+        if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-", "TRP-"))
     ]
     assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
     assert any(c.id.startswith("SVR-") for c in serving)  # AMD/TPU serving rows are kept
