@@ -49,6 +49,7 @@ from chipwise.cli.output import (
     spinner,
 )
 from chipwise.errors import ChipwiseError
+from chipwise.perf import PLAN_SWITCHES
 from chipwise.units import format_seconds
 from chipwise.validate import (
     GroupScore,
@@ -166,9 +167,8 @@ def short_plan(text: str) -> str:
     if not text:
         return ""
     parts = dict(p.split("=", 1) for p in text.split(","))
-    flags = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp")
     axes = [f"{k}={v}" for k, v in parts.items() if k not in ("microbatch", "recompute")
-            and (v != "1" or k in flags)]  # fmt: skip
+            and (v != "1" or k in PLAN_SWITCHES)]  # fmt: skip
     return " ".join([*axes, f"mb={parts.get('microbatch', '1')}", parts.get("recompute", "")])
 
 

@@ -15,6 +15,7 @@ parallelism, memory and the planner, ``step/`` training and serving steps.
 """
 
 from chipwise.perf.base import (
+    PLAN_SWITCHES,
     Assumption,
     Breakdown,
     InferPrediction,
@@ -49,6 +50,7 @@ from chipwise.perf.predictor import (
 
 __all__ = [
     "EFFICIENCY_PARAMETERS",
+    "PLAN_SWITCHES",
     "PRECISIONS",
     "Assumption",
     "Breakdown",

@@ -165,16 +165,10 @@ class Plan:
             raise PlanError(f"plan: states must be fp32|bf16, got {self.states}")
         if self.grad_reduce not in ("", "fp32", "bf16"):
             raise PlanError(f"plan: grad_reduce must be fp32|bf16, got {self.grad_reduce}")
-        if self.a2a_overlap not in (-1, 0, 1):
-            raise PlanError(f"plan: a2a_overlap must be 0|1, got {self.a2a_overlap}")
-        if self.attn_graph not in (-1, 0, 1):
-            raise PlanError(f"plan: attn_graph must be 0|1, got {self.attn_graph}")
-        if self.full_graph not in (-1, 0, 1):
-            raise PlanError(f"plan: full_graph must be 0|1, got {self.full_graph}")
-        if self.end_slots not in (-1, 0, 1):
-            raise PlanError(f"plan: end_slots must be 0|1, got {self.end_slots}")
-        if self.adp not in (0, 1):
-            raise PlanError(f"plan: adp must be 0|1, got {self.adp}")
+        for name in PLAN_SWITCHES:
+            value = getattr(self, name)
+            if value not in (0, 1, _UNSTATED[name]):
+                raise PlanError(f"plan: {name} must be 0|1, got {value}")
 
     @property
     def chips(self) -> int:
@@ -213,10 +207,12 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 
 
 _PLAN_KEYS = {f.name for f in fields(Plan)}
+# Plan fields that are on/off switches (0 | 1, or their unstated value), and that a plan's
+# text shows whenever they are stated, even at 1.
+PLAN_SWITCHES = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp")
 # Plan fields that are not chip counts, and the values __str__ leaves out.
 _NOT_COUNTS = (
-    "recompute", "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph",
-    "end_slots", "adp",
+    "recompute", "etp", "states", "grad_reduce", *PLAN_SWITCHES,
 )  # fmt: skip
 _UNSTATED: dict[str, object] = {
     "etp": 0,
@@ -279,7 +275,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: {key} is given twice; give each key once")
         if key in ("recompute", "states", "grad_reduce"):
             values[key] = raw
-        elif key in ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp"):
+        elif key in PLAN_SWITCHES:
             if raw not in ("0", "1"):
                 raise PlanError(f"plan: {key} must be 0 (off) or 1 (on), got {raw!r}")
             values[key] = int(raw)
