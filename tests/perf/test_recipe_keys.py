@@ -157,3 +157,49 @@ def test_stated_pipeline_end_slots_take_a_layer_off_the_busiest_stage() -> None:
     unstated = model.train(plan, seq_len=4096, global_batch=256).step_time_s
     stated = model.train(replace(plan, end_slots=1), seq_len=4096, global_batch=256).step_time_s
     assert stated < unstated  # the head replaces a layer rather than adding to twelve
+
+
+def test_unfused_attention_passes_the_scores_through_hbm() -> None:
+    # Megatron-LM before FlashAttention: scores GEMM, fused softmax, dropout, context GEMM
+    from chipwise.perf.ops.layers import (
+        Shard,
+        is_attention_core,
+        layer_ops,
+        selective_recompute_ops,
+    )
+    from chipwise.workload.ir import OpKind
+
+    assert parse_plan("tp=8,flash=0").flash == 0
+    assert parse_plan(str(Plan(flash=0))).flash == 0
+    with pytest.raises(PlanError, match="flash must be 0"):
+        parse_plan("flash=2")
+    assert plan_constraints("tp=8,flash=0", 8)["flash"] == 0
+    spec = load_preset("llama2-7b")
+    shard = Shard(tp=1)
+    fused = layer_ops(spec, b=1, seq_len=2048, shard=shard, precision="bf16", moe=False)
+    unfused = layer_ops(spec, b=1, seq_len=2048, shard=shard, precision="bf16", moe=False,
+                        flash=False)  # fmt: skip
+    assert sum(op.kind is OpKind.ATTENTION for op in fused) == 1
+    assert not any(op.kind is OpKind.ATTENTION for op in unfused)
+    core = [op for op in unfused if is_attention_core(op)]
+    assert [op.name for op in core] == [
+        "attention_scores", "attention_softmax", "attention_dropout", "attention_context",
+    ]  # fmt: skip
+    # the softmax reads and writes every score: 32 heads x 2048^2 in bf16, twice
+    scores = 32 * 2048 * 2048
+    assert core[1].bytes_read + core[1].bytes_written == pytest.approx(2 * 2 * scores)
+    # the scores GEMM computes the whole (unmasked) matrix: twice flash's causal FLOPs
+    flash_op = next(op for op in fused if op.kind is OpKind.ATTENTION)
+    bmm = core[0].flops + core[3].flops
+    assert bmm == pytest.approx(2 * flash_op.flops, rel=0.01)
+    # selective recompute re-runs the unfused core, GEMMs included, not the projections
+    sel = selective_recompute_ops(unfused)
+    assert {"attention_scores", "attention_context"} <= {op.name for op in sel}
+    assert not any(op.name == "qkv_proj" for op in sel)
+    # the step: a small model at 2048 tokens spends far longer in an unfused core
+    work = Workload(model=spec, phase=Training(seq_len=2048, global_batch=64))
+    model = Predictor(work, chip("a100-sxm-80gb"), "bf16").step_model()
+    plan = Plan(dp=8, microbatch=1, recompute="full")
+    fast = model.train(plan, seq_len=2048, global_batch=64).step_time_s
+    slow = model.train(replace(plan, flash=0), seq_len=2048, global_batch=64).step_time_s
+    assert 1.1 * fast < slow < 2 * fast

@@ -125,7 +125,11 @@ class Plan:
     the pipeline split (Megatron ``--account-for-embedding-in-pipeline-split
     --account-for-loss-in-pipeline-split``): 1 on, 0 off, -1 = not stated (only when the
     plan has more virtual stages than layers, which cannot run otherwise; see
-    ``plan.parallel.ends_take_stage_slots``).
+    ``plan.parallel.ends_take_stage_slots``). ``flash`` is whether training runs attention as
+    one fused (flash) kernel: 1 on, 0 off, -1 = not stated (on: every current framework).
+    Off is how Megatron-LM ran before FlashAttention (2022): the scores GEMM, a fused
+    scale-mask-softmax, dropout and the context GEMM, each passing the s x s scores through
+    HBM (``ops.layers.unfused_attention``).
 
     ``adp`` is a serving setting: 1 runs the ``tp`` ranks of a replica as attention data
     parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``):
@@ -151,6 +155,7 @@ class Plan:
     attn_graph: int = -1
     full_graph: int = -1
     end_slots: int = -1
+    flash: int = -1
     adp: int = 0
 
     def __post_init__(self) -> None:
@@ -209,7 +214,7 @@ def expert_tp(tp: int, data_parallel: int, ep: int, etp: int = 0) -> int:
 _PLAN_KEYS = {f.name for f in fields(Plan)}
 # Plan fields that are on/off switches (0 | 1, or their unstated value), and that a plan's
 # text shows whenever they are stated, even at 1.
-PLAN_SWITCHES = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "adp")
+PLAN_SWITCHES = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "flash", "adp")
 # Plan fields that are not chip counts, and the values __str__ leaves out.
 _NOT_COUNTS = (
     "recompute", "etp", "states", "grad_reduce", *PLAN_SWITCHES,
@@ -222,6 +227,7 @@ _UNSTATED: dict[str, object] = {
     "attn_graph": -1,
     "full_graph": -1,
     "end_slots": -1,
+    "flash": -1,
     "adp": 0,
 }
 # Each axis splits at most the largest job chipwise sizes (chipwise.limits.MAX_CHIPS); a

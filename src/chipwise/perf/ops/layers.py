@@ -263,13 +263,52 @@ def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int
     )
 
 
+# Attention as Megatron-LM ran it before FlashAttention (2021-2022, megatron/model/
+# transformer.py ParallelAttention): torch.baddbmm writes the raw scores [b*np, sq, sk],
+# FusedScaleMaskSoftmax reads them and writes the probabilities, attention_dropout writes
+# the dropped probabilities and a 1-byte mask, torch.bmm multiplies them by V. Each of
+# those s x s tensors passes through HBM; Korthikanti et al. 2022 (arXiv 2205.05198) §4.1
+# count the same tensors (2as^2b + 2as^2b + as^2b + 2as^2b bytes of activations per layer).
+# The GEMMs compute the whole s x s matrix (no causal tile skipping) and the masked softmax
+# is charged the whole matrix too.
+UNFUSED_ATTENTION_OPS = ("attention_scores", "attention_softmax", "attention_dropout",
+                         "attention_context")  # fmt: skip
+
+
+def unfused_attention(b: int, s_q: int, s_kv: int, heads: int, qk_dim: int, v_dim: int,
+                      dt: Dtypes) -> list[Op]:  # fmt: skip
+    """The attention core as four kernels, the scores through HBM (see above)."""
+    at = Dtypes(matmul=dt.act, act=dt.act)  # the core runs in the activation dtype
+    scores = float(b) * heads * s_q * s_kv
+    names = UNFUSED_ATTENTION_OPS
+    return [
+        _matmul(names[0], s_q, s_kv, qk_dim, at, batch=b * heads),
+        # scale, mask, max, exp, sum, divide: one read, one write
+        _memop(names[1], OpKind.ELEMENTWISE, scores, 1, 1, dt.act, flops_per_element=5),
+        # the dropped probabilities and the 1-byte keep mask (half an fp16 tensor)
+        _memop(names[2], OpKind.ELEMENTWISE, scores, 1, 1.5, dt.act),
+        _matmul(names[3], s_q, v_dim, s_kv, at, batch=b * heads),
+    ]
+
+
+def is_attention_core(op: Op) -> bool:
+    """Whether ``op`` is part of the attention core (flash kernel or its unfused parts)."""
+    return (
+        op.kind is OpKind.ATTENTION
+        or op.name.removesuffix("_bwd").removesuffix("_dgrad").removesuffix("_wgrad")
+        in UNFUSED_ATTENTION_OPS
+    )
+
+
 def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
-                  s_kv: int | None = None, window: int = 0) -> list[Op]:  # fmt: skip
+                  s_kv: int | None = None, window: int = 0,
+                  flash: bool = True) -> list[Op]:  # fmt: skip
     """Norm, projections, attention core, output projection and residual add.
 
     ``s`` is the query length one chip processes per sequence (already divided by cp);
     ``s_kv`` the key length attended to (the whole sequence under cp ring attention);
-    ``window`` a sliding window (0 = global attention).
+    ``window`` a sliding window (0 = global attention); ``flash`` False: the core unfused
+    (``unfused_attention``).
     """
     d = spec.d_model
     h, hkv = heads_per_rank(spec, shard.tp)
@@ -290,7 +329,10 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         ops.append(_matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, dt))
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
         ops.append(_matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, dt))
-        ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
+        if flash:
+            ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
+        else:
+            ops += unfused_attention(b, s, kv_len, h, qk, v, dt)
         ops += _fp8_cast("o_proj_cast", t * h * v, dt)
         ops.append(_matmul("o_proj", t, d, h * v, dt))
     else:
@@ -300,7 +342,10 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
             # rotary embedding of q and k; a model with a learned position table (GPT-2,
             # OPT, MPT, Megatron GPT) adds positions once at the input instead
             ops.append(_memop("rope", OpKind.ELEMENTWISE, t * (h + hkv) * dh, 1, 1, dt.act, 3))
-        ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
+        if flash:
+            ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
+        else:
+            ops += unfused_attention(b, s, kv_len, h, dh, dh, dt)
         ops += _fp8_cast("o_proj_cast", t * h * dh, dt)
         ops.append(_matmul("o_proj", t, d, h * dh, dt))
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
@@ -406,9 +451,11 @@ def expert_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
 
 
 def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
-              moe: bool, sliding: bool | None = None) -> tuple[Op, ...]:  # fmt: skip
+              moe: bool, sliding: bool | None = None,
+              flash: bool = True) -> tuple[Op, ...]:  # fmt: skip
     """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip;
-    ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's)."""
+    ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's);
+    ``flash`` False runs the attention core unfused (``unfused_attention``)."""
     if seq_len % shard.cp:
         raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
     dt = Dtypes.for_precision(precision)
@@ -417,7 +464,7 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
     window = layer_window(spec, sliding)
     ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
-                        s_kv=seq_len, window=window)  # fmt: skip
+                        s_kv=seq_len, window=window, flash=flash)  # fmt: skip
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
     return tuple(ops)
 
@@ -532,7 +579,7 @@ def selective_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
     """What selective activation recomputation re-runs: the attention core and the cheap
     memory-bound ops (norms, activation functions, rope), not the projections
     (Korthikanti et al. 2022 §5; MaxText's 'minimal' remat policy keeps matmul outputs)."""
-    return tuple(op for op in forward if op.kind is not OpKind.MATMUL)
+    return tuple(op for op in forward if op.kind is not OpKind.MATMUL or is_attention_core(op))
 
 
 def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: Shard,

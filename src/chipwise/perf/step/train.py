@@ -48,6 +48,7 @@ from chipwise.perf.ops.layers import (
     embedding_ops,
     head_ops,
     heads_per_rank,
+    is_attention_core,
     layer_ops,
     selective_recompute_ops,
 )
@@ -321,7 +322,7 @@ class StepModel(StepTimer):
         # only the method and the LoRA settings matter here (seq_len/batch come per call)
         self.training = training or Training()
         self.lora_params = lora_params(spec, self.training)
-        self._layers: dict[tuple[int, int, int, int, int, bool, bool, int], LayerCost] = {}
+        self._layers: dict[tuple[int, int, int, int, int, bool, bool, int, bool], LayerCost] = {}
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
@@ -355,15 +356,16 @@ class StepModel(StepTimer):
         moe: bool,
         sliding: bool = False,
         etp: int = 0,
+        flash: bool = True,
     ) -> LayerCost:
-        key = (b, seq_len, tp, cp, ep, moe, sliding, etp)
+        key = (b, seq_len, tp, cp, ep, moe, sliding, etp, flash)
         cached = self._layers.get(key)
         if cached is not None:
             return cached
         shard = Shard(tp=tp, cp=cp, ep=ep, etp=etp)
         fwd_ops = per_expert_gemms(layer_ops(
             self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
-            sliding=sliding,
+            sliding=sliding, flash=flash,
         ))  # fmt: skip
         tr = self.training
         adapters = adapter_forward_ops(fwd_ops, self.spec, tr)
@@ -373,8 +375,8 @@ class StepModel(StepTimer):
         bwd_ops = frozen_backward(tuple(reversed(backward_ops(fwd_ops + adapters))), tr)
         bwd = self.time_ops(with_dequant(bwd_ops, tr, backward=True))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
-        attn_f = sum(t.seconds for t in fwd if t.op.kind is OpKind.ATTENTION)
-        attn_b = sum(t.seconds for t in bwd if t.op.kind is OpKind.ATTENTION)
+        attn_f = sum(t.seconds for t in fwd if is_attention_core(t.op))
+        attn_b = sum(t.seconds for t in bwd if is_attention_core(t.op))
         cost = LayerCost(
             fwd=cost_of(fwd),
             bwd=cost_of(bwd),
@@ -416,11 +418,12 @@ class StepModel(StepTimer):
 
     def _stage_layer(self, plan: Plan, b: int, seq_len: int, moe: bool, sliding: bool) -> LayerCost:
         """One layer of ``plan``'s busiest stage; MoE layers with the plan's ep and etp."""
+        flash = plan.flash != 0  # unstated: flash attention (every current framework)
         if not moe:
-            return self.layer(b, seq_len, plan.tp, plan.cp, 1, False, sliding)
+            return self.layer(b, seq_len, plan.tp, plan.cp, 1, False, sliding, flash=flash)
         etp = plan.expert_tp
         return self.layer(b, seq_len, plan.tp, plan.cp, plan.ep, True, sliding,
-                          0 if etp == plan.tp else etp)  # fmt: skip
+                          0 if etp == plan.tp else etp, flash=flash)  # fmt: skip
 
     # ---- the step -----------------------------------------------------------------------
 
