@@ -50,7 +50,34 @@ def test_more_ranks_keep_a_kv_head_each_so_fewer_requests_fit() -> None:
 
 
 def test_untuned_precisions_take_the_build_defaults() -> None:
-    assert _limits(128, 2048, max_in=9000, precision="int4") == (2048, 9000)
+    # ... and, chunked prefill off, a token budget for the longest prompt plus the batch
+    assert _limits(128, 2048, max_in=9000, precision="int4") == (2048, 9000 + 2048)
+
+
+def _bench(spec, chip_id: str, precision: str, tp: int, isl: int, osl: int, kv: str = "fp8"):
+    gpu = chip(chip_id)
+    return trtllm_bench_limits(
+        spec, precision=precision, kv_dtype=kv, hbm_bytes=gpu.usable_hbm_bytes, tp=tp, pp=1,
+        mean_in=isl, mean_out=osl, max_in=isl, kv_free_fraction=0.9,
+    )  # fmt: skip
+
+
+def test_mla_is_sized_as_the_hf_config_reads_and_nvfp4_weights_count_packed() -> None:
+    # DeepSeek-R1 NVFP4 on 4 B200 (178.35 GiB each): the config's 128 KV heads of
+    # 7168 / 128 = 56 (no head_dim): 2 x 61 x 128 x 56 x 1 B = 854 KiB a token; weights
+    # 378e9 packed elements x 0.5 B = 176 GiB; (713.4 - 176.0) x 0.9 / (854 KiB x 2048)
+    # = 290 requests -> 384 (a multiple of 128), not 64 (the MHA-width KV and the
+    # 671e9-parameter weights)
+    r1 = load_preset("deepseek-r1")
+    assert _bench(r1, "b200", "fp4", 4, 1024, 1024)[0] == 384
+    assert _bench(r1, "b200", "fp4", 4, 1024, 32768)[0] == 64  # 18 requests: the minimum
+
+
+def test_mxfp4_experts_take_the_build_defaults() -> None:
+    # gpt-oss's MXFP4 checkpoint is not one of trtllm-bench's tuned quantisations
+    oss = load_preset("gpt-oss-120b")
+    assert _bench(oss, "h100-sxm", "fp4", 4, 1024, 1024, kv="bf16") == (2048, 8192)
+    assert _bench(oss, "b200", "fp4", 2, 32768, 1024) == (2048, 32768 + 2048)
 
 
 def test_a_trtllm_bench_run_uses_the_limits_and_trtllm_serve_does_not() -> None:
