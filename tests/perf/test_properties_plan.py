@@ -82,7 +82,7 @@ def test_every_plan_field_is_in_its_text() -> None:
     # attention data parallelism (adp) only when stated
     unstated = (
         "etp", "states", "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "end_slots",
-        "flash", "adp",
+        "flash", "dispatcher", "adp",
     )  # fmt: skip
     assert all(f"{f.name}=" in text for f in fields(Plan) if f.name not in unstated)
     assert "etp=1" in str(Plan(tp=2, ep=2, etp=1)) and "etp" not in text
@@ -93,4 +93,6 @@ def test_every_plan_field_is_in_its_text() -> None:
     assert "grad_reduce=fp32" in str(Plan(grad_reduce="fp32")) and "grad_reduce" not in text
     assert "adp=1" in str(Plan(tp=8, adp=1)) and "adp" not in text
     assert "end_slots=1" in str(Plan(pp=2, end_slots=1)) and "end_slots" not in text
+    assert "dispatcher=alltoall" in str(Plan(ep=8, dispatcher="alltoall"))
+    assert "dispatcher" not in text
     assert "flash=0" in str(Plan(flash=0)) and "flash" not in text

@@ -203,3 +203,21 @@ def test_unfused_attention_passes_the_scores_through_hbm() -> None:
     fast = model.train(plan, seq_len=2048, global_batch=64).step_time_s
     slow = model.train(replace(plan, flash=0), seq_len=2048, global_batch=64).step_time_s
     assert 1.1 * fast < slow < 2 * fast
+
+
+def test_dispatcher_parses_and_the_plain_alltoall_sends_more_across_nodes() -> None:
+    """Megatron's ``alltoall`` dispatcher sends a copy per selected expert; DeepEP/HybridEP
+    (``deepep``, and an unstated plan) one per rank and remote node: never fewer bytes."""
+    assert parse_plan("ep=16,dispatcher=alltoall").dispatcher == "alltoall"
+    assert parse_plan(str(Plan(ep=16, dispatcher="deepep"))).dispatcher == "deepep"
+    with pytest.raises(PlanError, match=r"dispatcher must be alltoall\|deepep"):
+        parse_plan("dispatcher=flex")
+    assert plan_constraints("ep=64,dispatcher=alltoall", 64)["dispatcher"] == "alltoall"
+    model = _moe(chip("h100-sxm"))
+    plan = Plan(dp=16, ep=16, microbatch=4)
+    g = groups(plan, model.chip)["ep"]
+    assert g.size == 16 and g.in_domain < g.size  # the ep group spans two 8-GPU nodes
+    plain = model._alltoall(replace(plan, dispatcher="alltoall"), g, 4 * 4096, 2.0)
+    dedup = model._alltoall(replace(plan, dispatcher="deepep"), g, 4 * 4096, 2.0)
+    assert plain > dedup
+    assert model._alltoall(plan, g, 4 * 4096, 2.0) == dedup  # unstated: de-duplicated

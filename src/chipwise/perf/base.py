@@ -22,6 +22,8 @@ Recompute = Literal["none", "selective", "full"]
 # The dtype of the kept weights and Adam moments (see Plan.states).
 States = Literal["fp32", "bf16"]
 GradReduce = Literal["", "fp32", "bf16"]
+# The MoE token dispatcher a recipe runs (see Plan.dispatcher); "" = not stated.
+Dispatcher = Literal["", "alltoall", "deepep"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +131,12 @@ class Plan:
     one fused (flash) kernel: 1 on, 0 off, -1 = not stated (on: every current framework).
     Off is how Megatron-LM ran before FlashAttention (2022): the scores GEMM, a fused
     scale-mask-softmax, dropout and the context GEMM, each passing the s x s scores through
-    HBM (``ops.layers.unfused_attention``).
+    HBM (``ops.layers.unfused_attention``). ``dispatcher`` is the MoE token dispatcher
+    (Megatron ``moe_token_dispatcher_type``): ``alltoall`` sends one copy of a token per
+    selected expert to the expert-parallel rank holding it (Megatron's
+    MoEAlltoAllTokenDispatcher, NCCL all-to-all), ``deepep`` sends it once per rank and once
+    per remote domain and forwards it there (DeepEP, HybridEP: Megatron ``flex``); "" = not
+    stated (``deepep``: ``comm.alltoall.CROSS_DOMAIN_DEDUP``).
 
     ``adp`` is a serving setting: 1 runs the ``tp`` ranks of a replica as attention data
     parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``):
@@ -151,6 +158,7 @@ class Plan:
     etp: int = 0
     states: States = "fp32"
     grad_reduce: GradReduce = ""
+    dispatcher: Dispatcher = ""
     a2a_overlap: int = -1
     attn_graph: int = -1
     full_graph: int = -1
@@ -170,6 +178,8 @@ class Plan:
             raise PlanError(f"plan: states must be fp32|bf16, got {self.states}")
         if self.grad_reduce not in ("", "fp32", "bf16"):
             raise PlanError(f"plan: grad_reduce must be fp32|bf16, got {self.grad_reduce}")
+        if self.dispatcher not in ("", "alltoall", "deepep"):
+            raise PlanError(f"plan: dispatcher must be alltoall|deepep, got {self.dispatcher}")
         for name in PLAN_SWITCHES:
             value = getattr(self, name)
             if value not in (0, 1, _UNSTATED[name]):
@@ -217,12 +227,13 @@ _PLAN_KEYS = {f.name for f in fields(Plan)}
 PLAN_SWITCHES = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "flash", "adp")
 # Plan fields that are not chip counts, and the values __str__ leaves out.
 _NOT_COUNTS = (
-    "recompute", "etp", "states", "grad_reduce", *PLAN_SWITCHES,
+    "recompute", "etp", "states", "grad_reduce", "dispatcher", *PLAN_SWITCHES,
 )  # fmt: skip
 _UNSTATED: dict[str, object] = {
     "etp": 0,
     "states": "fp32",
     "grad_reduce": "",
+    "dispatcher": "",
     "a2a_overlap": -1,
     "attn_graph": -1,
     "full_graph": -1,
@@ -279,7 +290,7 @@ def plan_values(text: str) -> dict[str, int | str]:
             raise PlanError(f"plan: unknown key {key!r}; known: {', '.join(sorted(_PLAN_KEYS))}")
         if key in values:
             raise PlanError(f"plan: {key} is given twice; give each key once")
-        if key in ("recompute", "states", "grad_reduce"):
+        if key in ("recompute", "states", "grad_reduce", "dispatcher"):
             values[key] = raw
         elif key in PLAN_SWITCHES:
             if raw not in ("0", "1"):

@@ -30,6 +30,16 @@ of the n ranks (the same hypergeometric term, over ranks), e.g. 5.3 of 8 for Qwe
 (E = 128, k = 8, ep = 8) where a per-expert all-to-all sends 8 copies. MaxText's ragged
 all-to-all on TPUs sends one copy per (token, expert): no in-domain de-duplication there.
 
+Megatron's plain ``alltoall`` dispatcher (``moe_token_dispatcher_type=alltoall``,
+MoEAlltoAllTokenDispatcher in megatron/core/transformer/moe/token_dispatcher.py) permutes
+the tokens by expert and exchanges ``tokens_per_expert`` counts: one copy per (token,
+selected expert), the copies for local experts staying on the rank, with neither
+de-duplication (``dedup=False``; plan ``dispatcher=alltoall``). Megatron-Bridge's
+performance recipes run it for e.g. Qwen3 on B200/B300/H100 and gpt-oss at df0289c180
+(scripts/performance/configs/qwen/qwen3_llm_pretrain.py sets it explicitly; the gpt-oss
+recipe leaves the provider's default ``alltoall``) and ``flex`` (DeepEP/HybridEP) for
+DeepSeek-V3 and for Qwen3 on GB200/GB300.
+
 TPU ICI torus: inside a slice the all-to-all is bisection-limited
 (``collectives._torus``); across slices the DCN is the scale-out network.
 """
@@ -51,7 +61,8 @@ from chipwise.perf.efficiency import Efficiency, efficiency_for
 # Whether cross-domain dispatch sends each token once per remote domain (DeepEP / HybridEP
 # internode mode) rather than once per expert copy (NCCL all-to-all). Megatron-Core's MoE
 # guide recommends the flex dispatcher with DeepEP for cross-node expert parallelism, and
-# DeepSeek-V3 trained with it (report §3.2.2). True = de-duplicate.
+# DeepSeek-V3 trained with it (report §3.2.2). True = de-duplicate: the model's default
+# where a plan does not state its dispatcher (``Plan.dispatcher``).
 CROSS_DOMAIN_DEDUP = True
 
 

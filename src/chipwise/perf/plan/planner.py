@@ -60,9 +60,12 @@ LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "cp", "ep", "vp")
 # How the layout is run rather than where ranks sit: free unless a plan names them.
 SCHEDULE_KEYS = ("vp", "microbatch", "recompute", "states")
 # Framework settings a recipe states (``Plan.grad_reduce``, ``Plan.a2a_overlap``,
-# ``Plan.attn_graph``, ``Plan.full_graph``, ``Plan.end_slots``, ``Plan.flash``): kept when
-# named, else the framework default; the planner does not search them.
-RECIPE_KEYS = ("grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "end_slots", "flash")
+# ``Plan.attn_graph``, ``Plan.full_graph``, ``Plan.end_slots``, ``Plan.flash``,
+# ``Plan.dispatcher``): kept when named, else the framework default; the planner does not
+# search them.
+RECIPE_KEYS = (
+    "grad_reduce", "a2a_overlap", "attn_graph", "full_graph", "end_slots", "flash", "dispatcher",
+)  # fmt: skip
 # How a serving engine runs its tensor-parallel ranks (``Plan.adp``: attention data
 # parallelism): kept when named, else off (vLLM's and SGLang's default, TensorRT-LLM's
 # enable_attention_dp default False); the serving planners do not search it.

@@ -110,21 +110,23 @@ EP_COMM_OVERLAP = True
 # GPU idles while the CPU launches the permutation, the per-expert GEMMs and casts, one
 # kernel at a time (Megatron-Core MoE docs: MoE layers are host-bound without CUDA graphs;
 # "--cuda-graph-scope moe" and sync-free dispatch exist to remove it). Fitted
-# (``python benchmarks/validate.py --fit-moe-host``, 2026-12-04): the median per-MoE-layer
+# (``python benchmarks/validate.py --fit-moe-host``, 2026-12-05): the median per-MoE-layer
 # gap between measured and modelled (without it) step time on the 4 rows where the host
 # term stands alone: Qwen3-30B-A3B on one 8-GPU B200 or GB200 domain (Megatron-Bridge 25.11
 # and 26.02; pp = 1, the all-to-all inside NVLink, experts of 768 so small their GEMMs take
-# microseconds). Gaps 4.2-6.6 ms with the rows' recipe settings stated (bf16 gradient
+# microseconds). Gaps 4.2-6.4 ms with the rows' recipe settings stated (bf16 gradient
 # reduction, no all-to-all overlap: their exposed all-to-all was counted as host time
-# before, 6.9 ms), the dispatch sending a token once per rank (``comm.alltoall``; 5.48 ms
-# while it sent one copy per expert) and the fp8 casts of the expert GEMMs' inputs
-# (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router
+# before, 6.9 ms), each row's token dispatcher stated (plan ``dispatcher``: the B200 rows
+# MOE-006/MOE-016 run Megatron's plain ``alltoall``, one copy per expert, the GB200 rows
+# HybridEP, one copy per rank; 5.86 ms while all four were modelled as one copy per rank,
+# 5.48 ms while all sent one copy per expert) and the fp8 casts of the expert GEMMs'
+# inputs (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router
 # and the permutation's preprocessing (cuda_graph_scope moe_router, moe_preprocess); no
 # Megatron-Bridge MoE performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe"
 # scope (theirs are attn / moe_router / moe_preprocess or none), so no recipe setting that
 # removes the term is stated anywhere. The other GPU MoE rows test it out of sample
 # (in_sample.toml).
-MOE_LAYER_HOST_S = 5.86e-3
+MOE_LAYER_HOST_S = 5.73e-3
 # The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
 # Megatron --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router
 # moe_preprocess, Megatron-Bridge's GB200 recipes for Qwen3-235B-A22B and DeepSeek-V3 at
@@ -592,8 +594,12 @@ class StepModel(StepTimer):
 
     def _alltoall(self, plan: Plan, group: Group, tokens: int, act: float) -> float:
         """One MoE dispatch (or combine) of this rank's routed tokens over the ep group
-        (``comm.alltoall``: NVLink and the NIC concurrently, one copy per remote domain)."""
-        key = ("moe_all_to_all", float(tokens * plan.expert_tp // plan.tp), group)
+        (``comm.alltoall``: NVLink and the NIC concurrently). The plan's ``dispatcher``:
+        ``alltoall`` (Megatron's MoEAlltoAllTokenDispatcher) sends a copy per selected
+        expert; DeepEP/HybridEP (``deepep``, and unstated) one per rank and remote domain."""
+        dedup = plan.dispatcher != "alltoall"
+        name = "moe_all_to_all" if dedup else "moe_all_to_all_per_expert"
+        key = (name, float(tokens * plan.expert_tp // plan.tp), group)
         t = self._comm.get(key)
         if t is None:
             spec = self.spec
@@ -602,7 +608,7 @@ class StepModel(StepTimer):
                 k=spec.experts_per_token, bytes_per_copy=spec.d_model * act,
                 group_size=group.size, in_domain=group.in_domain, experts=spec.n_experts,
                 efficiency=self.network.efficiency, groups=spec.expert_groups,
-                groups_per_token=spec.expert_groups_per_token,
+                groups_per_token=spec.expert_groups_per_token, dedup=dedup,
             ).seconds  # fmt: skip
             self._comm[key] = t
         return t
