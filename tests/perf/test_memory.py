@@ -18,6 +18,7 @@ from chipwise.perf.plan.memory import (
     train_memory,
 )
 from chipwise.workload.ir import TransformerSpec
+from chipwise.workload.presets import load_preset
 
 H100 = dataclasses.replace(chip("h100-sxm"), hbm_capacity_bytes=80e9)
 D = 1024
@@ -235,3 +236,17 @@ def test_the_published_70b_run_on_32_v6e_fits_with_bf16_states_and_gpus_never_us
     h100 = Predictor(wl, chip("h100-sxm")).train(32, plan_keys={"fsdp": 32, "dp": 1},
                                                  allow_unfit=True)  # fmt: skip
     assert h100.plan.states == "fp32"
+
+
+def test_memory_counts_the_stage_layers_after_the_plans_pipeline_split() -> None:
+    """With the embedding and the loss each taking a layer's slot (end_slots=1), 32 layers
+    on pp=4 run as 34 slots: the busiest stage holds 9 layers, not 8, in memory too."""
+    spec = load_preset("llama3-8b")
+    base = Plan(pp=4, dp=2, microbatch=1)
+    plain = train_memory(spec, base, seq_len=4096, microbatches=8, precision="bf16", chip=H100)
+    split = train_memory(
+        spec, dataclasses.replace(base, end_slots=1), seq_len=4096, microbatches=8,
+        precision="bf16", chip=H100,
+    )  # fmt: skip
+    assert split.weights_bytes > plain.weights_bytes
+    assert split.activations_bytes > plain.activations_bytes

@@ -172,15 +172,18 @@ def stage_layer_kinds(
 
 def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
     """Parameters of the heaviest stage of ``plan`` on one chip (tp/ep/pp applied, not fsdp)."""
-    return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep, plan.expert_tp)
+    return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep, plan.expert_tp, plan.end_slots)
 
 
 @cache
 def _stage_params(
-    spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int, etp: int = 0
+    spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int, etp: int = 0, end_slots: int = -1
 ) -> StageParams:
     etp = etp or tp
-    per_stage = layers_per_stage(spec.n_layers, pp, vp)
+    # the busiest stage's layers after the plan's pipeline split (``end_slots``: the
+    # embedding and the loss each taking a layer's slot); its heavier end is still added
+    # below, an upper bound when that end's stage holds a layer fewer
+    per_stage = layers_per_stage(spec.n_layers, pp, vp, end_slots)
     moe_layers = moe_layer_count(spec)
     # MoE layers spread evenly over stages (first dense layers on stage 0 are ignored).
     moe_per_stage = -(-moe_layers // pp)
@@ -213,6 +216,7 @@ def sharded_params(
     weight_shards: int,
     optimizer_shards: int,
     etp: int = 0,
+    end_slots: int = -1,
 ) -> tuple[float, float]:
     """(weight and gradient params, optimizer-state params) one chip holds.
 
@@ -222,7 +226,7 @@ def sharded_params(
     not ``ep x weight_shards``. Optimizer states of both shard over every data-parallel
     rank (``optimizer_shards``), since each expert's replicas are data-parallel ranks too.
     """
-    sp = _stage_params(spec, pp, vp, tp, ep, etp)
+    sp = _stage_params(spec, pp, vp, tp, ep, etp, end_slots)
     dense, experts = sp.dense / tp, sp.experts / (etp or tp)
     weights = dense / weight_shards + experts / max(ep, weight_shards)
     return weights, (dense + experts) / optimizer_shards
@@ -332,7 +336,7 @@ def train_memory(
         spec, plan.dp, plan.fsdp, plan.tp, plan.pp, plan.cp, plan.ep, plan.vp,
         plan.microbatch, plan.recompute, seq_len, microbatches, precision,
         method=method, lora_params=lora_params, etp=plan.etp, maxtext=offloads(chip),
-        states=plan.states,
+        states=plan.states, end_slots=plan.end_slots,
     )  # fmt: skip
     return MemoryUse(
         weights_bytes=w,
@@ -365,19 +369,21 @@ def train_memory_parts(
     etp: int = 0,
     maxtext: bool = False,
     states: str = "fp32",
+    end_slots: int = -1,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, optimizer, activations, other) bytes without the framework reserve;
     plain arguments so the planner can call it for thousands of layouts cheaply.
     ``method`` full | lora | qlora; ``lora_params`` the model's adapter parameters;
     ``maxtext``: a TPU run (MaxText's host offload, bf16 residuals under fp8); ``states``
-    the kept weights' and moments' dtype (``Plan.states``)."""
+    the kept weights' and moments' dtype (``Plan.states``); ``end_slots`` the pipeline split
+    (``Plan.end_slots``)."""
     key = "fp32" if precision == "fp32" else "default"
     etp = expert_tp(tp, dp * fsdp, ep, etp)
-    p = _stage_params(spec, pp, vp, tp, ep, etp).total
+    p = _stage_params(spec, pp, vp, tp, ep, etp, end_slots).total
     shard3 = fsdp * cp if fsdp > 1 else 1  # see parallel.zero_shards
     held, opt_held = sharded_params(
         spec, pp=pp, vp=vp, tp=tp, ep=ep, weight_shards=shard3,
-        optimizer_shards=fsdp * dp * cp, etp=etp,
+        optimizer_shards=fsdp * dp * cp, etp=etp, end_slots=end_slots,
     )  # fmt: skip
     weights = held * WEIGHT_BYTES[key]
     grads = held * GRAD_BYTES[key]
@@ -391,7 +397,7 @@ def train_memory_parts(
             spec, held, pp, tp, shard3, fsdp * dp * cp, method, lora_params, WEIGHT_BYTES[key]
         )
     tokens = microbatch * seq_len / cp  # tokens per micro-batch on this chip
-    layers = layers_per_stage(spec.n_layers, pp, vp)
+    layers = layers_per_stage(spec.n_layers, pp, vp, end_slots)
     moe_frac = moe_layer_count(spec) / spec.n_layers
     # GPU frameworks save fp8 GEMM inputs in fp8 (FP8_SAVED_INPUTS); MaxText offloads the
     # full-recompute checkpoints to host memory (OFFLOAD_KINDS)

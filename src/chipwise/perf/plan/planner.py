@@ -308,6 +308,7 @@ def plan_training(
                         layout.vp, layout.microbatch, rc, seq_len, m, precision,
                         method=model.training.method, lora_params=model.lora_params,
                         etp=layout.etp, maxtext=offload, states=st,
+                        end_slots=layout.end_slots,
                     )
                 )  # fmt: skip
                 if least is None or need < least[0]:
