@@ -160,3 +160,34 @@ def test_a_step_with_the_pattern_sits_between_all_global_and_all_local() -> None
 def test_the_validation_flop_convention_still_counts_full_attention() -> None:
     dense = replace(BASE, sliding_window=0)
     assert model_flops_per_token(BASE, 8192) == model_flops_per_token(dense, 8192)
+
+
+def test_splash_backward_blocks_are_the_recipes_2048_capped_at_causal() -> None:
+    """The backward's 2048-key tiles (the Ironwood MaxText recipes' sa_block_*_dkv) cost a
+    128-token window two of them per query tile; a window as wide as the tiles costs no
+    more than causal attention over the sequence."""
+    from chipwise.perf.ops.tpu import SPLASH_BWD_BLOCK, causal_ceiling
+
+    kw = {"b": 1, "seq_len": 8192, "shard": Shard(), "precision": "bf16", "moe": False}
+    local = next(o for o in layer_ops(replace(BASE, sliding_window=128), sliding=True, **kw)
+                 if o.kind is OpKind.ATTENTION)  # fmt: skip
+    bwd = replace(local, name="attention_bwd", backward=True)
+    v7 = model_for(chip("tpu-v7"))
+    fwd_t, bwd_t = v7.op_time(local), v7.op_time(bwd)
+    # 2048-key tiles: (1 + 2 * 3) of them over 4 query tiles, against 512-key ones forward
+    assert block_overcount(bwd, SPLASH_BWD_BLOCK) / block_overcount(local, 512) == pytest.approx(
+        7 * 2048**2 / ((1 + 2 * 15) * 512**2)
+    )
+    assert any("splash blocks of 2048" in n for n in bwd_t.notes)
+    assert bwd_t.seconds > 3 * fwd_t.seconds
+    # Mistral-7B's 4096-token window at 8192 tokens: 9 tiles of 2048, more than causal's
+    # logical pairs, so it costs what causal attention does
+    spec = replace(BASE, sliding_window=4096)
+    wide, causal = (
+        replace(next(o for o in layer_ops(spec, sliding=s, **kw) if o.kind is OpKind.ATTENTION),
+                backward=True)
+        for s in (True, False)
+    )  # fmt: skip
+    assert causal_ceiling(wide) == pytest.approx(8192**2 / 2 / (8192 * 4096 - 4096**2 / 2))
+    assert v7.op_time(wide).seconds == pytest.approx(v7.op_time(causal).seconds)
+    assert causal_ceiling(causal) == float("inf")

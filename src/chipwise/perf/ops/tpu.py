@@ -12,8 +12,9 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
 - **Attention on the MXU.** Fused (splash/flash) attention runs QK^T, contracting over the
   qk head dim, and PV, producing the v head dim, on the MXUs: both head dims pad to d, so
   head_dim 64 costs 2x its FLOPs on a 128 MXU and 4x on a 256 MXU, head_dim 128 2x on 256.
-  Splash computes whole ``SPLASH_BLOCK`` x ``SPLASH_BLOCK`` tiles wherever its mask leaves
-  one pair: a sliding window narrower than a tile costs the tiles its band crosses.
+  Splash computes whole ``SPLASH_BLOCK`` x ``SPLASH_BLOCK`` tiles (``SPLASH_BWD_BLOCK`` in
+  the backward) wherever its mask leaves one pair: a sliding window narrower than a tile
+  costs the tiles its band crosses, at most what causal attention would.
   Its backward runs at ``attention_backward_ratio`` of the forward's rate.
 - **Decode attention.** A decode step's attention is a read of the paged KV cache by the
   ragged paged-attention Pallas kernel (vLLM TPU / tpu-inference RPA, JetStream), which
@@ -42,7 +43,7 @@ from chipwise.errors import UnsupportedOpError
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
-from chipwise.perf.ops.layers import block_overcount
+from chipwise.perf.ops.layers import block_overcount, causal_pairs
 from chipwise.perf.ops.roofline import Roof, op_bytes, op_flops, timed
 from chipwise.units import DTYPE_BYTES
 from chipwise.workload.ir import Op, OpKind
@@ -52,6 +53,15 @@ from chipwise.workload.ir import Op, OpKind
 # src/MaxText/configs/base.yml @003b4169, "Splash attention block sizes"). The kernel skips
 # only blocks its mask hides entirely (layers.block_pairs).
 SPLASH_BLOCK = 512
+# The backward's (fused dK/dV/dQ kernel, sa_use_fused_bwd_kernel=True) blocks: every
+# Ironwood MaxText recipe that sets them uses sa_block_q_dkv = sa_block_kv_dkv =
+# sa_block_kv_dkv_compute = 2048 (github:AI-Hypercomputer/tpu-recipes @c8cfe2f, 2026-08,
+# training/ironwood/{gpt-oss-120b,deepseek3-671b,qwen3-235b-a22b}/*/xpk/run_recipe.sh),
+# as do MaxText's own Trillium configs (e.g. mistral_7b in benchmarks/
+# maxtext_trillium_model_configs.py @e591f30). Only the blocks a sliding window crosses
+# depend on it (``block_overcount``): gpt-oss's 128-token window costs two 2048-key
+# tiles per query block in the backward, not two 512-key ones.
+SPLASH_BWD_BLOCK = 2048
 DEFAULT_MXU_DIM = 128  # v2-v5p MXU side (hardware.md TPU table), if the catalog lacks it
 TILE_SUBLANES = 8  # HBM/VMEM tile is (8, 128) 32-bit words (S4, "TPU memory layout")
 TILE_LANES = 128
@@ -105,6 +115,18 @@ def is_decode_attention(op: Op) -> bool:
     """A decode step's attention: one query token per sequence reading its KV cache
     (``layers.decode_layer_ops`` gives it ``mnk = (1, context, head_dim)``)."""
     return op.kind is OpKind.ATTENTION and not op.backward and op.mnk is not None and op.mnk[0] == 1
+
+
+def causal_ceiling(op: Op) -> float:
+    """Causal / windowed logical pairs of a self-attention op: a window under tiles as wide
+    as itself computes no more than causal attention over the same sequence would, whose
+    diagonal tiles the efficiency's causal logical FLOPs already price (``block_overcount``).
+    Infinite for other ops."""
+    if op.kind is not OpKind.ATTENTION or op.mnk is None or not op.window or not op.causal:
+        return math.inf
+    s_q, s_kv = op.mnk[0], op.mnk[1]
+    windowed = causal_pairs(s_q, s_kv, causal=True, window=op.window)
+    return causal_pairs(s_q, s_kv, causal=True) / windowed if windowed > 0 else math.inf
 
 
 def vpu_rate(chip: Chip) -> float:
@@ -173,10 +195,11 @@ class TpuModel(PerfModel):
                         "paged KV-cache read at "
                         f"{eff.decode_attention_fraction():.0%} of HBM bandwidth"
                     )
-                blocks = block_overcount(op, SPLASH_BLOCK)
+                block = SPLASH_BWD_BLOCK if op.backward else SPLASH_BLOCK
+                blocks = min(block_overcount(op, block), causal_ceiling(op))
                 work = flops * self.attention_padding(op) * blocks
                 if blocks > 1.0001:
-                    notes.append(f"splash blocks of {SPLASH_BLOCK}: {blocks:.2f}x the FLOPs")
+                    notes.append(f"splash blocks of {block}: {blocks:.2f}x the FLOPs")
             else:
                 frac = eff.gemm_fraction(op.dtype)
                 if op.mnk is not None and all(op.mnk):
