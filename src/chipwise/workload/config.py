@@ -440,6 +440,8 @@ def spec_from_config(
         published_params=published_params,
         learned_positions=_learned_positions(cfg, family, where),
         expert_quant=_expert_quant(config),
+        glu_clamp=_glu_clamp(cfg, where),
+        expert_bias=model_type in _EXPERT_BIAS_MODELS,
     )
     max_positions = _optional_int(cfg, _MAX_POS, where)
     return replace(spec, max_seq_len=max_positions) if max_positions else spec
@@ -643,6 +645,22 @@ def _expert_quant(config: Mapping[str, Any]) -> str:
     if isinstance(method, str) and any(isinstance(m, str) and "self_attn" in m for m in keep):
         return method
     return ""
+
+
+# Model types whose routed experts carry biases on both projections: gpt-oss
+# (transformers' GptOssExperts: gate_up_proj_bias and down_proj_bias; Megatron-Bridge's
+# GPTOSSProvider sets add_bias_linear=True).
+_EXPERT_BIAS_MODELS = frozenset({"gpt_oss"})
+
+
+def _glu_clamp(cfg: Mapping[str, Any], where: str) -> float:
+    """gpt-oss's ``swiglu_limit``: the clamp on its expert GLU's inputs (0 = none)."""
+    limit = cfg.get("swiglu_limit")
+    if limit is None:
+        return 0.0
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
+        raise WorkloadError(f"config {where}: swiglu_limit must be a positive number")
+    return float(limit)
 
 
 def _learned_positions(cfg: Mapping[str, Any], family: _Family, where: str) -> int:

@@ -192,6 +192,12 @@ class TransformerSpec:
     # whose HF quantization_config lists attention, router, embeddings and head in
     # modules_to_not_convert): every other weight stays bf16 whatever --precision says.
     expert_quant: str = ""
+    # gpt-oss's expert MLP (HF GptOssExperts, huggingface.co/openai/gpt-oss-120b config.json):
+    # the GLU's gate clamped to at most ``glu_clamp`` and its linear half to +-``glu_clamp``
+    # (config swiglu_limit 7.0; 0 = no clamp), and biases on both expert projections
+    # (``expert_bias``: gate_up_proj_bias, down_proj_bias)
+    glu_clamp: float = 0.0
+    expert_bias: bool = False
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):

@@ -30,6 +30,9 @@ ATTENTION_BACKWARD_FLOPS_RATIO = 2.5
 # A memory-bound op's backward reads the saved input and the output gradient and writes
 # the input gradient: about twice the forward's traffic.
 ELEMENTWISE_BACKWARD_BYTES_RATIO = 2.0
+# Memory-bound ops whose backward was counted kernel by kernel (``unfused_expert_epilogues``):
+# backward / forward traffic.
+_BACKWARD_BYTES_RATIO = {"expert_bias": 8.0 / 6.0}
 # Cross-entropy over the logits runs in fp32 (Megatron, MaxText, torchtitan all upcast).
 LOSS_DTYPE = "fp32"
 # RMSNorm/LayerNorm statistics and softmax are computed in fp32 but read/write the
@@ -421,6 +424,54 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
     return ops
 
 
+def unfused_expert_epilogues(ops: tuple[Op, ...], spec: TransformerSpec) -> tuple[Op, ...]:
+    """Forward ops with the memory passes Megatron-Core's TEGroupedMLP runs outside any fused
+    kernel for gpt-oss's experts (a GLU clamp, expert biases) inserted where they run.
+
+    Sources (github:NVIDIA/Megatron-LM, the same code at 92c8482e, 8f1c2f8a, 44151194, d1410e15
+    and 24bad8e6: the Megatron-Core of the NeMo 25.11 to 26.08 containers):
+
+    * clamp (``glu_clamp``): ``weighted_bias_quick_geglu_impl`` (megatron/core/fusions/
+      fused_bias_geglu.py) clamps the fc1 output's gate half (``max=limit``) and linear half
+      (+-limit) and ``torch.cat``s them back before the torch.compile'd quick-GeGLU, three
+      eager kernels: the [rows, 2F] tensor is read and written twice (reads 2, writes 2).
+      Their backward (autograd's clamp masks and ``where`` per half, then the cat of the
+      halves' gradients) is about twice that, the module's generic rule.
+    * fc2 bias (``expert_bias``): ``TEGroupedMLP`` builds fc2 with ``skip_bias_add=True`` and
+      adds the bias itself in ``_apply_bias`` (megatron/core/transformer/moe/experts.py): per
+      local expert ``t + b * p`` (the bias times each row's routing prob, bf16 like the
+      router's logits: an [rows, D] product written, then added to fc2's output) and a
+      ``torch.cat`` of the experts' results: reads 3, writes 3 of [rows, D]. Backward: mul's
+      two reductions (grad x p summed over rows for the bias, grad x b over D for the probs:
+      3 passes each) and split's cat of the experts' gradients (2): 8 passes, 4/3 of the
+      forward (``_BACKWARD_BYTES_RATIO``).
+    * fc1 bias: none of its own. fc1 keeps ``skip_bias_add=False``, so Transformer Engine's
+      GroupedLinear adds it in the GEMM and fuses its gradient with the wgrad GEMM (bf16) or
+      the dY quantisation (``tex.bgrad_quantize``, fp8; transformer_engine/pytorch/module/
+      grouped_linear.py @5671fd36).
+
+    Serving engines and Transformer Engine's fused grouped MLP (``ScaledClampedQGeGLU`` and
+    GroupedLinear ``scale_bias``, Megatron's ``use_transformer_engine_op_fuser``) fuse both;
+    callers apply this only to the unfused path."""
+    if not (spec.glu_clamp or spec.expert_bias):
+        return ops
+    out: list[Op] = []
+    act_dtype = ""
+    for op in ops:
+        if op.name == "expert_act":
+            act_dtype = op.dtype
+            if spec.glu_clamp and spec.gated_mlp:
+                # the GLU's input: rows x 2F, twice the activation's rows x F output
+                glu_in = 2.0 * op.shape[0]
+                out.append(_memop("expert_glu_clamp", OpKind.ELEMENTWISE, glu_in, 2, 2, op.dtype))
+        out.append(op)
+        if op.name == "expert_down" and spec.expert_bias and op.mnk is not None and act_dtype:
+            rows, d, _ = op.mnk
+            out.append(_memop("expert_bias", OpKind.ELEMENTWISE, float(op.batch * rows * d),
+                              3, 3, act_dtype))  # fmt: skip
+    return tuple(out)
+
+
 def active_experts(local_experts: int, tokens: int, k: int, n_experts: int) -> int:
     """Experts of ``local_experts`` one rank runs for ``tokens`` tokens each routed to ``k``
     of ``n_experts`` (uniform routing: the expected number of distinct experts hit)."""
@@ -561,7 +612,7 @@ def backward_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
             # embedding backward: scatter-add of T rows into the table
             out.append(replace(op, name=f"{op.name}_bwd", kind=OpKind.SCATTER, backward=True))
         else:
-            r = ELEMENTWISE_BACKWARD_BYTES_RATIO
+            r = _BACKWARD_BYTES_RATIO.get(op.name, ELEMENTWISE_BACKWARD_BYTES_RATIO)
             out.append(
                 replace(
                     op,

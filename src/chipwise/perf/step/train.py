@@ -51,6 +51,7 @@ from chipwise.perf.ops.layers import (
     is_attention_core,
     layer_ops,
     selective_recompute_ops,
+    unfused_expert_epilogues,
 )
 from chipwise.perf.plan.memory import (
     GRAD_BYTES,
@@ -324,7 +325,9 @@ class StepModel(StepTimer):
         # only the method and the LoRA settings matter here (seq_len/batch come per call)
         self.training = training or Training()
         self.lora_params = lora_params(spec, self.training)
-        self._layers: dict[tuple[int, int, int, int, int, bool, bool, int, bool], LayerCost] = {}
+        # (b, seq_len, tp, cp, ep, moe, sliding, etp, flash, unfused_experts)
+        self._layers: dict[tuple[int, int, int, int, int, bool, bool, int, bool, bool],
+                           LayerCost] = {}  # fmt: skip
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
@@ -359,8 +362,9 @@ class StepModel(StepTimer):
         sliding: bool = False,
         etp: int = 0,
         flash: bool = True,
+        unfused_experts: bool = False,
     ) -> LayerCost:
-        key = (b, seq_len, tp, cp, ep, moe, sliding, etp, flash)
+        key = (b, seq_len, tp, cp, ep, moe, sliding, etp, flash, unfused_experts)
         cached = self._layers.get(key)
         if cached is not None:
             return cached
@@ -369,6 +373,8 @@ class StepModel(StepTimer):
             self.spec, b=b, seq_len=seq_len, shard=shard, precision=self.precision, moe=moe,
             sliding=sliding, flash=flash,
         ))  # fmt: skip
+        if unfused_experts:
+            fwd_ops = unfused_expert_epilogues(fwd_ops, self.spec)
         tr = self.training
         adapters = adapter_forward_ops(fwd_ops, self.spec, tr)
         # the casts are timed with the forward; backward_ops derives from the GEMMs alone
@@ -425,7 +431,20 @@ class StepModel(StepTimer):
             return self.layer(b, seq_len, plan.tp, plan.cp, 1, False, sliding, flash=flash)
         etp = plan.expert_tp
         return self.layer(b, seq_len, plan.tp, plan.cp, plan.ep, True, sliding,
-                          0 if etp == plan.tp else etp, flash=flash)  # fmt: skip
+                          0 if etp == plan.tp else etp, flash=flash,
+                          unfused_experts=self._megatron_experts(plan))  # fmt: skip
+
+    def _megatron_experts(self, plan: Plan) -> bool:
+        """Whether ``plan``'s experts run Megatron-Core's TEGroupedMLP with its unfused
+        epilogue passes (``ops.layers.unfused_expert_epilogues``): GPU plans on Megatron
+        (fsdp = 1; ZeRO-3 plans are the FSDP2 stacks, see ``FSDP_STACK_MOE_HOST_S``) that are
+        not captured whole as one CUDA graph. The recipes that capture the full iteration
+        (plan full_graph=1) also set ``use_transformer_engine_op_fuser``, whose fused grouped
+        MLP (Transformer Engine's ``ScaledClampedQGeGLU``, GroupedLinear ``scale_bias``) fuses
+        those passes (_apply_gpt_oss_120b_full_iter_fp8mx_configs in perf_recipes/gpt_oss/
+        common.py, the deepseek and qwen full-iteration helpers, github:NVIDIA-NeMo/
+        Megatron-Bridge @4ab94dfad, 2026-08-11)."""
+        return self.chip.kind != "tpu" and plan.fsdp == 1 and plan.full_graph != 1
 
     # ---- the step -----------------------------------------------------------------------
 
