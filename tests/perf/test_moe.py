@@ -296,3 +296,27 @@ def _alltoall_bytes_out(group: int, in_domain: int) -> float:
         H100, tokens=4096, k=8, bytes_per_copy=7168 * 2, group_size=group,
         in_domain=in_domain, experts=256,
     ).scale_out_bytes  # fmt: skip
+
+
+def test_maxtext_scatter_adds_gpt_oss_expert_bias_gradients_on_tpu() -> None:
+    """gpt-oss's three expert biases are gathered per routed row (MaxText transform_bias);
+    their gradients are scatter-adds of every routed row, on TPUs only."""
+    from chipwise.perf.ops.layers import Dtypes, backward_ops
+    from chipwise.perf.step.train import maxtext_expert_bias_grads, per_expert_gemms
+    from chipwise.workload.ir import OpKind
+
+    spec = preset_spec("gpt-oss-120b")
+    assert spec.expert_bias
+    fwd = per_expert_gemms(tuple(mlp_ops(spec, b=1, s=4096, shard=Shard(ep=1),
+                                         dt=Dtypes.for_precision("bf16"), moe=True)))  # fmt: skip
+    bwd = tuple(reversed(backward_ops(fwd)))
+    out = maxtext_expert_bias_grads(bwd, spec)
+    added = [o for o in out if o not in bwd]
+    assert [o.name for o in added] == ["expert_bias_wo_bwd", "expert_bias_wi_bwd"]
+    assert all(o.kind is OpKind.SCATTER and o.backward for o in added)
+    rows = 4096 * spec.experts_per_token
+    assert added[0].bytes_read == rows * spec.d_model * 2  # bf16 rows of width d
+    assert added[1].bytes_read == rows * 2 * spec.moe_d_ff * 2  # wi_0 and wi_1
+    # a model without expert biases keeps its backward
+    qwen = preset_spec("qwen3-235b-a22b")
+    assert maxtext_expert_bias_grads(bwd, qwen) == bwd

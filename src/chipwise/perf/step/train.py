@@ -210,6 +210,41 @@ def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     )
 
 
+# MaxText's dropless MoE adds gpt-oss's expert biases (``mlp_bias``: wi_0, wi_1 and wo, one
+# row per expert) by gathering each routed row's expert's bias, ``bias[selected_experts]``
+# (``transform_bias``, src/maxtext/layers/moe.py @e591f30, 2026-08-22), and adding it to the
+# gmm outputs. The gather's transpose in JAX is a scatter-add: each bias gradient sums its
+# t x k rows of output gradient into its expert's row, an XLA scatter on the TensorCore
+# (the ``ops.tpu`` scatter slow path), three per layer and step. The forward adds fuse into
+# the GLU activation (wi) and the write the ``mlpwo`` checkpoint makes anyway (wo).
+
+
+def maxtext_expert_bias_grads(ops: tuple[Op, ...], spec: TransformerSpec) -> tuple[Op, ...]:
+    """Backward ops with the scatter-adds of gpt-oss's expert-bias gradients as MaxText runs
+    them on a TPU (``transform_bias``): wo's where the output gradient enters the down
+    projection's backward, wi_0's and wi_1's after the activation's backward."""
+    gemm = next((o for o in ops if o.name == "expert_down_dgrad"), None)
+    if not spec.expert_bias or gemm is None or gemm.mnk is None:
+        return ops
+    rows = float(gemm.batch * gemm.mnk[0])  # t x k routed rows on this chip
+
+    def scatter(name: str, width: int) -> Op:
+        size = dtype_bytes(gemm.dtype)
+        return Op(name=name, kind=OpKind.SCATTER, dtype=gemm.dtype, flops=rows * width,
+                  bytes_read=rows * width * size, bytes_written=gemm.batch * width * size,
+                  shape=(int(rows), width), backward=True)  # fmt: skip
+
+    out: list[Op] = []
+    for op in ops:
+        if op.name.startswith("expert_down_") and not any(o.name == "expert_bias_wo_bwd"
+                                                          for o in out):  # fmt: skip
+            out.append(scatter("expert_bias_wo_bwd", gemm.mnk[2]))
+        out.append(op)
+        if op.name == "expert_act_bwd":
+            out.append(scatter("expert_bias_wi_bwd", gemm.mnk[1] * (2 if spec.gated_mlp else 1)))
+    return tuple(out)
+
+
 def expert_input_casts(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     """Forward ops with the fp8 quantisation of each fp8 expert GEMM's input inserted before
     it. Transformer Engine's GroupedLinear quantises its bf16 input itself, one unfused pass
@@ -381,6 +416,8 @@ class StepModel(StepTimer):
         cast = expert_input_casts(fwd_ops) if self.chip.kind != "tpu" else fwd_ops
         fwd = self.time_ops(with_dequant(cast, tr, backward=False) + adapters)
         bwd_ops = frozen_backward(tuple(reversed(backward_ops(fwd_ops + adapters))), tr)
+        if self.chip.kind == "tpu":
+            bwd_ops = maxtext_expert_bias_grads(bwd_ops, self.spec)
         bwd = self.time_ops(with_dequant(bwd_ops, tr, backward=True))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
         attn_f = sum(t.seconds for t in fwd if is_attention_core(t.op))
