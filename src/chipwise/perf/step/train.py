@@ -235,10 +235,11 @@ def maxtext_expert_bias_grads(ops: tuple[Op, ...], spec: TransformerSpec) -> tup
                   shape=(int(rows), width), backward=True)  # fmt: skip
 
     out: list[Op] = []
+    wo_added = False
     for op in ops:
-        if op.name.startswith("expert_down_") and not any(o.name == "expert_bias_wo_bwd"
-                                                          for o in out):  # fmt: skip
+        if op.name.startswith("expert_down_") and not wo_added:
             out.append(scatter("expert_bias_wo_bwd", gemm.mnk[2]))
+            wo_added = True
         out.append(op)
         if op.name == "expert_act_bwd":
             out.append(scatter("expert_bias_wi_bwd", gemm.mnk[1] * (2 if spec.gated_mlp else 1)))

@@ -113,42 +113,20 @@ def trtllm_bench_limits(
     if per_weight is None or spec.expert_quant == "mxfp4":
         max_bs, max_tokens = BUILD_DEFAULT_MAX_BATCH, BUILD_DEFAULT_MAX_TOKENS
     else:
-        max_bs, max_tokens = _tuned_limits(
-            spec, per_weight, precision=precision, kv_dtype=kv_dtype, hbm_bytes=hbm_bytes,
-            tp=tp, pp=pp, mean_in=mean_in, mean_out=mean_out,
-            kv_free_fraction=kv_free_fraction,
-        )  # fmt: skip
+        # calc_engine_setting + finetune_setting for a tuned quantisation (module docstring)
+        kv_bytes = 1.0 if kv_dtype == "fp8" else 2.0
+        kv_heads = max(tp, spec.n_kv_heads)
+        per_token = 2 * spec.n_layers * kv_heads * _kv_head_size(spec) * kv_bytes / _GIB
+        weights = _checkpoint_elements(spec, precision) * per_weight
+        available = tp * pp * hbm_bytes / _GIB - weights / _GIB
+        cache = max(0.0, available) * kv_free_fraction
+        requests = cache / (per_token * max(1.0, mean_in + mean_out))
+        raw_bs = min(requests, _MAX_BATCH_CAP) / pp
+        raw_tokens = min(raw_bs * (1 + mean_in / max(1.0, mean_out)), _MAX_TOKENS_CAP)
+        max_bs, max_tokens = _round_batch(raw_bs), _round_tokens(raw_tokens)
     # chunked prefill off (trtllm-bench's default): the longest prompt fits one step, on
     # either path (get_settings applies it after the tuned or the default limits)
     return max_bs, max(max_tokens, math.ceil(max_in) + max_bs)
-
-
-def _tuned_limits(
-    spec: TransformerSpec,
-    per_weight: float,
-    *,
-    precision: str,
-    kv_dtype: str,
-    hbm_bytes: float,
-    tp: int,
-    pp: int,
-    mean_in: float,
-    mean_out: float,
-    kv_free_fraction: float,
-) -> tuple[int, int]:
-    """calc_engine_setting + finetune_setting for a tuned quantisation (module docstring)."""
-    kv_bytes = 1.0 if kv_dtype == "fp8" else 2.0
-    kv_heads = max(tp, spec.n_kv_heads)
-    per_token = 2 * spec.n_layers * kv_heads * _kv_head_size(spec) * kv_bytes / _GIB
-    gpus = tp * pp
-    weights = _checkpoint_elements(spec, precision) * per_weight
-    available = gpus * hbm_bytes / _GIB - weights / _GIB
-    cache = max(0.0, available) * kv_free_fraction
-    seq = max(1.0, mean_in + mean_out)
-    requests = cache / (per_token * seq)
-    raw_bs = min(requests, _MAX_BATCH_CAP) / pp
-    raw_tokens = min(raw_bs * (1 + mean_in / max(1.0, mean_out)), _MAX_TOKENS_CAP)
-    return _round_batch(raw_bs), _round_tokens(raw_tokens)
 
 
 __all__ = ["BUILD_DEFAULT_MAX_BATCH", "BUILD_DEFAULT_MAX_TOKENS", "trtllm_bench_limits"]
