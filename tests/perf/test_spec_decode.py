@@ -30,15 +30,16 @@ SERVE = ServeModel(load_preset("llama3-8b"), H100_80E9, "bf16", model_for(H100),
 DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Network(H200))
 
 # Today's predictions (main at 146913b, before speculative decoding existed, with the
-# measured decode-attention floor and rate of 2026-12-05) of llama3-8b on one H100 at
+# measured decode-attention floor and rate of 2026-12-05; re-recorded after the
+# sustained_tensor_fraction refit of 2026-12-05, 0.709 -> 0.717) of llama3-8b on one H100 at
 # 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.008684122270227593, 0.03920449890790442,
-     1815.03235446867),
-    ({"load": "rps", "rps": 4.0}, 0.007831974784680062, 0.037393619359120826, 1200.0),
+    ({"load": "concurrency", "concurrency": 16}, 0.008668122922562176, 0.03883481166631434,
+     1818.3824838937544),
+    ({"load": "rps", "rps": 4.0}, 0.007822375749230065, 0.03704466943089987, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
-     0.023468046109777825, 3.1243916505462845, 4443.736577195534),
-    ({"load": "max_throughput"}, 0.06738645067112276, 0.06187890551393613, 5282.961136170321),
+     0.02333427651279188, 3.092418607334167, 4469.836190489459),
+    ({"load": "max_throughput"}, 0.0668839724802871, 0.061433537988726104, 5322.650357003314),
 )  # fmt: skip
 
 
