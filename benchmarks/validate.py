@@ -19,12 +19,13 @@ as one): fitted on the others, the error on the rows left out, then over all row
 predicted out of sample (``chipwise.validate.lopo`` does the work). It prints the values to
 put in the TOML; it writes nothing.
 
-``--fit-moe-host`` refits ``MOE_LAYER_HOST_S`` and ``MOE_GRAPHED_HOST_S`` (perf/step/train.py,
+``--fit-moe-host`` refits ``MOE_LAUNCH_HOST_S`` and ``MOE_GRAPHED_HOST_S`` (perf/step/train.py,
 the latter for plans that CUDA-graph the attention, attn_graph=1): on each row that
 ``validate/data/in_sample.toml`` lists for it, the step predicted without the host term is
 compared with the measured one, the gap divided by the MoE-layer passes of the busiest
-stage (micro-batches plus the bubble's share, times its MoE layers); it prints the median
-and each row's gap. It writes nothing.
+stage (micro-batches plus the bubble's share, times its MoE layers) and, for
+``MOE_LAUNCH_HOST_S``, by the kernels such a layer launches; it prints the median and each
+row's gap. It writes nothing.
 
 ``--moe-host-gaps`` prints the same per-layer gap (the host term set to zero) for every GPU
 MoE training row on a Megatron plan (ep > 1, fsdp = 1), in sample or not, with its local
@@ -117,12 +118,29 @@ def _moe_layer_gap(case: Case) -> tuple[float, str, int] | None:
     return gap, result.plan, spec.n_experts // plan.ep
 
 
-HOST_CONSTANTS = ("MOE_LAYER_HOST_S", "MOE_GRAPHED_HOST_S")
+def _moe_layer_launches(case: Case) -> float:
+    """Kernels one MoE layer of ``case``'s busiest stage launches per micro-batch: how much
+    a probe host time per launch moves the per-layer gap (the caller zeroes the host term;
+    the row's plan is fixed, so only the host term moves)."""
+    from unittest import mock
+
+    from chipwise.perf.step import train
+
+    probe = 1e-6
+    base = _moe_layer_gap(case)
+    with mock.patch.object(train, "MOE_LAUNCH_HOST_S", probe):
+        probed = _moe_layer_gap(case)
+    assert base is not None and probed is not None, case.id
+    return (base[0] - probed[0]) / probe
+
+
+HOST_CONSTANTS = ("MOE_LAUNCH_HOST_S", "MOE_GRAPHED_HOST_S")
 
 
 def fit_moe_host() -> None:
-    """Print the median per-MoE-layer gap over the rows each host constant is fitted to
-    (``MOE_LAYER_HOST_S``; ``MOE_GRAPHED_HOST_S`` for plans with attn_graph=1)."""
+    """Print the median gap over the rows each host constant is fitted to: per MoE-layer
+    kernel launch (``MOE_LAUNCH_HOST_S``), per MoE layer (``MOE_GRAPHED_HOST_S``, plans
+    with attn_graph=1)."""
     from unittest import mock
 
     from chipwise.perf.step import train
@@ -137,6 +155,12 @@ def fit_moe_host() -> None:
                 found = _moe_layer_gap(cases[row])
                 assert found is not None, row
                 gap, plan, _ = found
+                if name == "MOE_LAUNCH_HOST_S":
+                    launches = _moe_layer_launches(cases[row])
+                    gaps.append(gap / launches)
+                    print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass, {launches:.0f} "
+                          f"launches ({plan})")  # fmt: skip
+                    continue
                 gaps.append(gap)
                 print(f"  {row}: {gap * 1e3:.2f} ms per MoE layer pass ({plan})")
         print(f"{name} = {float(np.median(gaps)):.2e}  # median of {len(gaps)} rows")
@@ -144,14 +168,14 @@ def fit_moe_host() -> None:
 
 def moe_host_gaps() -> None:
     """Print the per-MoE-layer gap (no host term) of every GPU MoE training row on a
-    Megatron plan (ep > 1, fsdp = 1), marking the rows MOE_LAYER_HOST_S is fitted to."""
+    Megatron plan (ep > 1, fsdp = 1), marking the rows MOE_LAUNCH_HOST_S is fitted to."""
     from unittest import mock
 
     from chipwise.perf import parse_plan
     from chipwise.perf.step import train
     from chipwise.validate import in_sample_constants
 
-    fitted = set(next(c.rows for c in in_sample_constants() if c.name == "MOE_LAYER_HOST_S"))
+    fitted = set(next(c.rows for c in in_sample_constants() if c.name == "MOE_LAUNCH_HOST_S"))
     with mock.patch.multiple(train, **dict.fromkeys(HOST_CONSTANTS, 0.0)):
         for case in load_cases():
             if case.phase != "train" or case.chip.startswith("tpu"):

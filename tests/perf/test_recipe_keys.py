@@ -10,10 +10,12 @@ import pytest
 from chipwise.errors import PlanError
 from chipwise.hardware.catalog import chip
 from chipwise.perf.base import Plan, parse_plan
+from chipwise.perf.ops.layers import GLU_CLAMP_KERNELS, norm_act_recompute_ops
 from chipwise.perf.plan.parallel import groups
 from chipwise.perf.plan.planner import plan_constraints
 from chipwise.perf.predictor import Predictor
-from chipwise.perf.step.train import StepModel, ep_comm_overlaps
+from chipwise.perf.step import train
+from chipwise.perf.step.train import StepModel, ep_comm_overlaps, kernel_launches
 from chipwise.workload.ir import Training, Workload
 from chipwise.workload.presets import load_preset
 
@@ -25,6 +27,12 @@ def _moe(c=B200, precision: str = "bf16") -> StepModel:
     spec = load_preset("gpt-oss-120b")
     work = Workload(model=spec, phase=Training(seq_len=4096, global_batch=1280))
     return Predictor(work, c, precision).step_model()
+
+
+def _host(model: StepModel, plan: Plan) -> float:
+    """The host term of one MoE layer of ``plan`` (4096-token sequences)."""
+    lc = model._stage_layer(plan, plan.microbatch, 4096, True, False)
+    return model._moe_host_s(plan, lc)
 
 
 def test_recipe_keys_parse_print_and_reject_bad_values() -> None:
@@ -101,18 +109,18 @@ def test_a_zero3_plan_runs_as_an_fsdp2_stack_without_overlap_or_megatron_host_ti
     assert ep_comm_overlaps(megatron, 4, B200) and not ep_comm_overlaps(fsdp2, 4, B200)
     assert ep_comm_overlaps(replace(fsdp2, a2a_overlap=1), 4, B200)
     # experts as one grouped kernel: no per-expert host launches
-    assert model._moe_host_s(megatron) > 1e-3
-    assert model._moe_host_s(fsdp2) == 0.0
-    assert _moe(TPU)._moe_host_s(megatron) == 0.0
+    assert _host(model, megatron) > 1e-3
+    assert _host(model, fsdp2) == 0.0
+    assert _host(_moe(TPU), megatron) == 0.0
 
 
 def test_a_cuda_graphed_attention_leaves_less_of_a_moe_layer_host_bound() -> None:
     model = _moe()
     plan = Plan(dp=64, ep=64, microbatch=4)
-    ungraphed = model._moe_host_s(plan)
-    graphed = model._moe_host_s(replace(plan, attn_graph=1))
+    ungraphed = _host(model, plan)
+    graphed = _host(model, replace(plan, attn_graph=1))
     assert 0.0 < graphed < ungraphed
-    assert model._moe_host_s(replace(plan, attn_graph=0)) == ungraphed  # off = unstated
+    assert _host(model, replace(plan, attn_graph=0)) == ungraphed  # off = unstated
     slow = model.train(plan, seq_len=4096, global_batch=1280)
     fast = model.train(replace(plan, attn_graph=1), seq_len=4096, global_batch=1280)
     # the host time saved on every MoE layer of every micro-batch
@@ -120,19 +128,19 @@ def test_a_cuda_graphed_attention_leaves_less_of_a_moe_layer_host_bound() -> Non
     saved = m * model.spec.n_layers * (ungraphed - graphed)
     assert slow.step_time_s - fast.step_time_s == pytest.approx(saved, rel=1e-6)
     # an FSDP2 stack has no Megatron host term, graphed or not
-    assert model._moe_host_s(Plan(fsdp=64, ep=64, microbatch=4, attn_graph=1)) == 0.0
+    assert _host(model, Plan(fsdp=64, ep=64, microbatch=4, attn_graph=1)) == 0.0
 
 
 def test_a_whole_iteration_cuda_graph_leaves_no_moe_layer_host_bound() -> None:
     model = _moe()
     plan = Plan(dp=64, ep=64, microbatch=4)
-    assert model._moe_host_s(replace(plan, full_graph=1)) == 0.0
-    assert model._moe_host_s(replace(plan, full_graph=1, attn_graph=1)) == 0.0
-    assert model._moe_host_s(replace(plan, full_graph=0)) == model._moe_host_s(plan)
+    assert _host(model, replace(plan, full_graph=1)) == 0.0
+    assert _host(model, replace(plan, full_graph=1, attn_graph=1)) == 0.0
+    assert _host(model, replace(plan, full_graph=0)) == _host(model, plan)
     slow = model.train(plan, seq_len=4096, global_batch=1280)
     fast = model.train(replace(plan, full_graph=1), seq_len=4096, global_batch=1280)
     m = 1280 // 64 // 4
-    saved = m * model.spec.n_layers * model._moe_host_s(plan)
+    saved = m * model.spec.n_layers * _host(model, plan)
     assert slow.step_time_s - fast.step_time_s == pytest.approx(saved, rel=1e-6)
 
 
@@ -221,3 +229,56 @@ def test_dispatcher_parses_and_the_plain_alltoall_sends_more_across_nodes() -> N
     dedup = model._alltoall(replace(plan, dispatcher="deepep"), g, 4 * 4096, 2.0)
     assert plain > dedup
     assert model._alltoall(plan, g, 4 * 4096, 2.0) == dedup  # unstated: de-duplicated
+
+
+def test_the_moe_host_term_is_charged_per_kernel_launch() -> None:
+    # Megatron launches each local expert's GEMMs one by one: more local experts, more host time
+    spec = load_preset("qwen3-235b-a22b")
+    work = Workload(model=spec, phase=Training(seq_len=4096, global_batch=1024))
+    model = Predictor(work, B200, "bf16").step_model()
+    few, many = Plan(dp=32, ep=32, microbatch=1), Plan(dp=32, ep=8, microbatch=1)
+    lc_few = model._stage_layer(few, 1, 4096, True, False)
+    lc_many = model._stage_layer(many, 1, 4096, True, False)
+    # 12 more local experts, each with 2 forward and 4 backward GEMMs
+    assert lc_many.launches - lc_few.launches == 12 * 6
+    assert _host(model, few) == pytest.approx(train.MOE_LAUNCH_HOST_S * lc_few.launches)
+    assert _host(model, many) > _host(model, few)
+    # full recompute re-runs the forward, its dispatcher sync included; selective and
+    # norm_act re-run ops inside the backward, where the host keeps ahead
+    full = replace(few, recompute="full")
+    assert lc_few.launches_with("full") == lc_few.launches + kernel_launches(
+        [t for t in lc_few.op_times if not t.op.backward]
+    )
+    assert _host(model, full) > _host(model, few)
+    for mode in ("selective", "norm_act"):
+        assert _host(model, replace(few, recompute=mode)) == _host(model, few)
+
+
+def test_gpt_oss_unfused_epilogues_launch_a_kernel_per_pass_and_expert() -> None:
+    model = _moe()
+    plan = Plan(dp=64, ep=8, microbatch=1)  # 16 local experts
+    lc = model._stage_layer(plan, 1, 4096, True, False)
+    kernels = {t.op.name: t.op.kernels for t in lc.op_times}
+    assert kernels["expert_bias"] == 2 * 16 + 1  # t + b * p per expert, then a cat
+    assert kernels["expert_glu_clamp"] == GLU_CLAMP_KERNELS
+    assert kernels["attn_norm"] == 1
+
+
+def test_norm_act_recompute_reruns_the_norms_and_the_expert_activation() -> None:
+    plan = parse_plan("tp=1,ep=64,microbatch=4,recompute=norm_act")
+    assert plan.recompute == "norm_act" and parse_plan(str(plan)) == plan
+    with pytest.raises(PlanError, match=r"none\|selective\|full\|norm_act"):
+        parse_plan("recompute=norms")
+    model = _moe()
+    lc = model._stage_layer(plan, 4, 4096, True, False)
+    names = {op.name for op in norm_act_recompute_ops(tuple(
+        t.op for t in lc.op_times if not t.op.backward))}  # fmt: skip
+    assert names == {"attn_norm", "mlp_norm", "expert_glu_clamp", "expert_act"}
+    assert 0.0 < lc.recompute("norm_act").total_s < lc.recompute("selective").total_s
+    steps = {
+        mode: model.train(
+            replace(plan, dp=64, recompute=mode), seq_len=4096, global_batch=1280
+        ).step_time_s
+        for mode in ("none", "norm_act", "selective")
+    }
+    assert steps["none"] < steps["norm_act"] < steps["selective"]

@@ -18,7 +18,7 @@ from chipwise.limits import MAX_CHIPS, MAX_GLOBAL_BATCH, MAX_LAYERS, check_whole
 from chipwise.workload.ir import Op
 
 Bound = Literal["compute", "memory", "overhead", "communication"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "norm_act"]
 # The dtype of the kept weights and Adam moments (see Plan.states).
 States = Literal["fp32", "bf16"]
 GradReduce = Literal["", "fp32", "bf16"]
@@ -172,8 +172,10 @@ class Plan:
                 raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
         if self.etp < 0:
             raise PlanError(f"plan: etp must be >= 1 (or 0 = automatic), got {self.etp}")
-        if self.recompute not in ("none", "selective", "full"):
-            raise PlanError(f"plan: recompute must be none|selective|full, got {self.recompute}")
+        if self.recompute not in ("none", "selective", "full", "norm_act"):
+            raise PlanError(
+                f"plan: recompute must be none|selective|full|norm_act, got {self.recompute}"
+            )
         if self.states not in ("fp32", "bf16"):
             raise PlanError(f"plan: states must be fp32|bf16, got {self.states}")
         if self.grad_reduce not in ("", "fp32", "bf16"):
@@ -266,7 +268,7 @@ def _plan_pairs(text: str) -> list[tuple[str, str]]:
     for part in re.split(r"[,;\s\u00d7*]+", norm):
         if part in ("", "x"):  # 'TP4 x PP2'
             continue
-        m = re.fullmatch(r"([a-z][a-z0-9_]*)=([a-z0-9]+)", part)
+        m = re.fullmatch(r"([a-z][a-z0-9_]*)=([a-z0-9][a-z0-9_]*)", part)
         if m:
             pairs.append((m.group(1), m.group(2)))
         elif _SHORTHAND.fullmatch(part):

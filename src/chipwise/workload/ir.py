@@ -87,6 +87,9 @@ class Op:
     dynamic: bool = False  # a data-dependent shape (recompilation on XLA)
     backward: bool = False  # part of the backward pass
     grouped: bool = False  # ``batch`` GEMMs of different weights (MoE experts), not one bmm
+    # kernels an eager framework launches for this op (a few unfused elementwise passes
+    # modelled as one op); each of a ``grouped`` op's ``batch`` GEMMs is its own launch
+    kernels: int = 1
     # weight-only GEMMs (W4A16/W8A16): the stored weight dtype the kernel dequantises to
     # ``dtype`` in its main loop; "" = the weights are in ``dtype``
     weight: str = ""

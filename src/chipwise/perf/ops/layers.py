@@ -424,6 +424,12 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
     return ops
 
 
+# Eager kernels of the gpt-oss GLU clamp (``unfused_expert_epilogues``): the gate half's
+# clamp, the linear half's clamp and the ``torch.cat`` (weighted_bias_quick_geglu_impl,
+# megatron/core/fusions/fused_bias_geglu.py); its backward is timed from the same op.
+GLU_CLAMP_KERNELS = 3
+
+
 def unfused_expert_epilogues(ops: tuple[Op, ...], spec: TransformerSpec) -> tuple[Op, ...]:
     """Forward ops with the memory passes Megatron-Core's TEGroupedMLP runs outside any fused
     kernel for gpt-oss's experts (a GLU clamp, expert biases) inserted where they run.
@@ -463,12 +469,15 @@ def unfused_expert_epilogues(ops: tuple[Op, ...], spec: TransformerSpec) -> tupl
             if spec.glu_clamp and spec.gated_mlp:
                 # the GLU's input: rows x 2F, twice the activation's rows x F output
                 glu_in = 2.0 * op.shape[0]
-                out.append(_memop("expert_glu_clamp", OpKind.ELEMENTWISE, glu_in, 2, 2, op.dtype))
+                clamp = _memop("expert_glu_clamp", OpKind.ELEMENTWISE, glu_in, 2, 2, op.dtype)
+                out.append(replace(clamp, kernels=GLU_CLAMP_KERNELS))
         out.append(op)
         if op.name == "expert_down" and spec.expert_bias and op.mnk is not None and act_dtype:
             rows, d, _ = op.mnk
-            out.append(_memop("expert_bias", OpKind.ELEMENTWISE, float(op.batch * rows * d),
-                              3, 3, act_dtype))  # fmt: skip
+            bias = _memop("expert_bias", OpKind.ELEMENTWISE, float(op.batch * rows * d), 3, 3,
+                          act_dtype)  # fmt: skip
+            # per local expert a product and an add, then one cat of the experts' results
+            out.append(replace(bias, kernels=2 * op.batch + 1))
     return tuple(out)
 
 
@@ -631,6 +640,21 @@ def selective_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
     memory-bound ops (norms, activation functions, rope), not the projections
     (Korthikanti et al. 2022 §5; MaxText's 'minimal' remat policy keeps matmul outputs)."""
     return tuple(op for op in forward if op.kind is not OpKind.MATMUL or is_attention_core(op))
+
+
+# What Megatron-Core's ``recompute_modules`` layernorm and moe_act re-run in the backward
+# (``recompute_granularity selective``; CheckpointWithoutOutput around the input and pre-MLP
+# layernorms and around TEGroupedMLP's activation function, megatron/core/transformer/
+# transformer_layer.py and moe/experts.py): the two norms and the experts' activation with
+# the GLU clamp it runs inside (gpt-oss). Megatron-Bridge's gpt-oss recipes on GB200, B200
+# and H100 set it (gpt_oss_workload_base_configs.py @00b7660be0 and @df0289c180).
+NORM_ACT_RECOMPUTE_OPS = frozenset({"attn_norm", "mlp_norm", "expert_glu_clamp", "expert_act"})
+
+
+def norm_act_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
+    """What norm + MoE-activation recomputation (plan recompute=norm_act) re-runs: the
+    layer's two norms and its experts' activation function (``NORM_ACT_RECOMPUTE_OPS``)."""
+    return tuple(op for op in forward if op.name in NORM_ACT_RECOMPUTE_OPS)
 
 
 def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: Shard,

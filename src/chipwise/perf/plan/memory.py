@@ -22,7 +22,9 @@ parallelism and by ``cp``. chipwise derives them from the architecture (GQA, gat
 MoE) instead of the paper's GPT-only 34*s*b*h; with flash attention the 5*a*s^2*b softmax
 term is gone and dropout masks are not kept (modern LLMs train without dropout).
 Recompute: ``selective`` drops what is cheap to recompute (norm outputs, the activation
-function's output, the attention output); ``full`` keeps only each layer's input.
+function's output, the attention output); ``norm_act`` (Megatron ``recompute_modules``
+layernorm and moe_act) the norm and activation outputs only; ``full`` keeps only each
+layer's input.
 
 LoRA / QLoRA (``method``): the base weights are frozen, so they have no gradients and no
 optimizer states; the adapters (``lora_params``) keep fp32 weights, grads and Adam m, v
@@ -282,6 +284,8 @@ def _activation_bytes(
         return d / tp * a  # only the layer input (sequence-parallel shard)
     if recompute == "selective":
         return keep_bytes / tp
+    if recompute == "norm_act":  # drops the norm and activation outputs, keeps attention's
+        return (keep_bytes + attn_out * g) / tp
     return (keep_bytes + cheap_bytes) / tp
 
 

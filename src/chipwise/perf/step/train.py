@@ -2,8 +2,9 @@
 
 For a plan, one chip on the busiest pipeline stage runs ``m`` micro-batches, each through
 ``L / pp`` layers forward and backward (backward = dgrad + wgrad for every matmul; full
-recompute adds a forward, selective the attention core and cheap elementwise ops). Each op
-is timed by the per-op model of the chip (``OpTimer``). On top:
+recompute adds a forward, selective the attention core and cheap elementwise ops, norm_act
+the norms and the experts' activation). Each op is timed by the per-op model of the chip
+(``OpTimer``). On top:
 
 * tensor parallelism: per layer 2 all-reduces of the activations forward and 2 backward
   (Shoeybi et al. 2019 §3; as reduce-scatter + all-gather under sequence parallelism,
@@ -50,6 +51,7 @@ from chipwise.perf.ops.layers import (
     heads_per_rank,
     is_attention_core,
     layer_ops,
+    norm_act_recompute_ops,
     selective_recompute_ops,
     unfused_expert_epilogues,
 )
@@ -101,33 +103,37 @@ EP_OVERLAP = 0.0
 # (``moe_a2a_overlap``, default False in scripts/performance WorkloadBaseConfig; on for e.g.
 # Qwen3-235B on H100 and gpt-oss-120b V2 on GB200, explicitly off for Qwen3-235B on B200 and
 # Qwen3-30B on H100). A row does not say which it ran, so the model keeps one setting: off
-# everywhere (with MOE_LAYER_HOST_S refitted to 4.5-5.5 ms) scored train-moe 14.6-16.6 %
+# everywhere (with the then per-layer host term refitted to 4.5-5.5 ms) scored train-moe 14.6-16.6 %
 # median vs 9.0 % on 2026-12-03, because 1024+-GPU DeepSeek-V3 rows (-36 %) and the
 # DualPipe H800 row (-46 %) then expose their cross-node all-to-alls in full.
 EP_COMM_OVERLAP = True
-# Device time a GPU loses per MoE layer per micro-batch (forward + backward) to the host:
-# Megatron's token dispatcher copies the per-expert token counts to the host every layer
-# (a device-to-host sync the a2a split sizes and grouped-GEMM shapes need), after which the
-# GPU idles while the CPU launches the permutation, the per-expert GEMMs and casts, one
-# kernel at a time (Megatron-Core MoE docs: MoE layers are host-bound without CUDA graphs;
-# "--cuda-graph-scope moe" and sync-free dispatch exist to remove it). Fitted
-# (``python benchmarks/validate.py --fit-moe-host``, 2026-12-05): the median per-MoE-layer
-# gap between measured and modelled (without it) step time on the 4 rows where the host
-# term stands alone: Qwen3-30B-A3B on one 8-GPU B200 or GB200 domain (Megatron-Bridge 25.11
-# and 26.02; pp = 1, the all-to-all inside NVLink, experts of 768 so small their GEMMs take
-# microseconds). Gaps 4.2-6.4 ms with the rows' recipe settings stated (bf16 gradient
-# reduction, no all-to-all overlap: their exposed all-to-all was counted as host time
-# before, 6.9 ms), each row's token dispatcher stated (plan ``dispatcher``: the B200 rows
-# MOE-006/MOE-016 run Megatron's plain ``alltoall``, one copy per expert, the GB200 rows
-# HybridEP, one copy per rank; 5.86 ms while all four were modelled as one copy per rank,
-# 5.48 ms while all sent one copy per expert) and the fp8 casts of the expert GEMMs'
-# inputs (``expert_input_casts``; 6.01 ms without them). Those recipes CUDA-graph only the router
-# and the permutation's preprocessing (cuda_graph_scope moe_router, moe_preprocess); no
-# Megatron-Bridge MoE performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe"
-# scope (theirs are attn / moe_router / moe_preprocess or none), so no recipe setting that
-# removes the term is stated anywhere. The other GPU MoE rows test it out of sample
+# Device time a GPU loses per kernel the host launches for a MoE layer (forward + backward, per
+# micro-batch): Megatron's token dispatcher copies the per-expert token counts to the host every
+# layer (a device-to-host sync the a2a split sizes and grouped-GEMM shapes need), after which the
+# GPU idles while the CPU launches the permutation, the per-expert GEMMs and casts, one kernel at a
+# time (Megatron-Core MoE docs: MoE layers are host-bound without CUDA graphs; "--cuda-graph-scope
+# moe" and sync-free dispatch exist to remove it). So the layer's host time scales with the kernels
+# it launches (``LayerCost.launches``: every op once, or its ``Op.kernels`` eager passes (gpt-oss's
+# unfused GLU clamp and per-expert bias adds, ``ops.layers.unfused_expert_epilogues``), each
+# per-expert GEMM once per local expert, Transformer Engine's GroupedLinear issuing a cuBLAS GEMM
+# per expert), not a fixed time per layer: Qwen3-235B-A22B at ep=32 (4 local experts, 61 launches)
+# loses far less than Qwen3-30B-A3B at ep=8 (16 local, 133 launches). The per-layer gaps of the
+# out-of-sample rows agree (``--moe-host-gaps``, 2026-12-05): 2.2-2.9 ms at 4 local experts (H100
+# MOE-009/MOE-020/MOE-036), 3.6 ms at 8 (MOE-053), 4.3-6.4 ms at 16, 5.5-8.4 ms at 32 (DeepSeek-V3
+# on B200). Fitted (``python benchmarks/validate.py --fit-moe-host``, 2026-12-05): the median
+# per-launch gap between measured and modelled (without it) step time on the 4 rows where the host
+# term stands alone: Qwen3-30B-A3B on one 8-GPU B200 or GB200 domain (Megatron-Bridge 25.11 and
+# 26.02; pp = 1, the all-to-all inside NVLink, experts of 768 so small their GEMMs take
+# microseconds), 133 launches per layer, per-layer gaps 4.2-6.4 ms (5.73 ms median, the per-layer
+# constant this replaces) with the rows' recipe settings stated (bf16 gradient reduction, no
+# all-to-all overlap), each row's token dispatcher stated (plan ``dispatcher``: the B200 rows
+# MOE-006/MOE-016 run Megatron's plain ``alltoall``, the GB200 rows HybridEP) and the fp8 casts of
+# the expert GEMMs' inputs (``expert_input_casts``). Those recipes CUDA-graph only the router and
+# the permutation's preprocessing (cuda_graph_scope moe_router, moe_preprocess); no Megatron-Bridge
+# MoE performance recipe at 00b7660be0 or df0289c180 graphs the whole "moe" scope, so no recipe
+# setting that removes the term is stated anywhere. The other GPU MoE rows test it out of sample
 # (in_sample.toml).
-MOE_LAYER_HOST_S = 5.73e-3
+MOE_LAUNCH_HOST_S = 4.31e-5
 # The same with each layer's attention block captured as a CUDA graph (plan attn_graph=1:
 # Megatron --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router
 # moe_preprocess, Megatron-Bridge's GB200 recipes for Qwen3-235B-A22B and DeepSeek-V3 at
@@ -135,7 +141,7 @@ MOE_LAYER_HOST_S = 5.73e-3
 # MoE layer's device-to-host sync the GPU waits on the host's next launches; with the
 # attention a graph, one launch hands it the next layer's attention (milliseconds of work)
 # while the host issues the experts' kernels behind it, so little of the launch time stays
-# exposed. Fitted like MOE_LAYER_HOST_S (median per-MoE-layer gap, ``python
+# exposed. Fitted per layer (median per-MoE-layer gap, ``python
 # benchmarks/validate.py --fit-moe-host``, 2026-12-05) on the 2 Megatron-Bridge rows that
 # state it for Qwen3-235B-A22B on GB200 (25.11 BF16 1.47 ms, 26.02 FP8 1.36 ms; 0.98 ms
 # before their plans stated the recipe's pipeline split, end_slots=1, which takes a decoder
@@ -152,12 +158,12 @@ MOE_GRAPHED_HOST_S = 1.42e-3
 # time, so its all-to-alls are exposed unless the plan states a2a_overlap=1; (2) its experts
 # run as one grouped kernel per projection (nemo_automodel/components/moe/layers.py,
 # GroupedExpertsDeepEP: grouped_gemm's ops.gmm over all local experts), so the per-expert
-# launches MOE_LAYER_HOST_S stands for are absent and no host term is added (the layer's
+# launches MOE_LAUNCH_HOST_S stands for are absent and no host term is added (the layer's
 # DeepEP/gmm token-count sync remains: microseconds, not modelled).
 FSDP_STACK_MOE_HOST_S = 0.0
 # A GPU MoE step captured whole as one CUDA graph (plan full_graph=1: Megatron
 # ``cuda_graph_impl full_iteration``) replays every kernel of the iteration from one launch,
-# so none of the host-side launch time MOE_LAYER_HOST_S / MOE_GRAPHED_HOST_S stand for is
+# so none of the host-side launch time MOE_LAUNCH_HOST_S / MOE_GRAPHED_HOST_S stand for is
 # exposed. The dropless layer's device-to-host token-count sync, which leaves the GPU waiting
 # on the host's next launches, cannot be captured; the recipes that set it replace it with
 # static shapes (moe_expert_rank_capacity_factor 1.5, moe_pad_experts_for_cuda_graph_inference,
@@ -189,14 +195,14 @@ ADAM_BF16_WRITE_BYTES = 2 + 2 + 2
 
 
 # Expert load: every expert is modelled at the mean load (tokens x top-k / experts), no
-# routing-imbalance or capacity-factor term. That is what Megatron-Bridge's MoE benchmarks
-# run: "we force-balance the token distribution among experts and all benchmarks are
-# token-dropless" (docs/performance-summary.md @00b7660be0, 25.11 footnote). So the 2x
-# between a plan's 25.09 token-drop and 25.11 dropless figures on H100 and B200 (Qwen3-30B-A3B:
-# 10494 vs 5275, MOE-008; 18066 vs 9299, MOE-006; not on GB200, 22775 vs 23766) is not a
-# busiest-expert effect; MOE-008's per-MoE-layer gap (23 ms, ``--moe-host-gaps``) stays
-# unexplained. Real dropless training runs at the busiest expert's load; no row that states
-# unbalanced routing is scored yet.
+# routing-imbalance or capacity-factor term. That is what Megatron-Bridge's MoE benchmarks run: "we
+# force-balance the token distribution among experts and all benchmarks are token-dropless"
+# (docs/performance-summary.md @00b7660be0, 25.11 footnote). So the 2x between a plan's 25.09
+# token-drop and 25.11 dropless figures on H100 and B200 (Qwen3-30B-A3B: 10494 vs 5275, MOE-008;
+# 18066 vs 9299, MOE-006; not on GB200, 22775 vs 23766) is not a busiest-expert effect; MOE-008's
+# per-MoE-layer gap (11.4 ms with no host term, twice what its 133 launches are charged,
+# ``--moe-host-gaps``, 2026-12-05) stays unexplained. Real dropless training runs at the busiest
+# expert's load; no row that states unbalanced routing is scored yet.
 def per_expert_gemms(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     """Training frameworks run the experts' GEMMs one per expert (Megatron's TEGroupedMLP:
     Transformer Engine's GroupedLinear issues a cuBLAS GEMM per expert), so each expert
@@ -244,6 +250,13 @@ def maxtext_expert_bias_grads(ops: tuple[Op, ...], spec: TransformerSpec) -> tup
         if op.name == "expert_act_bwd":
             out.append(scatter("expert_bias_wi_bwd", gemm.mnk[1] * (2 if spec.gated_mlp else 1)))
     return tuple(out)
+
+
+def kernel_launches(times: list[OpTime]) -> int:
+    """Kernels the host launches for an op sequence: ``op.kernels`` per op (one, or the
+    eager passes an unfused epilogue runs), one per expert for a per-expert GEMM
+    (``per_expert_gemms``: ``batch`` GEMMs of different weights)."""
+    return sum(t.op.batch if t.op.grouped else t.op.kernels for t in times)
 
 
 def expert_input_casts(ops: tuple[Op, ...]) -> tuple[Op, ...]:
@@ -335,9 +348,26 @@ class LayerCost:
     fwd: Cost
     bwd: Cost
     selective: Cost  # what selective recompute re-runs
+    norm_act: Cost  # what norm + MoE-activation recompute re-runs
     attention_fwd_s: float
     attention_bwd_s: float
     op_times: tuple[OpTime, ...]
+    # kernels the host launches (``kernel_launches``) forward + backward, and those a
+    # recompute mode re-launches with the forward's host-bound condition: full recompute
+    # re-runs the layer's forward, the dispatcher's device-to-host sync included; selective
+    # and norm_act re-run a few ops inside the backward, which has no such sync (its
+    # all-to-alls reuse the forward's split sizes), so the host stays ahead of the GPU there
+    launches: int
+    recompute_launches: tuple[tuple[str, int], ...]
+
+    def recompute(self, mode: str) -> Cost:
+        """What recompute ``mode`` re-runs in the backward."""
+        return {"full": self.fwd, "selective": self.selective,
+                "norm_act": self.norm_act}.get(mode, Cost())  # fmt: skip
+
+    def launches_with(self, mode: str) -> int:
+        """Kernels the host launches under recompute ``mode``."""
+        return self.launches + dict(self.recompute_launches).get(mode, 0)
 
 
 class StepModel(StepTimer):
@@ -421,15 +451,19 @@ class StepModel(StepTimer):
             bwd_ops = maxtext_expert_bias_grads(bwd_ops, self.spec)
         bwd = self.time_ops(with_dequant(bwd_ops, tr, backward=True))
         sel = self.time_ops(selective_recompute_ops(fwd_ops))
+        norm_act = self.time_ops(norm_act_recompute_ops(fwd_ops))
         attn_f = sum(t.seconds for t in fwd if is_attention_core(t.op))
         attn_b = sum(t.seconds for t in bwd if is_attention_core(t.op))
         cost = LayerCost(
             fwd=cost_of(fwd),
             bwd=cost_of(bwd),
             selective=cost_of(sel),
+            norm_act=cost_of(norm_act),
             attention_fwd_s=attn_f,
             attention_bwd_s=attn_b,
             op_times=tuple(fwd + bwd),
+            launches=kernel_launches(fwd + bwd),
+            recompute_launches=(("full", kernel_launches(fwd)),),
         )
         self._layers[key] = cost
         return cost
@@ -450,17 +484,20 @@ class StepModel(StepTimer):
         self._ends[key] = (e, h)
         return e, h
 
-    def _moe_host_s(self, plan: Plan) -> float:
-        """Host-bound time of one MoE layer, one micro-batch, forward + backward (GPU only):
-        Megatron's per-expert launches (less with the attention CUDA-graphed, none with the
-        whole iteration one CUDA graph), or none on an FSDP2 stack (fsdp > 1)."""
+    def _moe_host_s(self, plan: Plan, lc: LayerCost) -> float:
+        """Host-bound time of one MoE layer ``lc``, one micro-batch, forward + backward (GPU
+        only): Megatron's launches of the layer's kernels (less with the attention
+        CUDA-graphed, none with the whole iteration one CUDA graph), or none on an FSDP2
+        stack (fsdp > 1)."""
         if self.chip.kind == "tpu":
             return 0.0
         if plan.full_graph == 1:
             return FULL_GRAPH_MOE_HOST_S
         if plan.fsdp > 1:
             return FSDP_STACK_MOE_HOST_S
-        return MOE_GRAPHED_HOST_S if plan.attn_graph == 1 else MOE_LAYER_HOST_S
+        if plan.attn_graph == 1:
+            return MOE_GRAPHED_HOST_S
+        return MOE_LAUNCH_HOST_S * lc.launches_with(plan.recompute)
 
     def _stage_layer(self, plan: Plan, b: int, seq_len: int, moe: bool, sliding: bool) -> LayerCost:
         """One layer of ``plan``'s busiest stage; MoE layers with the plan's ep and etp."""
@@ -496,10 +533,10 @@ class StepModel(StepTimer):
         work = 0.0
         for moe, sliding, count in stage_layer_kinds(self.spec, layers, plan.pp):
             lc = self._stage_layer(plan, b, seq_len, moe, sliding)
-            extra = {"full": lc.fwd.total_s, "selective": lc.selective.total_s}
-            work += count * (lc.fwd.total_s + lc.bwd.total_s + extra.get(plan.recompute, 0))
+            extra = lc.recompute(plan.recompute).total_s
+            work += count * (lc.fwd.total_s + lc.bwd.total_s + extra)
             if moe:
-                work += count * self._moe_host_s(plan)
+                work += count * self._moe_host_s(plan, lc)
         work += self._stage_ends(plan, b, seq_len, work / layers).total_s
         return work * (m + (plan.pp - 1) / plan.vp)
 
@@ -552,18 +589,14 @@ class StepModel(StepTimer):
             lc = self._stage_layer(plan, b, seq_len, moe, sliding)
             op_times = op_times or lc.op_times
             per = lc.fwd + lc.bwd
-            recompute = Cost()
-            if plan.recompute == "full":
-                recompute = lc.fwd
-            elif plan.recompute == "selective":
-                recompute = lc.selective
+            recompute = lc.recompute(plan.recompute)
             per = per + recompute
             work = work + per.scaled(count)
             fwd_s += lc.fwd.total_s * count
             bwd_s += (lc.bwd.total_s + recompute.total_s) * count
             exposed += count * self._layer_comm(plan, g, lc, tokens, act, moe, m)
             if moe:
-                host = self._moe_host_s(plan)
+                host = self._moe_host_s(plan, lc)
                 work = work + Cost(overhead_s=count * host)
                 bwd_s += count * host
         work = work + self._stage_ends(plan, b, seq_len, work.total_s / layers)
