@@ -53,6 +53,9 @@ PARAMETERS: tuple[str, ...] = (
     "fused_moe_fp8_gemm_peak_fraction",
     "marlin_relative_rate",
     "fp8_gemm_latency_s",
+    "fp4_expert_peak_fraction",
+    "fp4_expert_hbm_fraction",
+    "fp4_expert_latency_s",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -60,6 +63,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "collective_latency_s",
     "decode_attention_floor_s",
     "fp8_gemm_latency_s",
+    "fp4_expert_latency_s",
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
@@ -67,13 +71,15 @@ _OPTIONAL = frozenset(
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate", "fp8_gemm_latency_s"}
+     "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
+     "fp4_expert_hbm_fraction", "fp4_expert_latency_s"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
-     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate"}
+     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
+     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction"}
 )  # fmt: skip
 
 
@@ -140,6 +146,17 @@ class Efficiency:
         fp8_gemm_latency_s: fixed device time an fp8 GEMM call pays beyond a kernel launch
             (the activations' scale and cast, the scaled epilogue): what keeps a decode-M
             fp8 projection from streaming its weights at the copy rate; 0 = not measured.
+        fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
+            fused-MoE kernel reaches with 4-bit expert weights on fp4 tensor cores (many
+            small per-expert GEMMs, each padded to its tile, with the block scales applied);
+            0 = not measured, as ``gemm_fraction``. Serving only.
+        fp4_expert_hbm_fraction: the share of HBM bandwidth at which a serving engine's
+            fused-MoE kernel streams 4-bit expert weights into fp4 tensor-core math (NVFP4,
+            MXFP4 x MXFP8: one grouped GEMM over every local expert, not a dense GEMV);
+            0 = not measured, as ``fp4_gemm_hbm_fraction``. Serving only.
+        fp4_expert_latency_s: fixed device time of one such 4-bit expert GEMM beyond a
+            launch (the activations' fp4 quantisation, the per-expert tile schedule, the
+            routed rows' gather); 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -162,6 +179,9 @@ class Efficiency:
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
     marlin_relative_rate: float = 0.0
     fp8_gemm_latency_s: float = 0.0
+    fp4_expert_peak_fraction: float = 0.0
+    fp4_expert_hbm_fraction: float = 0.0
+    fp4_expert_latency_s: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -183,10 +203,13 @@ class Efficiency:
             return self.fp4_gemm_peak_fraction
         return self.gemm_peak_fraction
 
-    def grouped_gemm_fraction(self, dtype: str, *, fused_moe: bool) -> float:
+    def grouped_gemm_fraction(self, dtype: str, *, fused_moe: bool, expert: bool = False) -> float:
         """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
         a serving engine's fused-MoE kernel (``fused_moe``) the kernel's own fp8 or 16-bit
-        one where measured, else as ``gemm_fraction``."""
+        one where measured, 4-bit experts on fp4 tensor cores (``expert``, any serving
+        engine) their fused-MoE kernel's, else as ``gemm_fraction``."""
+        if expert and dtype == "fp4" and self.fp4_expert_peak_fraction:
+            return self.fp4_expert_peak_fraction
         if fused_moe and dtype == "fp8" and self.fused_moe_fp8_gemm_peak_fraction:
             return self.fused_moe_fp8_gemm_peak_fraction
         if fused_moe and dtype in ("bf16", "fp16") and self.fused_moe_gemm_peak_fraction:
@@ -197,9 +220,12 @@ class Efficiency:
         """The achievable share of HBM bandwidth for a decode step's KV-cache read."""
         return self.decode_attention_hbm_fraction or self.hbm_fraction
 
-    def gemm_memory_fraction(self, dtype: str = "") -> float:
+    def gemm_memory_fraction(self, dtype: str = "", *, expert: bool = False) -> float:
         """The achievable share of HBM bandwidth for the operand and output traffic of a
-        GEMM whose math runs in ``dtype`` ("" = not fp4)."""
+        GEMM whose math runs in ``dtype`` ("" = not fp4); ``expert``: a serving engine's
+        fused-MoE expert GEMM."""
+        if expert and dtype == "fp4" and self.fp4_expert_hbm_fraction:
+            return self.fp4_expert_hbm_fraction
         if dtype == "fp4" and self.fp4_gemm_hbm_fraction:
             return self.fp4_gemm_hbm_fraction
         return self.gemm_hbm_fraction or self.hbm_fraction
@@ -263,6 +289,9 @@ class _Entry(_Frozen):
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     marlin_relative_rate: _Value | None = None
     fp8_gemm_latency_s: _Value | None = None
+    fp4_expert_peak_fraction: _Value | None = None
+    fp4_expert_hbm_fraction: _Value | None = None
+    fp4_expert_latency_s: _Value | None = None
     note: str = ""
 
 

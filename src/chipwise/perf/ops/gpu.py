@@ -58,7 +58,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
   ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured. With fp8 math the
   kernel's input is quantised by a kernel of its own before each of the two expert GEMMs
-  (``FUSED_MOE_FP8_INPUT_QUANT``): one more launch per expert GEMM.
+  (``FUSED_MOE_FP8_INPUT_QUANT``): one more launch per expert GEMM. 4-bit experts on fp4
+  tensor cores (NVFP4, MXFP4 x MXFP8 on Blackwell), under any serving engine, run at their
+  fused-MoE kernel's measured rates: ``fp4_expert_peak_fraction`` of the fp4 peak,
+  weights streamed at ``fp4_expert_hbm_fraction`` (not the dense decode-M GEMV's
+  ``fp4_gemm_hbm_fraction``), and ``fp4_expert_latency_s`` fixed per expert GEMM.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -287,10 +291,13 @@ def gemm_candidate(
     n_bytes: float,
     fraction: float | None = None,
     dtype: str = "",
+    *,
+    expert: bool = False,
 ) -> GemmPlan:
     """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch);
     ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``);
-    ``dtype`` the math's dtype (its operands stream at ``eff.gemm_memory_fraction(dtype)``)."""
+    ``dtype`` the math's dtype and ``expert`` a serving engine's fused-MoE expert GEMM (its
+    operands stream at ``eff.gemm_memory_fraction(dtype, expert=expert)``)."""
     m, n, k, batch = gemm
     sms = max(chip.units, 1)
     tm, tn = tile
@@ -315,7 +322,8 @@ def gemm_candidate(
         k_efficiency=k / (split * (k_pad + K_FILL)),
         rate_factor=rate_factor,
         compute_s=compute_s,
-        memory_s=(n_bytes + partials) / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype)),
+        memory_s=(n_bytes + partials)
+        / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype, expert=expert)),
     )
 
 
@@ -330,13 +338,17 @@ def plan_gemm(
     n_bytes: float,
     fraction: float | None = None,
     dtype: str = "",
+    *,
+    expert: bool = False,
 ) -> GemmPlan:
     """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM whose math
-    runs in ``dtype``."""
+    runs in ``dtype`` (``expert``: a serving engine's fused-MoE expert GEMM)."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
     candidates = [
-        gemm_candidate(chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction, dtype)
+        gemm_candidate(
+            chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction, dtype, expert=expert
+        )
         for tile in tiles
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
@@ -360,18 +372,21 @@ class GpuModel(PerfModel):
         self.fused_moe = fused_moe
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
-        self._gemms: dict[tuple[int, int, int, int, float, float, float | None, str], GemmPlan] = {}
+        self._gemms: dict[
+            tuple[int, int, int, int, float, float, float | None, str, bool], GemmPlan
+        ] = {}
 
     def _plan_gemm(
         self, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float,
-        fraction: float | None, dtype: str,
+        fraction: float | None, dtype: str, *, expert: bool = False,
     ) -> GemmPlan:  # fmt: skip
-        key = (m, n, k, batch, peak, n_bytes, fraction, dtype)
+        key = (m, n, k, batch, peak, n_bytes, fraction, dtype, expert)
         g = self._gemms.get(key)
         if g is None:
             g = plan_gemm(
-                self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction, dtype
-            )
+                self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction, dtype,
+                expert=expert,
+            )  # fmt: skip
             self._gemms[key] = g
         return g
 
@@ -421,8 +436,11 @@ class GpuModel(PerfModel):
             # a serving step's only batched GEMMs are the routed experts (layers.mlp_ops),
             # which a fused-MoE engine runs as this one grid (module doc)
             fused = self.fused_moe and op.batch > 1
-            frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused)
-            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, op.dtype)
+            # every serving engine runs 4-bit experts on fp4 tensor cores as one fused-MoE
+            # grouped GEMM at its own measured weight stream and fixed cost (module doc)
+            expert4 = op.batch > 1 and op.dtype == "fp4"
+            frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused, expert=expert4)
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, op.dtype, expert=expert4)
             compute_s = g.compute_s
             if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:
                 # a serving engine's weight-only dense GEMM: Marlin (module doc)
@@ -444,6 +462,13 @@ class GpuModel(PerfModel):
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
             overhead = launches * eff.launch_overhead_s
+            if expert4 and eff.fp4_expert_latency_s:
+                overhead += eff.fp4_expert_latency_s
+                notes.append(
+                    f"fused-MoE fp4 experts: {eff.fp4_expert_latency_s * 1e6:.1f} us fixed, "
+                    f"{frac:.0%} of the fp4 peak, weights at "
+                    f"{eff.gemm_memory_fraction('fp4', expert=True):.0%} of HBM"
+                )
             if op.dtype == "fp8" and not fused and eff.fp8_gemm_latency_s:
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
                 overhead += eff.fp8_gemm_latency_s
