@@ -352,13 +352,13 @@ class LayerCost:
     attention_fwd_s: float
     attention_bwd_s: float
     op_times: tuple[OpTime, ...]
-    # kernels the host launches (``kernel_launches``) forward + backward, and those a
-    # recompute mode re-launches with the forward's host-bound condition: full recompute
+    # kernels the host launches (``kernel_launches``) forward + backward, and those full
+    # recompute re-launches with the forward's host-bound condition: full recompute
     # re-runs the layer's forward, the dispatcher's device-to-host sync included; selective
     # and norm_act re-run a few ops inside the backward, which has no such sync (its
     # all-to-alls reuse the forward's split sizes), so the host stays ahead of the GPU there
     launches: int
-    recompute_launches: tuple[tuple[str, int], ...]
+    full_recompute_launches: int
 
     def recompute(self, mode: str) -> Cost:
         """What recompute ``mode`` re-runs in the backward."""
@@ -367,7 +367,7 @@ class LayerCost:
 
     def launches_with(self, mode: str) -> int:
         """Kernels the host launches under recompute ``mode``."""
-        return self.launches + dict(self.recompute_launches).get(mode, 0)
+        return self.launches + (self.full_recompute_launches if mode == "full" else 0)
 
 
 class StepModel(StepTimer):
@@ -463,7 +463,7 @@ class StepModel(StepTimer):
             attention_bwd_s=attn_b,
             op_times=tuple(fwd + bwd),
             launches=kernel_launches(fwd + bwd),
-            recompute_launches=(("full", kernel_launches(fwd)),),
+            full_recompute_launches=kernel_launches(fwd),
         )
         self._layers[key] = cost
         return cost
