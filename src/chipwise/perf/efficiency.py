@@ -56,6 +56,8 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
+    "w4a16_expert_dequant_fraction",
+    "w4a16_expert_latency_s",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -64,6 +66,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "decode_attention_floor_s",
     "fp8_gemm_latency_s",
     "fp4_expert_latency_s",
+    "w4a16_expert_latency_s",
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
@@ -72,14 +75,15 @@ _OPTIONAL = frozenset(
      "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
-     "fp4_expert_hbm_fraction", "fp4_expert_latency_s"}
+     "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
+     "w4a16_expert_latency_s"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
-     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction"}
+     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction"}
 )  # fmt: skip
 
 
@@ -157,6 +161,14 @@ class Efficiency:
         fp4_expert_latency_s: fixed device time of one such 4-bit expert GEMM beyond a
             launch (the activations' fp4 quantisation, the per-expert tile schedule, the
             routed rows' gather); 0 = not measured.
+        w4a16_expert_dequant_fraction: a serving engine's fused-MoE kernel with 4-bit
+            experts and bf16 math (W4A16: MXFP4/INT4 weights dequantised in registers, on
+            chips without fp4 tensor cores): weights it dequantises per second as a share
+            of the chip's FP32 vector FLOP/s (the dequantisation runs on the CUDA cores, once
+            per row slice of the expert) before its MMA on the padded rows at the bf16
+            ``gemm_peak_fraction``; 0 = not measured: the bf16 GEMM plan applies.
+        w4a16_expert_latency_s: fixed device time of one such expert GEMM beyond a launch
+            (tile schedule, the routed rows' gather); 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -182,6 +194,8 @@ class Efficiency:
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
+    w4a16_expert_dequant_fraction: float = 0.0
+    w4a16_expert_latency_s: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -292,6 +306,8 @@ class _Entry(_Frozen):
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None
+    w4a16_expert_dequant_fraction: _Value | None = None
+    w4a16_expert_latency_s: _Value | None = None
     note: str = ""
 
 

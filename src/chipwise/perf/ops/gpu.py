@@ -63,6 +63,13 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   fused-MoE kernel's measured rates: ``fp4_expert_peak_fraction`` of the fp4 peak,
   weights streamed at ``fp4_expert_hbm_fraction`` (not the dense decode-M GEMV's
   ``fp4_gemm_hbm_fraction``), and ``fp4_expert_latency_s`` fixed per expert GEMM.
+- **4-bit experts with bf16 math** (``op.weight`` MXFP4/INT4 on an expert GEMM: gpt-oss on
+  Hopper and Ampere, which have no fp4 tensor cores), under any serving engine, on the
+  architectures with a ``w4a16_expert_dequant_fraction``: the engines' W4A16 fused-MoE kernel
+  (Hopper: triton_kernels matmul_ogs; Ampere: Marlin-MoE) dequantises each expert's weights
+  on the CUDA cores once per row slice (``_W4A16_EXPERT_TILE``), at that share of the FP32
+  vector rate, then runs the MMA on the padded rows at ``gemm_peak_fraction``; the two add,
+  and each expert GEMM pays ``w4a16_expert_latency_s``.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -93,6 +100,7 @@ from chipwise.perf.ops.kernels import measured_gemm_s
 from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
+from chipwise.units import DTYPE_BYTES, dtype_bytes
 from chipwise.workload.ir import Op, OpKind
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
@@ -216,8 +224,37 @@ MARLIN_M_BLOCK = 16
 MARLIN_MAX_M = 64
 
 
+# Row tiles of the serving engines' W4A16 fused-MoE kernels (4-bit experts, bf16 math) by
+# architecture: (largest tile in rows, whether smaller tiles are powers of two). Hopper:
+# vLLM's MXFP4 MoE runs OpenAI's triton_kernels matmul_ogs (vLLM mxfp4.py
+# get_mxfp4_backend: Triton on compute capability 9.x, Marlin below), whose routing picks
+# block_m = max(16, min(next_power_of_2(tokens_per_expt), 128)) (triton-lang/triton
+# python/triton_kernels/triton_kernels/routing.py); TensorRT-LLM's TRITON MoE backend, the
+# one its perf overview runs gpt-oss with on Hopper, is the same kernel. Ampere and Ada:
+# Marlin-MoE (vLLM marlin_moe_wna16, the same 16-row blocks and 64-row tile as dense
+# Marlin, MARLIN_MAX_M). A batch over the largest tile runs as whole tiles of rows, each
+# dequantising the expert's weights again.
+_W4A16_EXPERT_TILE: dict[str, tuple[int, bool]] = {
+    "hopper": (128, True),
+    "ampere": (MARLIN_MAX_M, False),
+    "ada": (MARLIN_MAX_M, False),
+}
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def w4a16_expert_rows(m: int, architecture: str) -> tuple[int, int]:
+    """(rows computed, row slices) of a W4A16 fused-MoE expert GEMM with ``m`` rows per
+    expert: padded to the kernel's row tile (``_W4A16_EXPERT_TILE``), whole tiles beyond it."""
+    largest, pow2 = _W4A16_EXPERT_TILE.get(architecture, (MARLIN_MAX_M, False))
+    if m > largest:
+        slices = _ceil_div(m, largest)
+        return slices * largest, slices
+    if pow2:
+        return max(MARLIN_M_BLOCK, 1 << (m - 1).bit_length()), 1
+    return _ceil_div(m, MARLIN_M_BLOCK) * MARLIN_M_BLOCK, 1
 
 
 def marlin_rows(m: int) -> int:
@@ -452,6 +489,27 @@ class GpuModel(PerfModel):
                     f"slice(s) of <= {MARLIN_MAX_M} rows at {eff.marlin_relative_rate:.0%} "
                     f"of the {op.dtype} GEMM rate"
                 )
+            w4_expert = (
+                op.batch > 1
+                and op.weight in DTYPE_BYTES
+                and dtype_bytes(op.weight) < 1
+                and eff.w4a16_expert_dequant_fraction > 0
+                and bool(chip.vector_flops_per_s)
+            )
+            if w4_expert:
+                # a serving engine's W4A16 fused-MoE kernel (module doc): every row slice
+                # dequantises the expert's weights on the CUDA cores, then runs the MMA on
+                # its padded rows; the two add (the same warps do both)
+                rows, slices = w4a16_expert_rows(m, chip.architecture)
+                dequant_rate = (chip.vector_flops_per_s or 0.0) * eff.w4a16_expert_dequant_fraction
+                dequant_s = op.batch * slices * n * k / dequant_rate
+                mma_s = op.batch * 2.0 * rows * n * k / (peak * eff.gemm_fraction(op.dtype))
+                compute_s = dequant_s + mma_s
+                notes.append(
+                    f"W4A16 fused-MoE experts ({op.weight}): {slices} slice(s), {rows} rows; "
+                    f"dequant {dequant_s * 1e6:.1f} us + MMA {mma_s * 1e6:.1f} us, "
+                    f"{eff.w4a16_expert_latency_s * 1e6:.1f} us fixed"
+                )
             measured = None if op.batch > 1 else measured_gemm_s(chip.id, op.dtype, m, n, k)
             if measured is not None:
                 # the submitter's own tuned kernel, timed on this chip (kernels.py)
@@ -469,6 +527,8 @@ class GpuModel(PerfModel):
                     f"{frac:.0%} of the fp4 peak, weights at "
                     f"{eff.gemm_memory_fraction('fp4', expert=True):.0%} of HBM"
                 )
+            if w4_expert:
+                overhead += eff.w4a16_expert_latency_s
             if op.dtype == "fp8" and not fused and eff.fp8_gemm_latency_s:
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
                 overhead += eff.fp8_gemm_latency_s
@@ -562,4 +622,5 @@ __all__ = [
     "plan_gemm",
     "tensor_throttle",
     "tile_rate_factor",
+    "w4a16_expert_rows",
 ]
