@@ -115,13 +115,14 @@ def test_rccl_small_all_reduces_on_mi300x_cost_their_measured_floor() -> None:
 def test_serving_bypasses_the_collective_library_up_to_the_custom_all_reduce_size(
     cid: str,
 ) -> None:
-    # where no measured all-reduce ships (data/kernels/allreduce.csv): up to 8 MiB the
-    # engine's custom all-reduce pays the fabric's latency (the kind default), beyond it the
-    # library's: on MI300X RCCL's ~45 us floor, on an NVLink GPU the same 2 us steps either way
+    # where no measured all-reduce ships (data/kernels/allreduce.csv): below 8 MiB the
+    # engine's custom all-reduce pays the fabric's latency (the kind default), from 8 MiB on
+    # (vLLM's ``inp_size < self.max_size``) the library's: on MI300X RCCL's ~45 us floor, on
+    # an NVLink GPU the same 2 us steps either way
     c = chip(cid)
     serve = ServeModel(LLAMA8, c, "bf16", model_for(c), Network(c))
     g = groups(Plan(tp=8), c)["tp"]
-    small, large = CUSTOM_ALL_REDUCE_MAX_BYTES, CUSTOM_ALL_REDUCE_MAX_BYTES + 1
+    small, large = CUSTOM_ALL_REDUCE_MAX_BYTES - 16, CUSTOM_ALL_REDUCE_MAX_BYTES
     fabric = Network(c, efficiency_for(c).with_values(source="test", collective_latency_s=2e-6))
     assert serve._tp_all_reduce_s(small, g) == pytest.approx(fabric.time_s("all_reduce", small, g))
     assert serve._tp_all_reduce_s(large, g) == pytest.approx(

@@ -169,9 +169,12 @@ API_REQUEST_S = {"vllm": 0.050, "sglang": 0.014, "trtllm": 0.032}
 # default, unlike Megatron's userbuffers in training, ``train.TP_OVERLAP``), so prefill
 # and decode both pay all of it.
 SERVE_TP_OVERLAP = 0.0
-# Serving engines run a tensor-parallel all-reduce of up to this many bytes with their own
-# one-kernel all-reduce over peer memory, not through NCCL/RCCL: vLLM's CustomAllreduce
-# (max_size 8 MiB, vllm/distributed/device_communicators/custom_all_reduce.py; on ROCm in
+# Serving engines run a tensor-parallel all-reduce of fewer than this many bytes with their
+# own one-kernel all-reduce over peer memory, not through NCCL/RCCL: vLLM's CustomAllreduce
+# (max_size 8 MiB, vllm/distributed/device_communicators/custom_all_reduce.py; strictly
+# below it: ``should_custom_ar`` returns ``inp_size < self.max_size``, as SGLang's copy does,
+# so a step of exactly 8 MiB - 256 tokens of a 16384-wide model, 512 of an 8192-wide one,
+# the engines' default batch caps - goes through NCCL/RCCL; on ROCm in
 # AMD's vLLM fork since 2024-05, ROCm/vllm PR #27, upstream since 2025-03, vLLM PR #14125),
 # as TensorRT-LLM's and SGLang's custom all-reduce kernels do. Its steps cost the fabric's
 # latency (the kind default ``collective_latency_s``), not a collective library's own
@@ -807,12 +810,12 @@ class ServeModel(StepTimer):
 
     def _tp_all_reduce_s(self, n_bytes: float, group: Group) -> float:
         """One tensor-parallel all-reduce of ``n_bytes``: the engine's custom all-reduce
-        within a scale-up domain up to ``CUSTOM_ALL_REDUCE_MAX_BYTES``, else the library's."""
-        if (
-            n_bytes > CUSTOM_ALL_REDUCE_MAX_BYTES
-            or group.crosses_domains
-            or self.chip.kind == "tpu"
-        ):
+        within a scale-up domain below ``CUSTOM_ALL_REDUCE_MAX_BYTES``, else the library's."""
+        # vLLM's and SGLang's kernels take strictly smaller messages; TensorRT-LLM picks its
+        # own strategy by size (no source for its bound here: the same size, inclusive)
+        limit = CUSTOM_ALL_REDUCE_MAX_BYTES
+        beyond = n_bytes >= limit if self.engine in ("vllm", "sglang") else n_bytes > limit
+        if beyond or group.crosses_domains or self.chip.kind == "tpu":
             return self._collective_s("all_reduce", n_bytes, group)
         # the engine's own kernel, timed on this chip (bf16 activations; kernels.py)
         measured = measured_all_reduce_s(self.chip.id, self.engine, group.size, n_bytes / 2)
