@@ -221,6 +221,19 @@ def test_disaggregation_takes_prefill_out_of_the_decode_steps() -> None:
         s.serve_engine(Plan(tp=8), Inference(disaggregated=True, **kw))  # type: ignore[arg-type]
 
 
+def test_a_disaggregated_prefill_replica_packs_short_prompts_up_to_its_token_budget() -> None:
+    """The prefill pool's capacity is the queue's own: a step carries prompts up to the
+    token budget, so 128-token prompts are not served one per step (as they once were)."""
+    s = _serve(LLAMA70, "fp8")
+    kw = {"load": "max_throughput", "input_len": 128, "output_len": 16}
+    split = s.serve_engine(Plan(tp=2, dp=4), Inference(disaggregated=True, **kw))  # type: ignore[arg-type]
+    assert split.engine is not None
+    timer = EngineStepTimer(s, Plan(tp=2), "fp8")
+    alone = timer.step_s(0, 128, 128, 128)  # one prompt on an idle prefill replica
+    pools = split.engine.prefill_chips // 2  # tp=2 prefill replicas
+    assert split.engine.requests_per_s > 1.5 * pools / alone
+
+
 @settings(max_examples=10, deadline=None)
 @given(clients=st.integers(1, 256), more=st.integers(1, 256))
 def test_tpot_rises_with_the_clients_of_a_closed_loop(clients: int, more: int) -> None:

@@ -684,8 +684,20 @@ class Engine:
         r = self.rate(b)
         x = r.b / (self.l_steps * r.step_s)
         if self.disaggregated:  # the prefill pool's share may be the bound
-            x = min(x, self.prefill_per_decode / self._mean_service(0.0))
+            x = min(x, self.prefill_per_decode / self._mean_work(0.0))
         return x
+
+    def _mean_work(self, b: float) -> float:
+        """What the mean prompt occupies of its prefill slot: its tokens' share of a full
+        step (a step packs prompts up to the token budget, as the queue in ``_state``
+        counts it), plus its KV transfer when disaggregated. Its inverse bounds the
+        prompts a slot serves per second; a prompt alone on an idle slot (the TTFT's
+        service) takes less than a full step but serves fewer per second."""
+        step, room, dec = self._prefill_slot(b)
+        work = self.l_pre * step(dec, self.ctx, room, self.l_in) / room
+        if self.disaggregated:
+            work += self.l_pre * self.kv_transfer_s_per_token
+        return work
 
     def _prefill_slot(self, b: float) -> tuple[StepFn, float, float]:
         """Where prompts are prefilled with ``b`` sequences decoding per replica: (the step
