@@ -139,3 +139,19 @@ def test_the_adp_balance_admits_every_ranks_prompts_in_one_step() -> None:
     assert gated.engine.ttft_p99_s < plain.engine.ttft_p99_s + 9.0 * gated.tpot_s + 1.0
     # the ranks no longer stall one another's decodes with their own prompts
     assert gated.tpot_s < plain.tpot_s
+
+
+def test_a_trtllm_bench_run_with_the_adp_balance_keeps_bench_limits_and_batches_prompts() -> None:
+    """TensorRT-LLM's perf overview runs DeepSeek-R1 under trtllm-bench with the ADP balance
+    (timeout_iters 60, batching_wait_iters 0): the same limits trtllm-bench sizes, and the
+    ranks' prompts enter together, so fewer decode steps carry a prompt."""
+    s = _serve()
+    plan = Plan(tp=8, ep=8, adp=1)
+    load = Inference(load="max_throughput", input_len=1024, output_len=1024, engine="trtllm",
+                     num_requests=3000, harness="trtllm-bench")  # fmt: skip
+    plain = s.serve_engine(plan, load)
+    balanced = s.serve_engine(plan, replace(load, harness="trtllm-bench-adp-60-0"))
+    assert plain.engine is not None and balanced.engine is not None
+    assert balanced.engine.max_seqs_per_replica == plain.engine.max_seqs_per_replica
+    assert balanced.tpot_s < plain.tpot_s
+    assert balanced.output_tokens_per_s > plain.output_tokens_per_s

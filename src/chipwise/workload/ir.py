@@ -498,7 +498,9 @@ class Inference:
     # only every few steps (HARNESS_ADMISSION_GATES);
     # "nvidia-mlperf-adp-T-W": NVIDIA's DeepSeek-R1 Offline and Server runs, whose
     # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
-    # prompts every few steps (the same gates); "api":
+    # prompts every few steps (the same gates); "trtllm-bench-adp-60-0": trtllm-bench's
+    # limits with that balance at timeout 60, wait 0 (TensorRT-LLM's perf overview runs
+    # DeepSeek-R1 so); "api":
     # a client that times each request through the engine's OpenAI-compatible HTTP server,
     # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency
@@ -648,6 +650,7 @@ MAX_SPEC_TOKENS = 16
 HARNESSES = (
     "",
     "trtllm-bench",
+    "trtllm-bench-adp-60-0",
     "amd-mlperf-batcher",
     "amd-mlperf-v5.1-interactive",
     "amd-mlperf-v5.1-server",

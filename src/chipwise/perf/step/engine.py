@@ -322,6 +322,11 @@ class AdmissionGate:
 #   gets a prompt every few cycles (B200 v5.1: 5 requests/s over 8 ranks, ~0.4 per
 #   9-step cycle), so prompts enter every T-th step; in Offline a rank's slot frees every
 #   few steps and the cycle is the wait for every rank to hold one, plus W.
+# * "trtllm-bench-adp-60-0": a ``trtllm-bench throughput`` run (its limits: trtllm_bench.py)
+#   with the same ADP balance, as TensorRT-LLM's perf overview runs DeepSeek-R1 (the page's
+#   llm_options.yml: enable_attention_dp true, attention_dp_config enable_balance true,
+#   timeout_iters 60, batching_wait_iters 0; NVIDIA/TensorRT-LLM@03e27c7d5f
+#   docs/source/developer-guide/perf-overview.md).
 HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
     "amd-mlperf-v5.1-server": AdmissionGate(steps=9),
@@ -331,6 +336,7 @@ HARNESS_ADMISSION_GATES = {
     "nvidia-mlperf-adp-6-2": AdmissionGate(steps=6, batching_wait=2),
     "nvidia-mlperf-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
     "nvidia-mlperf-adp-500-10": AdmissionGate(steps=500, batching_wait=10),
+    "trtllm-bench-adp-60-0": AdmissionGate(steps=60, batching_wait=0),
 }
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])

@@ -608,7 +608,7 @@ class ServeModel(StepTimer):
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
         default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
-        if phase.harness == "trtllm-bench" and phase.load == "max_throughput":
+        if phase.harness.startswith("trtllm-bench") and phase.load == "max_throughput":
             # a trtllm-bench run sizes its limits from memory and lengths (trtllm_bench.py)
             default_seqs, default_tokens = trtllm_bench_limits(
                 spec, precision=self.precision, kv_dtype=kv_dtype,
