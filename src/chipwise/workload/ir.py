@@ -662,6 +662,9 @@ HARNESSES = (
     "nvidia-mlperf-adp-500-10",
     "api",
 )
+# The harnesses that are a ``trtllm-bench throughput`` run (its own batch and token limits,
+# perf/step/trtllm_bench.py), with or without an admission gate.
+TRTLLM_BENCH_HARNESSES = frozenset({"trtllm-bench", "trtllm-bench-adp-60-0"})
 
 
 Phase = Training | Inference

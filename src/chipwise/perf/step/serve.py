@@ -103,7 +103,14 @@ from chipwise.perf.step.jetstream import JetStreamStep, jetstream_step, prefill_
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
-from chipwise.workload.ir import Inference, Op, OpKind, PrefillPool, TransformerSpec
+from chipwise.workload.ir import (
+    TRTLLM_BENCH_HARNESSES,
+    Inference,
+    Op,
+    OpKind,
+    PrefillPool,
+    TransformerSpec,
+)
 
 # Host (CPU) work per engine step: scheduling, preparing the step's inputs, sampling
 # bookkeeping, stop checks, detokenising, launching the step's CUDA graph. Measured
@@ -608,7 +615,7 @@ class ServeModel(StepTimer):
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
         default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
-        if phase.harness.startswith("trtllm-bench") and phase.load == "max_throughput":
+        if phase.harness in TRTLLM_BENCH_HARNESSES and phase.load == "max_throughput":
             # a trtllm-bench run sizes its limits from memory and lengths (trtllm_bench.py)
             default_seqs, default_tokens = trtllm_bench_limits(
                 spec, precision=self.precision, kv_dtype=kv_dtype,
