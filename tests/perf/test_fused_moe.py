@@ -37,7 +37,11 @@ def test_only_fused_moe_engines_get_the_fused_moe_model() -> None:
         served = base.for_engine(engine)
         assert isinstance(served, GpuModel) and served.fused_moe
         assert served.for_engine(engine) is served
-    assert base.for_engine("trtllm") is base
+    # TensorRT-LLM runs its own MoE op (block-scaled fp8 experts at its CUTLASS rate)
+    trtllm = base.for_engine("trtllm")
+    assert isinstance(trtllm, GpuModel) and trtllm.trtllm_moe and not trtllm.fused_moe
+    assert trtllm.for_engine("trtllm") is trtllm
+    assert base.for_engine("jetstream") is base
 
 
 def test_fp8_experts_run_slower_under_the_triton_fused_moe_than_cublas_on_hopper() -> None:

@@ -58,6 +58,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_expert_latency_s",
     "w4a16_expert_dequant_fraction",
     "w4a16_expert_latency_s",
+    "trtllm_fp8_expert_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -76,14 +77,15 @@ _OPTIONAL = frozenset(
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
-     "w4a16_expert_latency_s"}
+     "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
     {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
-     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction"}
+     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
+     "trtllm_fp8_expert_peak_fraction"}
 )  # fmt: skip
 
 
@@ -169,6 +171,9 @@ class Efficiency:
             ``gemm_peak_fraction``; 0 = not measured: the bf16 GEMM plan applies.
         w4a16_expert_latency_s: fixed device time of one such expert GEMM beyond a launch
             (tile schedule, the routed rows' gather); 0 = not measured.
+        trtllm_fp8_expert_peak_fraction: TensorRT-LLM's CUTLASS fp8 MoE on a block-scaled
+            checkpoint's experts (DeepSeek-V3/R1: per-128 x 128 weight scales) as a share of
+            the fp8 peak, in place of the dense fp8 GEMM's; 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -196,6 +201,7 @@ class Efficiency:
     fp4_expert_latency_s: float = 0.0
     w4a16_expert_dequant_fraction: float = 0.0
     w4a16_expert_latency_s: float = 0.0
+    trtllm_fp8_expert_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -217,13 +223,18 @@ class Efficiency:
             return self.fp4_gemm_peak_fraction
         return self.gemm_peak_fraction
 
-    def grouped_gemm_fraction(self, dtype: str, *, fused_moe: bool, expert: bool = False) -> float:
+    def grouped_gemm_fraction(
+        self, dtype: str, *, fused_moe: bool, expert: bool = False, trtllm_moe: bool = False
+    ) -> float:
         """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
         a serving engine's fused-MoE kernel (``fused_moe``) the kernel's own fp8 or 16-bit
         one where measured, 4-bit experts on fp4 tensor cores (``expert``, any serving
-        engine) their fused-MoE kernel's, else as ``gemm_fraction``."""
+        engine) their fused-MoE kernel's, fp8 experts under TensorRT-LLM's MoE
+        (``trtllm_moe``) its own where measured, else as ``gemm_fraction``."""
         if expert and dtype == "fp4" and self.fp4_expert_peak_fraction:
             return self.fp4_expert_peak_fraction
+        if trtllm_moe and dtype == "fp8" and self.trtllm_fp8_expert_peak_fraction:
+            return self.trtllm_fp8_expert_peak_fraction
         if fused_moe and dtype == "fp8" and self.fused_moe_fp8_gemm_peak_fraction:
             return self.fused_moe_fp8_gemm_peak_fraction
         if fused_moe and dtype in ("bf16", "fp16") and self.fused_moe_gemm_peak_fraction:
@@ -308,6 +319,7 @@ class _Entry(_Frozen):
     fp4_expert_latency_s: _Value | None = None
     w4a16_expert_dequant_fraction: _Value | None = None
     w4a16_expert_latency_s: _Value | None = None
+    trtllm_fp8_expert_peak_fraction: _Value | None = None
     note: str = ""
 
 

@@ -440,6 +440,7 @@ def spec_from_config(
         published_params=published_params,
         learned_positions=_learned_positions(cfg, family, where),
         expert_quant=_expert_quant(config),
+        fp8_weight_block=_fp8_weight_block(config),
         glu_clamp=_glu_clamp(cfg, where),
         expert_bias=model_type in _EXPERT_BIAS_MODELS,
     )
@@ -645,6 +646,19 @@ def _expert_quant(config: Mapping[str, Any]) -> str:
     if isinstance(method, str) and any(isinstance(m, str) and "self_attn" in m for m in keep):
         return method
     return ""
+
+
+def _fp8_weight_block(config: Mapping[str, Any]) -> int:
+    """The weight block side of a block-scaled fp8 checkpoint (HF ``quantization_config``
+    quant_method fp8 with ``weight_block_size`` [128, 128]: DeepSeek-V3/R1, Qwen's -FP8
+    checkpoints), else 0 (per-tensor fp8, another format or none)."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or qc.get("quant_method") != "fp8":
+        return 0
+    block = qc.get("weight_block_size")
+    if isinstance(block, list) and block and all(isinstance(b, int) and b > 0 for b in block):
+        return int(block[0])
+    return 0
 
 
 # Model types whose routed experts carry biases on both projections: gpt-oss

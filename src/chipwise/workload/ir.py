@@ -90,6 +90,8 @@ class Op:
     # kernels an eager framework launches for this op (a few unfused elementwise passes
     # modelled as one op); each of a ``grouped`` op's ``batch`` GEMMs is its own launch
     kernels: int = 1
+    # fp8 GEMMs with per-block weight scales (a block-scaled checkpoint's MoE experts)
+    block_scaled: bool = False
     # weight-only GEMMs (W4A16/W8A16): the stored weight dtype the kernel dequantises to
     # ``dtype`` in its main loop; "" = the weights are in ``dtype``
     weight: str = ""
@@ -195,6 +197,10 @@ class TransformerSpec:
     # whose HF quantization_config lists attention, router, embeddings and head in
     # modules_to_not_convert): every other weight stays bf16 whatever --precision says.
     expert_quant: str = ""
+    # A checkpoint stored in fp8 with per-block weight scales (HF quantization_config
+    # quant_method fp8 with a weight_block_size: DeepSeek-V3/R1's 128 x 128), which served
+    # fp8 its MoE experts run as block-scaled grouped GEMMs; 0 = per-tensor or not fp8.
+    fp8_weight_block: int = 0
     # gpt-oss's expert MLP (HF GptOssExperts, huggingface.co/openai/gpt-oss-120b config.json):
     # the GLU's gate clamped to at most ``glu_clamp`` and its linear half to +-``glu_clamp``
     # (config swiglu_limit 7.0; 0 = no clamp), and biases on both expert projections

@@ -187,8 +187,13 @@ TE_GEMM_STREAMS = 4
 # Triton fused_moe (vllm/model_executor/layers/fused_moe/fused_moe.py: one launch over the
 # tokens sorted by expert, each expert's rows padded to BLOCK_SIZE_M by
 # moe_align_block_size; sglang/srt/layers/moe/fused_moe_triton the same kernel). TensorRT-
-# LLM's CUTLASS/DeepGEMM grouped GEMMs are not covered: timed as the training path.
+# LLM runs its own MoE op (TRTLLM_MOE_ENGINE below).
 FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
+# TensorRT-LLM runs the experts as its own MoE op (CUTLASS grouped GEMMs, moe_torch_flow_
+# cutlass in AIConfigurator's tables): block-scaled fp8 experts (``Op.block_scaled``) at
+# trtllm_fp8_expert_peak_fraction where measured (TRTLLM-FP8-MOE in data/efficiency.toml);
+# per-tensor fp8 experts run at the dense fp8 rate in the same tables; else the training path.
+TRTLLM_MOE_ENGINE = "trtllm"
 # Under fp8 math (w8a8: DeepSeek-V3/R1's and Qwen3-*-FP8's block-scaled checkpoints) the
 # Triton fused_moe path quantises each expert GEMM's input with a kernel of its own: the
 # hidden states before the up/gate GEMM and the activated intermediate before the down GEMM
@@ -400,13 +405,20 @@ class GpuModel(PerfModel):
     """Per-op times on an NVIDIA/AMD GPU or a GEMM-engine ASIC (Gaudi, Trainium)."""
 
     def __init__(
-        self, chip: Chip, efficiency: Efficiency | None = None, *, fused_moe: bool = False
+        self,
+        chip: Chip,
+        efficiency: Efficiency | None = None,
+        *,
+        fused_moe: bool = False,
+        trtllm_moe: bool = False,
     ) -> None:
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
         # a serving engine's kernels (module doc): MoE experts as its fused-MoE kernel runs
         # them, weight-only dense GEMMs as Marlin where the architecture has its rate
         self.fused_moe = fused_moe
+        # TensorRT-LLM's MoE: fp8 experts at its CUTLASS grouped GEMM's measured rate
+        self.trtllm_moe = trtllm_moe
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
         self._gemms: dict[
@@ -431,6 +443,8 @@ class GpuModel(PerfModel):
         return self.efficiency.sustained_tensor_fraction
 
     def for_engine(self, engine: str) -> PerfModel:
+        if engine == TRTLLM_MOE_ENGINE and not self.trtllm_moe:
+            return GpuModel(self.chip, self.efficiency, trtllm_moe=True)
         if engine not in FUSED_MOE_ENGINES or self.fused_moe:
             return self
         return GpuModel(self.chip, self.efficiency, fused_moe=True)
@@ -476,7 +490,10 @@ class GpuModel(PerfModel):
             # every serving engine runs 4-bit experts on fp4 tensor cores as one fused-MoE
             # grouped GEMM at its own measured weight stream and fixed cost (module doc)
             expert4 = op.batch > 1 and op.dtype == "fp4"
-            frac = eff.grouped_gemm_fraction(op.dtype, fused_moe=fused, expert=expert4)
+            trtllm = self.trtllm_moe and op.batch > 1 and op.block_scaled
+            frac = eff.grouped_gemm_fraction(
+                op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
+            )
             g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, op.dtype, expert=expert4)
             compute_s = g.compute_s
             if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:

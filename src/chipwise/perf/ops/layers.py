@@ -407,7 +407,7 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         # dispatch: an indexed gather of each token's k copies into expert order; combine: a
         # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
         ops.append(_memop("moe_permute", OpKind.GATHER, routed * k * d, 1, 1, dt.act, 0))
-        ops += _mlp(
+        experts = _mlp(
             "expert",
             per_expert,
             d,
@@ -416,6 +416,13 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             expert_dtypes(spec, dt),
             batch=active,
         )
+        if spec.fp8_weight_block:
+            # a block-scaled fp8 checkpoint's experts keep their per-block scales at fp8
+            experts = [
+                replace(op, block_scaled=True) if op.kind is OpKind.MATMUL and op.dtype == "fp8"
+                else op for op in experts
+            ]  # fmt: skip
+        ops += experts
         ops.append(_memop("moe_unpermute", OpKind.SCATTER, routed * k * d, 1, 1, dt.act, 1))
         if spec.n_shared_experts:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
