@@ -4,61 +4,28 @@ data/aiconfigurator-moe-fp8-block.csv): estimate, then compare with a measuremen
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.efficiency import Efficiency, efficiency_for
-from chipwise.perf.ops.gpu import GpuModel
-from chipwise.perf.ops.layers import Dtypes, Shard, mlp_ops
-from chipwise.workload.ir import TransformerSpec
+from tests.perf.aic_moe import Measured, modelled_us, read_measured
 
 DATA = Path(__file__).parent / "data" / "aiconfigurator-moe-fp8-block.csv"
-# ops of the layer the measured MoE op does not contain (it is handed the router's logits)
-OUTSIDE = ("mlp_norm", "mlp_residual", "router")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Measured:
-    """One measured fused-MoE op time."""
-
-    chip: str
-    hidden: int
-    inter: int
-    experts: int
-    topk: int
-    ep: int
-    tokens: int
-    us: float
 
 
 def _rows() -> list[Measured]:
-    lines = (line for line in DATA.read_text().splitlines() if not line.startswith("#"))
-    return [
-        Measured(chip=r["chip"], ep=int(r["moe_ep"]), us=float(r["us"]),
-                 **{k: int(r[k]) for k in ("hidden", "inter", "experts", "topk", "tokens")})
-        for r in csv.DictReader(lines)
-    ]  # fmt: skip
+    return read_measured(DATA)
 
 
 def _model_us(
     m: Measured, eff: Efficiency | None = None, engine: str = "trtllm", block: int = 128
 ) -> float:
-    """The per-op model's MoE block for the measured shape (a checkpoint with ``block`` x
-    ``block`` fp8 weight scales; 0 = per-tensor): each of ``ep`` ranks routes tokens / ep of
-    the tokens, so its experts see all of them, as the kernel's one rank does."""
-    spec = TransformerSpec(
-        name="moe-shape", n_layers=1, d_model=m.hidden, n_heads=64, n_kv_heads=4,
-        head_dim=128, d_ff=m.inter, vocab_size=1024, n_experts=m.experts,
-        experts_per_token=m.topk, moe_d_ff=m.inter, fp8_weight_block=block,
-    )  # fmt: skip
-    model = GpuModel(chip(m.chip), eff).for_engine(engine)
-    ops = mlp_ops(spec, b=m.tokens // m.ep, s=1, shard=Shard(tp=1, ep=m.ep),
-                  dt=Dtypes.for_precision("fp8"), moe=True)  # fmt: skip
-    return sum(model.op_time(op).seconds for op in ops if op.name not in OUTSIDE) * 1e6
+    """The per-op model's MoE block for the measured shape, a checkpoint with ``block`` x
+    ``block`` fp8 weight scales (0 = per-tensor)."""
+    return modelled_us(m, "fp8", engine=engine, eff=eff, fp8_weight_block=block)
 
 
 def _log_errors(*, dense: bool = False) -> list[float]:
