@@ -693,17 +693,19 @@ class Engine:
             x = min(x, self.prefill_per_decode / self._mean_work(0.0))
         return x
 
-    def _mean_work(self, b: float) -> float:
-        """What the mean prompt occupies of its prefill slot: its tokens' share of a full
-        step (a step packs prompts up to the token budget, as the queue in ``_state``
-        counts it), plus its KV transfer when disaggregated. Its inverse bounds the
-        prompts a slot serves per second; a prompt alone on an idle slot (the TTFT's
-        service) takes less than a full step but serves fewer per second."""
+    def prefill_work(self, b: float, inputs: FloatArray) -> FloatArray:
+        """What prompts of ``inputs`` tokens occupy of their prefill slot, for its queue and
+        its capacity: their tokens' share of a full step (a step packs prompts up to the
+        token budget), plus their KV transfer when disaggregated. A prompt alone on an idle
+        slot (the TTFT's service) takes less than that but the slot serves fewer a second."""
         step, room, dec = self._prefill_slot(b)
-        work = self.l_pre * step(dec, self.ctx, room, self.l_in) / room
+        work = inputs * (step(dec, self.ctx, room, self.l_in) / room)
         if self.disaggregated:
-            work += self.l_pre * self.kv_transfer_s_per_token
+            work = work + inputs * self.kv_transfer_s_per_token
         return work
+
+    def _mean_work(self, b: float) -> float:
+        return float(self.prefill_work(b, np.array([self.l_pre]))[0])
 
     def _prefill_slot(self, b: float) -> tuple[StepFn, float, float]:
         """Where prompts are prefilled with ``b`` sequences decoding per replica: (the step
@@ -902,12 +904,10 @@ class Engine:
         # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
         # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
         # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
-        step, room, dec = self._prefill_slot(rate.b)
-        work = inputs * (step(dec, self.ctx, room, self.l_in) / room)
+        work = self.prefill_work(rate.b, inputs)
         if self.disaggregated:
             service = service + inputs * self.kv_transfer_s_per_token
             es = float(w @ service)
-            work = work + inputs * self.kv_transfer_s_per_token
             x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
         else:
             x_pool = x
