@@ -757,3 +757,51 @@ def test_a_prompt_s_last_chunk_costs_a_step_of_its_own_tokens() -> None:
     assert t == pytest.approx(2 * step(0, 0, 4096, 0) + step(0, 0, 1237, 0))
     assert _chunked_prefill_s(step, 0.0, 0.0, 4096.0, 4096.0) == pytest.approx(step(0, 0, 4096, 0))
     assert _chunked_prefill_s(step, 0.0, 0.0, 100.0, 4096.0) == pytest.approx(step(0, 0, 100, 0))
+
+
+def _context_engine(rps: float) -> tuple[Engine, float]:
+    """A disaggregated replica whose prefill steps cost 20 ms + 50 us a prompt token (no
+    decode), fed 500-token prompts; returns it and the prefill replica's prompts/s."""
+
+    def step(decode: float, context: float, prefill: float, prompt_len: float) -> float:
+        del context, prompt_len
+        return 0.020 + 50e-6 * prefill + 1e-4 * decode
+
+    lens = lengths_of(Inference(input_len=500, output_len=100))
+    engine = Engine(step, lens, prefill_tokens_fraction=1.0, max_num_seqs=256,
+                    max_num_tokens=8192, kv_capacity_tokens=1e9, disaggregated=True,
+                    prefill_replicas_per_decode=1.0)  # fmt: skip
+    return engine, rps
+
+
+def test_a_busy_context_replica_steps_back_to_back_each_step_taking_the_last_ones_arrivals() -> (
+    None
+):
+    """A context-only replica packs the prompts that arrived during its running step into
+    the next: with t(n) = a + s n and lam prompts/s of L tokens, T = a / (1 - lam s L)
+    once lam T >= 1; below that a step is one prompt's."""
+    engine, _ = _context_engine(1.0)
+    alone = 0.020 + 50e-6 * 500
+    assert engine.context_cycle_s(0.5) == pytest.approx(alone)
+    for lam in (30.0, 35.0, 38.0):  # lam s L = 0.75 .. 0.95 of the replica
+        assert engine.context_cycle_s(lam) == pytest.approx(0.020 / (1 - lam * 50e-6 * 500),
+                                                            rel=1e-2)  # fmt: skip
+    # never more than a full budget's step
+    assert engine.context_cycle_s(1e4) == pytest.approx(0.020 + 50e-6 * 8192)
+
+
+def test_a_disaggregated_prompt_waits_out_the_running_context_step_and_shares_the_next() -> None:
+    """TTFT at a busy prefill replica: the rest of the running step (uniform on [0, T])
+    plus the step that carries the prompt beside the others that arrived meanwhile,
+    above the prompt alone, and rising with the load."""
+    engine, _ = _context_engine(1.0)
+    alone = 0.020 + 50e-6 * 500
+    lam = 30.0
+    cycle = 0.020 / (1 - lam * 50e-6 * 500)
+    state = engine.solve("rps", lam)
+    assert not state.saturated
+    # the median: half the running step plus its own step, which carries the last
+    # step's arrivals (a cycle's tokens) and this prompt
+    assert state.ttft_p50_s == pytest.approx(1.5 * cycle + 50e-6 * 500, rel=0.1)
+    assert state.ttft_p50_s > 2 * alone
+    assert engine.solve("rps", 1.0).ttft_p50_s < state.ttft_p50_s

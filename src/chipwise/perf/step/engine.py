@@ -726,6 +726,71 @@ class Engine:
     def _mean_service(self, b: float) -> float:
         return float(self.prefill_service(b, np.array([self.l_pre]))[0])
 
+    def context_cycle_s(self, lam: float) -> float:
+        """Mean seconds of one step of a busy context (prefill) replica that receives
+        ``lam`` prompts/s: a context-only worker (TensorRT-LLM's disaggregated context
+        servers, Dynamo's prefill workers) runs one step after another, each taking every
+        prompt that arrived during the step before, up to its token budget (TensorRT-LLM's
+        capacity scheduler packs the waiting requests into a step; FCFS chunking splits a
+        prompt that does not fit). A step therefore carries ``lam T L_pre`` prompt tokens
+        and lasts ``T = t(lam T L_pre)``: the fixed point (at least one prompt's step, at
+        most a full budget's). Below one arrival a step, ``t(L_pre)``."""
+        step, room, dec = self._prefill_slot(0.0)
+        lo = step(dec, self.ctx, min(room, self.l_pre), self.l_in)
+        hi = step(dec, self.ctx, room, self.l_in)
+
+        def excess(t: float) -> float:
+            n = min(room, max(self.l_pre, lam * t * self.l_pre))
+            return t - step(dec, self.ctx, n, self.l_in)
+
+        if excess(lo) >= 0.0:
+            return lo
+        if excess(hi) <= 0.0:
+            return hi
+        return _bisect(excess, lo, hi, tol=1e-3 * lo)
+
+    def context_steps_pack(self, lam: float) -> bool:
+        """Whether a prefill replica's steps at ``lam`` prompts/s carry every prompt that
+        arrived during the step before (the fixed point of ``context_cycle_s`` is within the
+        token budget), so that no backlog of prompt tokens forms beyond one step; False when
+        the steps run full (a prompt longer than the budget, or the load at the budget),
+        whose backlog is the queue of prompt tokens (``_pooled_wait`` over their work)."""
+        room = self._prefill_slot(0.0)[1]
+        if self.l_pre >= room:
+            return False
+        return lam * self.context_cycle_s(lam) * self.l_pre < room
+
+    def _context_step_ttfts(
+        self, lam: float, inputs: FloatArray, w: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """First-token times (before any queue of full steps) of prompts of ``inputs``
+        tokens with weights ``w`` at a disaggregated prefill replica receiving ``lam``
+        prompts/s, and their weights. The replica steps back to back (``context_cycle_s``:
+        mean step ``T``) a share ``u = min(1, lam T)`` of the time. A prompt that finds it
+        idle is prefilled alone at once; one that finds a step running waits out the rest
+        of it (uniform on [0, T]) and is prefilled in the next step beside the prompts that
+        arrived meanwhile (``lam T L_pre`` tokens on average), its first token coming when
+        that step ends. Its KV cache then crosses to the decode replica."""
+        step, room, dec = self._prefill_slot(0.0)
+        cycle = self.context_cycle_s(lam)
+        busy = min(1.0, lam * cycle)
+        # the prompts that arrived during the running step, first come first served: on
+        # average half before this one (their tokens go ahead) and half after (they fill
+        # what its last step leaves of the budget)
+        half = lam * cycle * self.l_pre / 2.0 if self.context_steps_pack(lam) else 0.0
+        alone = self.prefill_service(0.0, inputs)
+        uniq, index = np.unique(inputs, return_inverse=True)
+        packed = np.array(
+            [_packed_prefill_s(step, dec, self.ctx, half, float(n), half, room) for n in uniq]
+        )[index]
+        transfer = inputs * self.kv_transfer_s_per_token
+        idle, iw = _binned(alone + transfer, w)
+        joined, jw = _binned(packed + transfer, w)
+        late, lw = _plus_uniform(joined, jw, cycle, busy)
+        points = np.concatenate([idle, late])
+        weights = np.concatenate([iw * (1.0 - busy), lw])
+        return points, weights
+
     def solve(self, load: str, value: float) -> EngineState:
         """Steady state for ``load`` (concurrency | rps | max_throughput) at ``value``
         (clients or requests/s per replica)."""
@@ -905,14 +970,16 @@ class Engine:
         # so prompts ahead of a new one delay it by their tokens / room steps, not by a step
         # each (a 222-token MLPerf prompt is 3 % of an 8k-token step).
         work = self.prefill_work(rate.b, inputs)
-        if self.disaggregated:
-            service = service + inputs * self.kv_transfer_s_per_token
-            es = float(w @ service)
-            x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
-        else:
-            x_pool = x
         ew = float(w @ work)
         ew2 = float(w @ (work * work))
+        if self.disaggregated:
+            x_pool = x / self.prefill_per_decode  # arrivals at one prefill replica
+            # the points of the step a prompt joins (and the one it waits out) replace the
+            # prompt alone; the queue below is the backlog of full steps ahead of it
+            service, w = self._context_step_ttfts(x_pool, inputs, w)
+            es = float(w @ service)
+        else:
+            x_pool = x
         busy = self._busy(load, value, x, es + decode_s)
         resid = busy * rate.step_s / 2
         if load == "concurrency" and limit == "concurrency" and not self.disaggregated:
@@ -931,6 +998,9 @@ class Engine:
             # replica is busy: one M/G/c queue over the pool, not c split Poisson queues
             rho, wait_mean = _pooled_wait(x_pool * self.prefill_servers, ew, ew2,
                                           self.prefill_servers)  # fmt: skip
+            if self.context_steps_pack(x_pool):
+                # the step a prompt joins holds all that queued before it (above)
+                rho, wait_mean = 0.0, 0.0
         elif load == "rps" and not saturated:
             rho = min(0.999, x_pool * ew)
             wait_mean = x_pool * ew2 / (2 * (1 - rho))
@@ -993,6 +1063,20 @@ def _chunked_prefill_s(step: StepFn, dec: float, ctx: float, n: float, room: flo
     if rest > 0.5 or not full:
         t += step(dec, ctx, max(1.0, rest), n)
     return t
+
+
+def _packed_prefill_s(
+    step: StepFn, dec: float, ctx: float, ahead: float, n: float, behind: float, room: float
+) -> float:
+    """Seconds until an ``n``-token prompt's last chunk is computed when steps of ``room``
+    prompt tokens pack ``ahead`` tokens of earlier prompts before it and ``behind`` tokens
+    of later ones after it: the full steps up to its last chunk, then that step, which also
+    carries what of the later prompts fits."""
+    full, rest = divmod(ahead + n, room)
+    if rest < 0.5 and full:
+        full, rest = full - 1, room
+    t = full * step(dec, ctx, room, n) if full else 0.0
+    return t + step(dec, ctx, min(room, max(1.0, rest + behind)), n)
 
 
 def _erlang_c(servers: int, offered: float) -> float:
