@@ -503,6 +503,7 @@ class Engine:
         prefill_step: StepFn | None = None,
         prefill_budget: float = 0.0,
         kv_transfer_s_per_token: float = 0.0,
+        prefill_lockstep: int = 1,
         run_requests: float = 0.0,
         lockstep_replicas: int = 1,
         arrival_window: ArrivalWindow | None = None,
@@ -560,6 +561,10 @@ class Engine:
         self.pre_step = prefill_step or step
         self.pre_budget = prefill_budget or max_num_tokens
         self.kv_transfer_s_per_token = kv_transfer_s_per_token
+        # prefill replicas whose steps are joined by collectives (the attention-DP ranks of
+        # one prefill instance, whose MoE layers join them): a prompt that reaches an idle
+        # rank still waits out the step its instance's other ranks are running
+        self.pre_lockstep = max(1, prefill_lockstep)
         kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
         limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
         if not disaggregated:
@@ -766,14 +771,15 @@ class Engine:
         """First-token times (before any queue of full steps) of prompts of ``inputs``
         tokens with weights ``w`` at a disaggregated prefill replica receiving ``lam``
         prompts/s, and their weights. The replica steps back to back (``context_cycle_s``:
-        mean step ``T``) a share ``u = min(1, lam T)`` of the time. A prompt that finds it
+        mean step ``T``) a share ``u = min(1, r lam T)`` of the time (``r`` ranks in
+        lockstep: any of them with a prompt starts a step of all). A prompt that finds it
         idle is prefilled alone at once; one that finds a step running waits out the rest
         of it (uniform on [0, T]) and is prefilled in the next step beside the prompts that
         arrived meanwhile (``lam T L_pre`` tokens on average), its first token coming when
         that step ends. Its KV cache then crosses to the decode replica."""
         step, room, dec = self._prefill_slot(0.0)
         cycle = self.context_cycle_s(lam)
-        busy = min(1.0, lam * cycle)
+        busy = min(1.0, self.pre_lockstep * lam * cycle)  # the instance's arrivals
         # the prompts that arrived during the running step, first come first served: on
         # average half before this one (their tokens go ahead) and half after (they fill
         # what its last step leaves of the budget)

@@ -678,6 +678,7 @@ class ServeModel(StepTimer):
                 prefill_step=prefill[0] if prefill is not None else None,
                 prefill_budget=prefill[1] if prefill is not None else 0.0,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
+                prefill_lockstep=pool.tp if pool is not None and pool.adp and spec.is_moe else 1,
                 run_requests=phase.num_requests / replicas,
                 lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
