@@ -23,7 +23,9 @@ the tails come from queueing theory. The model, per replica:
 * **Limits.** ``b`` is bounded by ``max_num_seqs``, by the KV cache (``kv_pool_bytes``: a
   share of total HBM less the weights for vLLM and SGLang, a share of the HBM free after
   the weights for TensorRT-LLM, over the length-biased mean context
-  ``E[L_in L_out + L_out^2 / 2] / E[L_out]``: long answers hold their blocks longer), and by
+  ``E[L_in L_out + L_out^2 / 2] / E[L_out]``: long answers hold their blocks longer; over
+  ``E[(L_in + L_out) L_out] / E[L_out]`` where the engine reserves each admitted request's
+  whole output, TensorRT-LLM's GUARANTEED_NO_EVICT under trtllm-bench), and by
   the token budget (``b <= budget x L_out / (L_in + L_out)``). A load beyond them queues
   (vLLM preempts and recomputes when the cache runs out; at steady state the running set is
   the capacity).
@@ -364,6 +366,14 @@ class Lengths:
         w, i, o = self.weights, self.inputs, self.outputs
         return float(w @ (i * o + o * o / 2.0)) / max(1e-9, float(w @ o))
 
+    @property
+    def mean_reserved(self) -> float:
+        """Mean KV tokens a running sequence holds when the engine reserves its prompt and
+        whole output at admission (TensorRT-LLM's ``GUARANTEED_NO_EVICT``): ``L_in + L_out``,
+        time-weighted by its output length like ``mean_context``."""
+        w, i, o = self.weights, self.inputs, self.outputs
+        return float(w @ ((i + o) * o)) / max(1e-9, float(w @ o))
+
 
 def windows_kv(engine: str, date: str = "") -> bool:
     """Whether ``engine`` (of release ``date``, "" = newest) holds only a sliding layer's
@@ -513,6 +523,7 @@ class Engine:
         admission_gate: AdmissionGate | None = None,
         tokens_per_step: float = 1.0,
         verify_tokens: float = 1.0,
+        reserves_output: bool = False,
     ) -> None:
         self.step = step
         # speculative decoding: a decoding sequence emits ``tokens_per_step`` tokens a step
@@ -565,7 +576,12 @@ class Engine:
         # one prefill instance, whose MoE layers join them): a prompt that reaches an idle
         # rank still waits out the step its instance's other ranks are running
         self.pre_lockstep = max(1, prefill_lockstep)
-        kv_seqs = int(kv_capacity_tokens // max(1.0, self.ctx))
+        # the KV cache bounds the running set at what its sequences hold on average, or,
+        # under a capacity policy that reserves every admitted request's whole output
+        # (``reserves_output``: TensorRT-LLM's default GUARANTEED_NO_EVICT, see
+        # finite_run), at what they reserve
+        held = lengths.mean_reserved if reserves_output else self.ctx
+        kv_seqs = int(kv_capacity_tokens // max(1.0, held))
         limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
         if not disaggregated:
             # b (verify + L_pre / steps) tokens a step: its decodes and their prompts' share

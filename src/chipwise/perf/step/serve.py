@@ -688,6 +688,10 @@ class ServeModel(StepTimer):
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
                 tokens_per_step=accept,
                 verify_tokens=1.0 + phase.spec_tokens,
+                # trtllm-bench runs the LLM API's default capacity policy,
+                # GUARANTEED_NO_EVICT (its SchedulerConfig in bench/benchmark/utils/
+                # general.py, llmapi/llm_args.py SchedulerConfig's default)
+                reserves_output=phase.harness in TRTLLM_BENCH_HARNESSES,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
