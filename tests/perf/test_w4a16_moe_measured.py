@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,3 +81,55 @@ def test_expert_rows_pad_to_the_kernels_row_tiles(
     rows: int, architecture: str, expected: tuple[int, int]
 ) -> None:
     assert w4a16_expert_rows(rows, architecture) == expected
+
+
+TRTLLM = Path(__file__).parent / "data" / "aiconfigurator-moe-w4a16-trtllm.csv"
+
+
+def _trtllm_errors(eff_for: Callable[[str], Efficiency | None]) -> list[float]:
+    """Log errors of the model against TensorRT-LLM's W4A16 MoE op at >= 1024 tokens, the
+    experts loaded as the table's balanced routing loads them."""
+    return [
+        math.log(modelled_us(m, "int4", engine=m.engine, eff=eff_for(m.chip),
+                             expert_quant="mxfp4", balanced=True) / m.us)
+        for m in read_measured(TRTLLM)
+        if m.tokens >= 1024
+    ]  # fmt: skip
+
+
+def test_tensorrt_llm_w4a16_moe_runs_its_mma_at_its_own_measured_rate() -> None:
+    """TensorRT-LLM's own MoE op (1.2.0rc5, H100/H200, ep 1-8) at >= 1024 tokens: median
+    error within 5 % and median |error| within 10 % at trtllm_w4a16_expert_peak_fraction
+    (+1 % / 6 %), where the vLLM kernel's MMA rate (the bf16 gemm_peak_fraction) leaves it
+    a median 10 % or more too fast (-15 % / 18 %)."""
+    fitted = _trtllm_errors(lambda _: None)
+    vllm_rate = _trtllm_errors(
+        lambda c: replace(efficiency_for(chip(c)), trtllm_w4a16_expert_peak_fraction=0.0)
+    )
+    assert abs(statistics.median(fitted)) <= math.log(1.05), fitted
+    assert statistics.median(abs(e) for e in fitted) <= math.log(1.10), fitted
+    assert statistics.median(vllm_rate) <= math.log(0.90), vllm_rate
+
+
+def _gpt_oss_one_rank(tokens: int) -> Measured:
+    return next(m for m in _rows() if m.chip == "h100-sxm" and m.ep == 1 and m.experts == 128
+                and m.tokens == tokens)  # fmt: skip
+
+
+def test_balanced_routing_runs_more_experts_than_uniform_routing_at_16_tokens() -> None:
+    """The kernel tables route evenly (16 tokens top-4 of 128: 64 experts), the model's
+    serving steps at random (51 of 128): the table's block needs the table's routing."""
+    m = _gpt_oss_one_rank(16)
+    balanced = modelled_us(m, "int4", engine=m.engine, expert_quant="mxfp4", balanced=True)
+    assert balanced > 1.15 * _model_us(m)
+
+
+def test_the_one_token_block_is_a_known_gap() -> None:
+    """gpt-oss-120b's MoE block at 1 token on one H100 is 1.3-1.7x the measured kernel (97 vs
+    62.9 us): W4A16-MOE's 30 us per expert GEMM was fitted under uniform routing, which runs
+    fewer experts than the table at 16-64 tokens, and the gather and SwiGLU that matmul_ogs
+    does in its prologue and epilogue are timed as passes. Recorded so a change shows
+    (CHANGELOG: a refit to 14 us under the table's routing fits the block, but moves the
+    served gpt-oss rows the wrong way while the engine's throughput error stands)."""
+    m = _gpt_oss_one_rank(1)
+    assert 1.3 <= _model_us(m) / m.us <= 1.7

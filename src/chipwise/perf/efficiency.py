@@ -59,6 +59,7 @@ PARAMETERS: tuple[str, ...] = (
     "w4a16_expert_dequant_fraction",
     "w4a16_expert_latency_s",
     "trtllm_fp8_expert_peak_fraction",
+    "trtllm_w4a16_expert_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -77,7 +78,8 @@ _OPTIONAL = frozenset(
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
-     "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction"}
+     "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
+     "trtllm_w4a16_expert_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -85,7 +87,7 @@ _ZERO_OK = frozenset(
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
-     "trtllm_fp8_expert_peak_fraction"}
+     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
 )  # fmt: skip
 
 
@@ -174,6 +176,9 @@ class Efficiency:
         trtllm_fp8_expert_peak_fraction: TensorRT-LLM's CUTLASS fp8 MoE on a block-scaled
             checkpoint's experts (DeepSeek-V3/R1: per-128 x 128 weight scales) as a share of
             the fp8 peak, in place of the dense fp8 GEMM's; 0 = not measured.
+        trtllm_w4a16_expert_peak_fraction: TensorRT-LLM's W4A16 MoE (4-bit experts, bf16
+            math) runs its MMA at this share of the bf16 peak, in place of
+            ``gemm_peak_fraction`` in the W4A16 expert model above; 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -202,6 +207,7 @@ class Efficiency:
     w4a16_expert_dequant_fraction: float = 0.0
     w4a16_expert_latency_s: float = 0.0
     trtllm_fp8_expert_peak_fraction: float = 0.0
+    trtllm_w4a16_expert_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -320,6 +326,7 @@ class _Entry(_Frozen):
     w4a16_expert_dequant_fraction: _Value | None = None
     w4a16_expert_latency_s: _Value | None = None
     trtllm_fp8_expert_peak_fraction: _Value | None = None
+    trtllm_w4a16_expert_peak_fraction: _Value | None = None
     note: str = ""
 
 

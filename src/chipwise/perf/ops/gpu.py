@@ -69,7 +69,8 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (Hopper: triton_kernels matmul_ogs; Ampere: Marlin-MoE) dequantises each expert's weights
   on the CUDA cores once per row slice (``_W4A16_EXPERT_TILE``), at that share of the FP32
   vector rate, then runs the MMA on the padded rows at ``gemm_peak_fraction``; the two add,
-  and each expert GEMM pays ``w4a16_expert_latency_s``.
+  and each expert GEMM pays ``w4a16_expert_latency_s``. TensorRT-LLM's own MoE op runs the
+  MMA at ``trtllm_w4a16_expert_peak_fraction`` of the bf16 peak where measured.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -520,7 +521,11 @@ class GpuModel(PerfModel):
                 rows, slices = w4a16_expert_rows(m, chip.architecture)
                 dequant_rate = (chip.vector_flops_per_s or 0.0) * eff.w4a16_expert_dequant_fraction
                 dequant_s = op.batch * slices * n * k / dequant_rate
-                mma_s = op.batch * 2.0 * rows * n * k / (peak * eff.gemm_fraction(op.dtype))
+                mma_frac = eff.gemm_fraction(op.dtype)
+                if self.trtllm_moe and eff.trtllm_w4a16_expert_peak_fraction:
+                    # TensorRT-LLM's own W4A16 MoE op: its measured MMA rate (module doc)
+                    mma_frac = eff.trtllm_w4a16_expert_peak_fraction
+                mma_s = op.batch * 2.0 * rows * n * k / (peak * mma_frac)
                 compute_s = dequant_s + mma_s
                 notes.append(
                     f"W4A16 fused-MoE experts ({op.weight}): {slices} slice(s), {rows} rows; "
