@@ -486,6 +486,10 @@ class EngineState:
     ttft_mean_s: float
     ttft_p50_s: float
     ttft_p99_s: float
+    # the mean over requests of each one's TPOT ((last token - first) / (outputs - 1), as
+    # ``vllm bench serve`` reports "Mean TPOT"); in the steady state every request decodes
+    # at the mean step, so it is the step time per emitted token
+    tpot_mean_s: float
     tpot_p50_s: float
     tpot_p99_s: float
     max_seqs: int
@@ -888,8 +892,10 @@ class Engine:
         p50, p99 = (float(q) for q in np.quantile(ttft, (0.5, 0.99)))
         if run.tpot_s.size:
             tpot50, tpot99 = (float(q) for q in np.quantile(run.tpot_s, (0.5, 0.99)))
+            tpot_mean = float(run.tpot_s.mean())
         else:
             tpot50 = tpot99 = state.tpot_p50_s
+            tpot_mean = state.tpot_mean_s
         return replace(
             state,
             rate=self.rate(max(1.0, run.mean_decode_batch)),
@@ -898,6 +904,7 @@ class Engine:
             ttft_mean_s=float(ttft.mean()),
             ttft_p50_s=p50,
             ttft_p99_s=p99,
+            tpot_mean_s=tpot_mean,
             tpot_p50_s=tpot50,
             tpot_p99_s=tpot99,
         )
@@ -1065,6 +1072,7 @@ class Engine:
             ttft_mean_s=ttft_mean,
             ttft_p50_s=p50,
             ttft_p99_s=p99,
+            tpot_mean_s=rate.step_s / self.accept,
             tpot_p50_s=tpot50,
             tpot_p99_s=tpot99,
             max_seqs=self.max_seqs,

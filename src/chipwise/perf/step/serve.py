@@ -767,7 +767,9 @@ class ServeModel(StepTimer):
             input_len=round(lengths.mean_in),
             output_len=round(out_len),
             ttft_s=ttft_mean,
-            tpot_s=tpot,
+            # the mean of the requests' TPOTs (a finite run's stalls and preemptions
+            # included); ``batch`` above counts by the mean step instead (Little's law)
+            tpot_s=st.tpot_mean_s,
             memory=memory,
             capacity_bytes=chip.usable_hbm_bytes,  # what the engine sized its pool from
             prefill=Breakdown(compute_s=st.prefill_s),
