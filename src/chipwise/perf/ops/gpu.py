@@ -31,6 +31,14 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the part that does not stay in L2 (``SPLIT_K_L2_SHARE``). This makes skinny GEMMs
   (decode, GEMV) stream their weights near HBM bandwidth on every vendor, as the small-M
   kernels of cuBLAS/hipBLASLt do.
+- **Soft knee (CDNA3).** A dense GEMM's time is the slower of its tensor time and operand
+  stream (the hard roofline) where the kernel hides one under the other (NVIDIA: TMA /
+  cp.async producers feed the tensor cores); on an architecture with a
+  ``gemm_overlap_exponent`` p it is their p-norm (``roofline.combine``), and the kernel
+  choice minimises that. CDNA3 (p = 2, fitted on the MI325X hipBLASLt fp8 table): its
+  kernels issue global loads and MFMAs from the same waves, so near the ridge (M ~ 100-1000
+  for 8K-wide projections) each waits on the other; the hard roofline was a median 14 %
+  fast there. MoE expert GEMMs keep the hard roofline (their kernels' own rates).
 - **Memory-bound ops** stream at ``hbm_fraction`` of HBM bandwidth; non-tensor FLOPs run on
   the CUDA cores / vector units (``vector_flops_per_s``). A GEMM's operand traffic streams at
   ``gemm_hbm_fraction`` where the vendor library's skinny GEMMs were measured below a large
@@ -99,7 +107,7 @@ from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.kernels import measured_gemm_s
 from chipwise.perf.ops.layers import block_overcount
-from chipwise.perf.ops.roofline import Roof, compute_rate, op_bytes, op_flops, timed
+from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.units import DTYPE_BYTES, dtype_bytes
 from chipwise.workload.ir import Op, OpKind
@@ -271,6 +279,14 @@ def marlin_rows(m: int) -> int:
     return _ceil_div(m, MARLIN_MAX_M) * MARLIN_MAX_M
 
 
+def dense_gemm_exponent(eff: Efficiency, batch: int, *, expert: bool = False) -> float:
+    """How a GEMM's tensor time and operand stream combine (``roofline.combine``): the
+    architecture's ``gemm_overlap_exponent`` for a dense GEMM (one problem, the vendor
+    library's kernel it was fitted on), the hard roofline (0) for MoE experts (``batch`` > 1
+    or ``expert``: grouped and fused-MoE kernels, timed at their own measured rates)."""
+    return eff.gemm_overlap_exponent if batch == 1 and not expert else 0.0
+
+
 def _intensity(tile: tuple[int, int]) -> float:
     """Operand reuse of a tile: output elements per operand element loaded per K step."""
     tm, tn = tile
@@ -322,6 +338,7 @@ class GemmPlan:
     rate_factor: float
     compute_s: float
     memory_s: float
+    seconds: float  # the two combined (roofline.combine, Efficiency.gemm_overlap_exponent)
 
 
 def gemm_candidate(
@@ -356,6 +373,9 @@ def gemm_candidate(
         # written once and read back once; only what spills out of L2 reaches HBM
         workspace = batch * m * n * split * PARTIAL_SUM_BYTES
         partials = 2.0 * max(0.0, workspace - SPLIT_K_L2_SHARE * (chip.l2_bytes or 0.0))
+    memory_s = (n_bytes + partials) / (
+        chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype, expert=expert)
+    )
     return GemmPlan(
         tile=tile,
         split_k=split,
@@ -365,8 +385,8 @@ def gemm_candidate(
         k_efficiency=k / (split * (k_pad + K_FILL)),
         rate_factor=rate_factor,
         compute_s=compute_s,
-        memory_s=(n_bytes + partials)
-        / (chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype, expert=expert)),
+        memory_s=memory_s,
+        seconds=combine(compute_s, memory_s, dense_gemm_exponent(eff, batch, expert=expert)),
     )
 
 
@@ -398,7 +418,7 @@ def plan_gemm(
     ]
     # among kernels equally fast, the one with the least tensor work (the most slack under
     # the memory stream), so a memory-bound GEMM stays memory-bound at a lower tensor rate
-    return min(candidates, key=lambda c: (max(c.compute_s, c.memory_s), c.compute_s))
+    return min(candidates, key=lambda c: (c.seconds, c.compute_s))
 
 
 @final
@@ -555,7 +575,10 @@ class GpuModel(PerfModel):
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
                 overhead += eff.fp8_gemm_latency_s
                 notes.append(f"fp8 GEMM: {eff.fp8_gemm_latency_s * 1e6:.1f} us fixed per call")
-            r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=overhead)
+            # a measured kernel time is the whole kernel's: nothing combines with it
+            exponent = 0.0 if measured is not None else dense_gemm_exponent(eff, op.batch)
+            r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=overhead,
+                     exponent=exponent)  # fmt: skip
             if fused and frac != eff.gemm_fraction(op.dtype):
                 notes.append(f"fused-MoE kernel: {frac:.0%} of the {op.dtype} peak")
             notes.append(
@@ -638,6 +661,7 @@ __all__ = [
     "GemmPlan",
     "GpuModel",
     "balance_intensity",
+    "dense_gemm_exponent",
     "gemm_candidate",
     "gemm_efficiency",
     "marlin_rows",

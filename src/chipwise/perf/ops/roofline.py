@@ -1,10 +1,12 @@
 """The roofline: an op takes as long as its slower resource, compute or memory.
 
 Williams, Waterman and Patterson 2009 ("Roofline", CACM 52(4)): time = max(FLOPs / peak
-FLOP/s, bytes / bandwidth). ``GpuModel`` and ``TpuModel`` refine both terms (achievable
-fractions, tiles, padding, fusion); the helpers here are shared by both, and
-``RooflineModel`` is the unrefined bound (datasheet peaks, no overheads), which every
-refined model must be at least as slow as.
+FLOP/s, bytes / bandwidth). Where a kernel overlaps the two only in part, a ``Roof`` with an
+``exponent`` p > 0 takes their p-norm instead (``combine``): the same as the slower one far
+from the ridge, up to 2^(1/p) times it where the two are equal. ``GpuModel`` and
+``TpuModel`` refine both terms (achievable fractions, tiles, padding, fusion); the helpers
+here are shared by both, and ``RooflineModel`` is the unrefined bound (datasheet peaks, no
+overheads), which every refined model must be at least as slow as.
 """
 
 from __future__ import annotations
@@ -23,17 +25,30 @@ from chipwise.workload.ir import Op, OpKind
 FP64 = "fp64"
 
 
+def combine(compute_s: float, memory_s: float, exponent: float = 0.0) -> float:
+    """The time of an op whose compute and memory streams take ``compute_s`` and ``memory_s``
+    on their own: the slower of the two where they overlap fully (``exponent`` 0, the hard
+    roofline), else their ``exponent``-norm (compute^p + memory^p)^(1/p), a soft knee: near
+    the ridge neither stream keeps its full rate (``Efficiency.gemm_overlap_exponent``)."""
+    if exponent <= 0 or compute_s <= 0 or memory_s <= 0:
+        return max(compute_s, memory_s)
+    big, small = max(compute_s, memory_s), min(compute_s, memory_s)
+    return float(big * (1.0 + (small / big) ** exponent) ** (1.0 / exponent))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Roof:
-    """The two roofs for one op, in seconds, plus a fixed overhead."""
+    """The two roofs for one op, in seconds, plus a fixed overhead; ``exponent`` says how
+    the two combine (``combine``: 0 = the slower of the two)."""
 
     compute_s: float
     memory_s: float
     overhead_s: float = 0.0
+    exponent: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.overhead_s
+        return combine(self.compute_s, self.memory_s, self.exponent) + self.overhead_s
 
     @property
     def bound(self) -> Bound:
@@ -147,6 +162,7 @@ def timed(
         efficiency=achieved_fraction(flops, n_bytes, one, r, peak, bandwidth),
         notes=notes,
         measured=measured,
+        overlap_exponent=r.exponent,
     )
 
 

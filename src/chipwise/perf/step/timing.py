@@ -14,6 +14,7 @@ from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Bound, OpTime, PerfModel
 from chipwise.perf.ops.graph import time_graph
 from chipwise.perf.ops.layers import compute_dtype
+from chipwise.perf.ops.roofline import combine
 from chipwise.perf.plan.parallel import Network
 from chipwise.workload.ir import Graph, Op, TransformerSpec
 
@@ -69,10 +70,12 @@ def _sustain(t: OpTime, fraction: float, *, compute_bound_only: bool = False) ->
         # the per-op model's rate does not apply to it
         return t
     compute = t.compute_s / fraction
-    if compute_bound_only and compute < t.memory_s:
+    if compute_bound_only and compute < t.memory_s and not t.overlap_exponent:
+        # (where compute and memory combine softly, the tensor rate shows under the stream
+        # too, and skipping the stretch there would make the time jump at the crossing)
         return t
     per = t.op.count or 1
-    one = max(compute, t.memory_s) / per + t.overhead_s / per
+    one = combine(compute, t.memory_s, t.overlap_exponent) / per + t.overhead_s / per
     bound: Bound = "compute" if compute >= t.memory_s else t.bound
     eff = t.efficiency * t.seconds / (one * per) if one else t.efficiency
     return replace(t, compute_s=compute, seconds=one * per, bound=bound, efficiency=eff)
