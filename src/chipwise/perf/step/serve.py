@@ -264,6 +264,12 @@ def rank_plan(plan: Plan) -> Plan:
     return Plan(dp=plan.dp * plan.tp, tp=1, pp=plan.pp, ep=plan.ep, etp=plan.expert_tp)
 
 
+def lockstep_ranks(layout: Plan | PrefillPool, spec: TransformerSpec) -> int:
+    """Ranks whose engine steps are joined by collectives: the ``tp`` attention-DP ranks of
+    an MoE layout (their MoE layers gather every rank's tokens each step), else 1."""
+    return layout.tp if layout.adp and spec.is_moe else 1
+
+
 def rank_shard(plan: Plan) -> Shard:
     """How one chip of ``plan`` splits a layer's weights (``rank_plan``'s tp, ep and etp)."""
     rank = rank_plan(plan)
@@ -678,9 +684,9 @@ class ServeModel(StepTimer):
                 prefill_step=prefill[0] if prefill is not None else None,
                 prefill_budget=prefill[1] if prefill is not None else 0.0,
                 kv_transfer_s_per_token=self._kv_transfer_s_per_token(timer),
-                prefill_lockstep=pool.tp if pool is not None and pool.adp and spec.is_moe else 1,
+                prefill_lockstep=lockstep_ranks(pool, spec) if pool is not None else 1,
                 run_requests=phase.num_requests / replicas,
-                lockstep_replicas=plan.tp if plan.adp and spec.is_moe else 1,
+                lockstep_replicas=lockstep_ranks(plan, spec),
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
                 window_replicas=replicas,
                 scheduler=phase.engine,
