@@ -3,6 +3,7 @@ whole attention and its own KV cache; only the routed experts are split over the
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,7 @@ from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.plan.planner import plan_constraints
 from chipwise.perf.predict import predict
+from chipwise.perf.step.engine import HARNESS_ADMISSION_GATES, Engine, lengths_of
 from chipwise.perf.step.serve import EngineStepTimer, ServeModel, rank_plan
 from chipwise.workload.ir import Inference, Training, Workload
 from chipwise.workload.presets import load_preset
@@ -155,3 +157,76 @@ def test_a_trtllm_bench_run_with_the_adp_balance_keeps_bench_limits_and_batches_
     assert balanced.engine.max_seqs_per_replica == plain.engine.max_seqs_per_replica
     assert balanced.tpot_s < plain.tpot_s
     assert balanced.output_tokens_per_s > plain.output_tokens_per_s
+
+
+def test_the_adp_gate_opens_a_chunked_step_for_every_rank_when_any_rank_holds_a_prompt() -> None:
+    """Under TensorRT-LLM's ADP balance the gate's opening step carries the prompts of every
+    rank that holds one, and all lockstep ranks wait for it: at a Server run's ~0.25
+    prompts per rank per 9-step cycle, 8 ranks meet a chunked step in ~1 - exp(-2) of the
+    cycles (not a quarter of them, as one rank would); the chunk is one prompt (the
+    balanced busiest rank's), and the prompt tokens entering per step still equal those
+    the leaving sequences make room for."""
+
+    def step(b: float, ctx: float, chunk: float, lin: float) -> float:
+        del ctx, lin
+        return 0.03 + 1e-4 * b + 5e-5 * chunk
+
+    lens = lengths_of(Inference(input_len=800, output_len=4000))
+    gate = HARNESS_ADMISSION_GATES["nvidia-mlperf-adp-9-3"]
+    kw = {"prefill_tokens_fraction": 1.0, "max_num_seqs": 512, "max_num_tokens": 3456,
+          "kv_capacity_tokens": 1e9, "admission_gate": gate}  # fmt: skip
+    one = Engine(step, lens, **kw).rate(111.0)  # type: ignore[arg-type]
+    eight = Engine(step, lens, lockstep_replicas=8, **kw).rate(111.0)  # type: ignore[arg-type]
+    m = 111.0 / 4000 * 9  # prompts per rank per cycle (~0.25)
+    assert eight.f == pytest.approx(-math.expm1(-8 * m) / 9, rel=0.02)
+    assert one.f == pytest.approx(-math.expm1(-m) / 9, rel=0.02)
+    assert eight.f > 3 * one.f
+    assert eight.chunk == pytest.approx(800, rel=0.05)  # ceil(K / 8) = 1 prompt mostly
+    # mean prompt tokens per step on one rank >= the need (the busiest rank's bound)
+    need = 111.0 * 800 / 4000
+    assert one.f * one.chunk == pytest.approx(need, rel=0.01)
+    assert eight.f * eight.chunk >= need
+    assert eight.step_s > one.step_s
+
+
+def test_a_lockstep_chunked_step_runs_the_routed_experts_on_the_prompts_present() -> None:
+    """Under attention DP a step in which only some ranks carry a prompt waits for the
+    busiest rank's attention and dense work, but the shared routed experts see only the
+    prompt tokens actually present: less than if every rank had the busiest one's chunk,
+    and no less than a decode-only step plus that chunk's own rank's share."""
+    timer = _serve().engine_timer(Plan(tp=8, ep=8, adp=1), "fp8")
+    every = timer.device_s(64, 1024, 2048, 2048)
+    assert timer.device_s(64, 1024, 2048, 2048, 2048) == pytest.approx(every)
+    some = timer.device_s(64, 1024, 2048, 2048, 512)
+    assert timer.device_s(64, 1024, 0, 0) < some < every
+    # only the routed experts' share changes
+    assert every - some == pytest.approx(timer.routed_s(64 + 2048) - timer.routed_s(64 + 512))
+    # a dense model's ranks share no experts: nothing changes
+    dense = _serve(DENSE).engine_timer(Plan(tp=8, adp=1), "fp8")
+    assert dense.device_s(64, 1024, 2048, 2048, 512) == dense.device_s(64, 1024, 2048, 2048)
+
+
+def test_the_engine_times_a_lockstep_chunked_step_with_the_mean_prompt_per_rank() -> None:
+    """The engine hands the lockstep step the prompt tokens per rank of a chunked step on
+    average (the prompt tokens entering per step over the share of steps that carry any),
+    beside the busiest rank's chunk."""
+    seen: list[tuple[float, float]] = []
+
+    def step(b: float, ctx: float, chunk: float, lin: float) -> float:
+        del ctx, lin
+        return 0.03 + 1e-4 * b + 5e-5 * chunk
+
+    def lockstep(b: float, ctx: float, chunk: float, lin: float, routed: float) -> float:
+        seen.append((chunk, routed))
+        return step(b, ctx, chunk, lin) - 4e-5 * (chunk - routed)
+
+    lens = lengths_of(Inference(input_len=800, output_len=4000))
+    gate = HARNESS_ADMISSION_GATES["nvidia-mlperf-adp-9-3"]
+    kw = {"prefill_tokens_fraction": 1.0, "max_num_seqs": 512, "max_num_tokens": 3456,
+          "kv_capacity_tokens": 1e9, "admission_gate": gate, "lockstep_replicas": 8}  # fmt: skip
+    upper = Engine(step, lens, **kw).rate(111.0)  # type: ignore[arg-type]
+    exact = Engine(step, lens, lockstep_step=lockstep, **kw).rate(111.0)  # type: ignore[arg-type]
+    chunk, routed = seen[-1]
+    assert routed == pytest.approx(111.0 * 800 / 4000 / exact.f)
+    assert routed < chunk == pytest.approx(exact.chunk)
+    assert exact.t1_s < upper.t1_s and exact.f == upper.f

@@ -83,8 +83,9 @@ the tails come from queueing theory. The model, per replica:
   ``f`` of its steps, independently, a share ``1 - (1 - f)^n`` of steps is a chunked one
   (``t(b, c)``) for all of them. (The chunked step is timed as if every rank had a chunk, an
   upper bound on its expert work when only some do.) TensorRT-LLM's ADP balance holds the
-  ranks' prompts and admits them all in one step (an admission gate, below): then a share
-  ``f`` of steps is chunked, the same on every rank.
+  ranks' prompts and admits them all in one step (an admission gate, below): the gate's
+  opening step is a chunked one for every rank whenever any rank holds a prompt, and lasts
+  as long as the rank holding the most (``Engine._gated_chunk``).
 
 Pipeline parallelism is timed as one pass through all layers per step (latency); its
 throughput gain from overlapping micro-batches is not modelled.
@@ -107,6 +108,10 @@ from chipwise.workload.ir import Inference
 
 FloatArray = npt.NDArray[np.float64]
 StepFn = Callable[[float, float, float, float], float]
+# A step of lockstep replicas whose prompt tokens differ by replica: (decode, context,
+# prefill on the busiest replica, prompt length, mean prefill per replica), the last the
+# tokens the shared routed experts see (``serve.BatchingStep``)
+LockstepStepFn = Callable[[float, float, float, float, float], float]
 
 # The batch limits an engine applies unless told: ``max_num_seqs`` (running sequences) and
 # ``max_num_tokens`` (tokens per step). They depend on the engine, its release and the GPU:
@@ -528,8 +533,12 @@ class Engine:
         tokens_per_step: float = 1.0,
         verify_tokens: float = 1.0,
         reserves_output: bool = False,
+        lockstep_step: LockstepStepFn | None = None,
     ) -> None:
         self.step = step
+        # the step with the lockstep replicas' prompts apart (None: as if every one of them
+        # had the busiest replica's chunk, an upper bound on the routed experts' work)
+        self.lockstep_step = lockstep_step
         # speculative decoding: a decoding sequence emits ``tokens_per_step`` tokens a step
         # (the mean acceptance length) and takes ``verify_tokens`` (1 + drafts) of the step's
         # token budget (vLLM, SGLang and TensorRT-LLM count the draft tokens they verify
@@ -614,22 +623,60 @@ class Engine:
             # with a harness window the prompts come as bunches, one prefilled per step:
             # its size follows the rate, which follows the step (two fixed-point passes);
             # an admission gate every n steps admits n steps' worth of prompts at once
+            # (``_gated_chunk``)
+            room = max(1.0, self.budget - b * self.verify)
             for _ in range(2 if self.window else 1):
-                bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
                 if self._gated(b):
-                    assert self.gate is not None
-                    bunch = need * self._cycle(b)
-                chunk = max(1.0, min(self.budget - b * self.verify, max(self.l_pre, need, bunch)))
-                f = min(1.0, need / chunk)
-                if not self._gated(b):
+                    chunk, f = self._gated_chunk(b, room)
+                else:
+                    bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
+                    chunk = max(1.0, min(room, max(self.l_pre, need, bunch)))
                     # a step of lockstep replicas is a chunked one when any of them has a
-                    # chunk; a gate admits every replica's prompts in the same step
-                    f = 1.0 - (1.0 - f) ** self.lockstep
-                t1 = self.step(b, self.ctx, chunk, self.l_in)
+                    # chunk
+                    f = 1.0 - (1.0 - min(1.0, need / chunk)) ** self.lockstep
+                t1 = self._chunked_step(b, chunk, need / f if f > 0 else chunk)
                 step_s = f * t1 + (1 - f) * t0
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
         self._rates[b] = r
         return r
+
+    def _gated_chunk(self, b: float, room: float) -> tuple[float, float]:
+        """(prompt tokens of a chunked step, share of steps that are chunked) under an
+        admission gate with ``b`` sequences decoding per replica and ``room`` prompt tokens
+        a step. Over a cycle the ``lockstep`` ranks together receive ``K`` prompts, Poisson
+        of mean ``ranks x m`` (``m`` per rank: as many enter as leave). When the gate opens
+        the step is a chunked one for every rank if any rank holds a prompt (probability
+        ``1 - exp(-ranks m)``: with 8 ranks at a Server run's ~0.3 prompts per rank per
+        cycle, nearly every cycle, not a third of them), and it lasts as long as the rank
+        with the most prompts. TensorRT-LLM deals new requests to the attention-DP ranks
+        with the fewest active requests and tokens (``ExecutorRequestQueue.
+        _balance_requests_across_ranks``, a heap), so that rank holds ``ceil(K / ranks)``
+        (several steps when they exceed the room). One replica: its own ``K``."""
+        m = b / self.l_steps * self._cycle(b)
+        ranks = self.lockstep
+        lam = ranks * m
+        p_any = -math.expm1(-lam)
+        if p_any <= 0.0:
+            return self.l_pre, 0.0
+        hi = int(lam + 10.0 * math.sqrt(lam) + 10.0)
+        k = np.arange(hi + 1, dtype=float)
+        log_pmf = k * math.log(lam) - lam - np.array([math.lgamma(x + 1.0) for x in k.tolist()])
+        most = float(np.exp(log_pmf) @ np.ceil(k / ranks)) / p_any  # on the busiest rank
+        tokens = max(self.l_pre, most * self.l_pre)
+        chunk = max(1.0, min(room, tokens))
+        return chunk, min(1.0, p_any / self._cycle(b) * max(1.0, tokens / room))
+
+    def _chunked_step(self, b: float, chunk: float, mean_prefill: float) -> float:
+        """A chunked step with ``b`` sequences decoding per replica and ``chunk`` prompt
+        tokens on the busiest replica. Lockstep replicas (attention-DP ranks) wait for the
+        busiest one's attention and dense work, but their shared routed experts run only
+        the prompt tokens present: ``mean_prefill`` per replica on average (the prompt
+        tokens entering per replica per step over the share of steps that carry any: the
+        others of a gated release, or of an any-rank chunked step, decode only)."""
+        if self.lockstep > 1 and self.lockstep_step is not None:
+            routed = min(chunk, max(0.0, mean_prefill))
+            return self.lockstep_step(b, self.ctx, chunk, self.l_in, routed)
+        return self.step(b, self.ctx, chunk, self.l_in)
 
     def _gated(self, b: float) -> bool:
         """Whether an admission gate holds prompts back with ``b`` sequences running."""

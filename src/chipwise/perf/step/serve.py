@@ -235,6 +235,8 @@ def draft_precision(method: str, precision: str) -> str:
     return DRAFT_PRECISION.get((method, precision), precision)
 
 
+# The routed experts' ops beside ``expert_*`` (layers.py ``_mlp_ops``): the dispatch and combine
+ROUTED_EXPERT_OPS = frozenset({"moe_permute", "moe_unpermute"})
 # Each token crosses the attention-DP all-gather with its routing: k expert ids (int32) and k
 # routing weights (fp32) (TensorRT-LLM's allgather of token_selected_slots and
 # token_final_scales beside the quantized activations).
@@ -698,6 +700,7 @@ class ServeModel(StepTimer):
                 # GUARANTEED_NO_EVICT (its SchedulerConfig in bench/benchmark/utils/
                 # general.py, llmapi/llm_args.py SchedulerConfig's default)
                 reserves_output=phase.harness in TRTLLM_BENCH_HARNESSES,
+                lockstep_step=step.lockstep if isinstance(step, BatchingStep) else None,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
@@ -979,6 +982,7 @@ class EngineStepTimer:
         self._attn: dict[tuple[int, int, bool, bool], float] = {}
         self._logits: dict[int, float] = {}
         self._comms: dict[int, float] = {}
+        self._routed: dict[int, float] = {}
         self.spec_tokens = spec_tokens
         self.spec_method = spec_method
         self.queries = 1 + spec_tokens  # tokens each decoding sequence verifies per step
@@ -1120,23 +1124,38 @@ class EngineStepTimer:
         context: float,
         prefill: float,
         prompt_len: float,
+        routed_prefill: float | None = None,
         *,
         overlap: bool = ENGINE_OVERLAPS_HOST,
     ) -> float:
-        """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens; the
-        host's work either hidden behind the device's (``overlap``) or added."""
-        device = self.device_s(decode, context, prefill, prompt_len)
+        """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens
+        (``routed_prefill``: see ``device_s``); the host's work either hidden behind the
+        device's (``overlap``) or added."""
+        device = self.device_s(decode, context, prefill, prompt_len, routed_prefill)
         if overlap:
             return max(device, HOST_STEP_S)
         return device + HOST_STEP_S
 
-    def device_s(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
-        """Device time of one step (no host work)."""
+    def device_s(
+        self,
+        decode: float,
+        context: float,
+        prefill: float,
+        prompt_len: float,
+        routed_prefill: float | None = None,
+    ) -> float:
+        """Device time of one step (no host work). ``routed_prefill``: under attention DP,
+        the prompt tokens per rank the shared routed experts run on average when the ranks'
+        prompts differ (``prefill`` is then the busiest rank's, which its attention and
+        dense work wait for); None = every rank has ``prefill``."""
         dec = max(0.0, decode)
         pre = max(0.0, prefill)
         verified = dec * self.queries  # each decoding sequence's token and its drafts
         tokens = self.padded_tokens(verified + pre)
         t = self.linear_s(max(1.0, tokens))
+        if routed_prefill is not None and routed_prefill < pre and self._shares_experts():
+            routed = self.padded_tokens(verified + max(0.0, routed_prefill))
+            t += self.routed_s(max(1.0, routed)) - self.routed_s(max(1.0, tokens))
         if dec > 0:
             t += self.attention_s(dec, max(1, round(context)), decode=True)
             t += self.draft_s(dec, context)
@@ -1150,6 +1169,32 @@ class EngineStepTimer:
         sampled = verified + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
         t += self.logits_s(max(1.0, sampled))
         return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > verified else 0.0))
+
+    def _shares_experts(self) -> bool:
+        """Whether the ranks' tokens meet in shared routed experts (attention DP, MoE)."""
+        return self.plan.adp and self.serve.spec.is_moe
+
+    def routed_s(self, tokens: float) -> float:
+        """The routed experts' share of ``linear_s`` (dispatch, expert GEMMs and their
+        activation, combine) for ``tokens`` tokens on every rank (interpolated)."""
+        return _on_grid(tokens, self._routed_at)
+
+    def _routed_at(self, tokens: int) -> float:
+        cached = self._routed.get(tokens)
+        if cached is not None:
+            return cached
+        sv, spec = self.serve, self.serve.spec
+        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
+        total = Cost()
+        for moe, sliding, count in self.kinds:
+            if not moe:
+                continue
+            ops = layer_ops(spec, moe=True, sliding=sliding, **kw)  # type: ignore[arg-type]
+            ops = tuple(op for op in ops if op.name in ROUTED_EXPERT_OPS
+                        or op.name.startswith("expert_"))  # fmt: skip
+            total = total + sv._time(ops).scaled(count)
+        self._routed[tokens] = total.total_s
+        return total.total_s
 
     def padded_tokens(self, tokens: float) -> float:
         """Tokens the step's token-proportional ops run on: on a TPU the engine compiles one
@@ -1194,6 +1239,13 @@ class BatchingStep:
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         return self.timer.step_s(decode, context, prefill, prompt_len, overlap=self.overlap)
+
+    def lockstep(
+        self, decode: float, context: float, prefill: float, prompt_len: float, routed: float
+    ) -> float:
+        """A step of attention-DP ranks whose busiest has ``prefill`` prompt tokens and the
+        ranks ``routed`` on average (``engine.LockstepStepFn``)."""
+        return self.timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
 
     def device_s(self, decode: float, context: float) -> float:
         """Device time of a decode-only step."""
