@@ -81,8 +81,12 @@ the tails come from queueing theory. The model, per replica:
   their own requests, but every MoE layer's all-gather and reduce-scatter joins them, so a
   step lasts as long as the slowest rank's: with ``n`` ranks each carrying a chunk in a share
   ``f`` of its steps, independently, a share ``1 - (1 - f)^n`` of steps is a chunked one
-  (``t(b, c)``) for all of them. (The chunked step is timed as if every rank had a chunk, an
-  upper bound on its expert work when only some do.) TensorRT-LLM's ADP balance holds the
+  (``t(b, c)``) for all of them. That step waits for the busiest rank's attention and dense
+  work on its chunk ``c``, but the routed experts the ranks share run only the prompt tokens
+  present: ``P / f`` per rank on average (``Engine._chunked_step``; TensorRT-LLM gathers the
+  ranks' tokens with their own counts, not padded to the largest, since NVIDIA/TensorRT-LLM
+  PR #6064 "Remove padding in attention DP", merged 2025-07-18; SM120 pads again, PR #7965,
+  not modelled). TensorRT-LLM's ADP balance holds the
   ranks' prompts and admits them all in one step (an admission gate, below): the gate's
   opening step is a chunked one for every rank whenever any rank holds a prompt, and lasts
   as long as the rank holding the most (``Engine._gated_chunk``).

@@ -1172,7 +1172,7 @@ class EngineStepTimer:
 
     def _shares_experts(self) -> bool:
         """Whether the ranks' tokens meet in shared routed experts (attention DP, MoE)."""
-        return self.plan.adp and self.serve.spec.is_moe
+        return bool(self.plan.adp) and self.serve.spec.is_moe
 
     def routed_s(self, tokens: float) -> float:
         """The routed experts' share of ``linear_s`` (dispatch, expert GEMMs and their
