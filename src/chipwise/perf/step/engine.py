@@ -836,6 +836,50 @@ class Engine:
             return False
         return lam * self.context_cycle_s(lam) * self.l_pre < room
 
+    def _joined_step_service(
+        self, rate: Rate, x: float, inputs: FloatArray, w: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Prefill seconds (from the step boundary it joins at) of prompts of ``inputs``
+        tokens with weights ``w`` at an aggregated replica under Poisson arrivals of ``x``/s,
+        and their weights. In-flight batching admits at a step boundary every prompt that
+        arrived during the step then running, packed up to the token budget's room beside
+        the ``b`` decodes (TensorRT-LLM's capacity scheduler, vLLM's chunked prefill): so a
+        prompt's step also carries the others of its arrival window, a Poisson number
+        (mean ``x`` times the mean step) whose summed length is normal (``_BUNCH_Z``), half
+        of them ahead of it first come first served and half behind. Its first token comes
+        when the step holding its last chunk ends (``_packed_prefill_s``): a longer step than
+        its prompt alone, the more so the more prompts a step packs (the length and count
+        tails of the window, not only of its own prompt)."""
+        room = max(1.0, self.budget - rate.b * self.verify)
+        kbar = max(0.0, x * rate.step_s)
+        hi = int(kbar + 6.0 * math.sqrt(kbar) + 6.0)
+        others = np.arange(hi + 1, dtype=float)
+        log_pmf = (
+            others * math.log(max(kbar, 1e-300))
+            - kbar
+            - np.array([math.lgamma(k + 1.0) for k in others.tolist()])
+        )
+        pk = np.exp(log_pmf)
+        pk /= pk.sum()
+        lens = self.lengths
+        all_in = np.maximum(1.0, lens.inputs * self.pre_fraction)
+        mean = float(lens.weights @ all_in)
+        sd = math.sqrt(max(0.0, float(lens.weights @ (all_in - mean) ** 2)))
+        window = np.maximum(
+            0.0, others[:, None] * mean + _BUNCH_Z[None, :] * np.sqrt(others)[:, None] * sd
+        ).ravel()
+        ww = (pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]).ravel()
+        window, ww = _binned(window, ww)
+        own, ow = _binned(inputs, w)
+        half = window[None, :] / 2.0
+        total = half + own[:, None]
+        full = np.maximum(0.0, np.ceil(total / room - 1e-9) - 1.0)
+        last = np.clip(total - full * room + half, 1.0, room)
+        grid = np.unique(np.geomspace(1.0, room, 24))
+        grid_s = np.array([self.step(rate.b, self.ctx, float(n), self.l_in) for n in grid])
+        seconds = full * float(grid_s[-1]) + np.interp(last, grid, grid_s)
+        return seconds.ravel(), (ow[:, None] * ww[None, :]).ravel()
+
     def _context_step_ttfts(
         self, lam: float, inputs: FloatArray, w: FloatArray
     ) -> tuple[FloatArray, FloatArray]:
@@ -1089,6 +1133,10 @@ class Engine:
             rho, wait_mean = 0.0, 0.0
         if saturated:
             wait_mean = math.inf
+        if load == "rps" and not saturated and not self.disaggregated:
+            # the step a prompt joins carries its arrival window's other prompts
+            service, w = self._joined_step_service(rate, x, inputs, w)
+            es = float(w @ service)
         service, w = _with_step_residual(service, w, rate.step_s, busy)
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
