@@ -29,7 +29,8 @@ def test_every_in_sample_row_is_a_validation_row_and_names_its_constant() -> Non
     # the microbenchmark rows efficiency constants were read off (issue 10)
     read_off = {r for c in constants if c.how.startswith("read off") for r in c.rows}
     # ... and the serving rows each engine's HTTP-server latency was read off (API_REQUEST_S)
-    api = {"GPS-284", "GPS-287", "GPS-302", "GPS-305", "GPS-308"}
+    api = {"GPS-284", "GPS-287", "GPS-302", "GPS-305", "GPS-308", "GPS-281", "GPS-026", "GPS-036",
+           "GPS-058", "GPS-068", "GPS-382", "GPS-425"}  # fmt: skip
     assert read_off == {"GPU-061", "GPU-062", "GPU-065", "GPU-070", "GPU-072", "TPU-049"} | api
     assert "hbm_fraction (architecture.hopper)" in in_sample_of("GPU-070")
     assert in_sample_of("GPU-073") == ()  # NCCL all-reduce: no constant read off it
