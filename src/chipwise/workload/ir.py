@@ -66,6 +66,20 @@ FLOPS_PER_ELEMENT: dict[OpKind, float] = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExpertRouting:
+    """How a routed-expert GEMM's rows reach its experts: ``tokens`` tokens (over every
+    expert-parallel rank) each choose ``topk`` of ``experts`` experts, ``local`` of which this
+    rank holds; ``balanced``: every expert gets the mean load (the kernel benchmarks'
+    forced-balanced routing), else each token's choice is uniform at random."""
+
+    tokens: int
+    topk: int
+    experts: int
+    local: int
+    balanced: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
     """One op instance (or ``count`` identical ones).
 
@@ -102,10 +116,17 @@ class Op:
     # decode attention only: a dense einsum over each sequence's whole contiguous cache
     # array (JetStream without ragged attention), not a paged-attention kernel's page walk
     dense: bool = False
+    # routed MoE expert GEMMs only (layers.mlp_ops): the routing that loads their experts
+    routing: ExpertRouting | None = None
 
     def __post_init__(self) -> None:
         if self.flops < 0 or self.bytes_read < 0 or self.bytes_written < 0 or self.count < 1:
             raise WorkloadError(f"op {self.name!r} has negative work or count < 1")
+
+    @property
+    def routed_expert(self) -> bool:
+        """Whether the op is a routed MoE expert GEMM (one GEMM per local expert)."""
+        return self.routing is not None
 
     @property
     def tensor_op(self) -> bool:

@@ -505,13 +505,14 @@ class GpuModel(PerfModel):
             )
         elif op.kind in (OpKind.MATMUL, OpKind.CONV) and op.mnk is not None and all(op.mnk):
             m, n, k = op.mnk
-            # a serving step's only batched GEMMs are the routed experts (layers.mlp_ops),
-            # which a fused-MoE engine runs as this one grid (module doc)
-            fused = self.fused_moe and op.batch > 1
+            # the routed experts (layers.mlp_ops), which a fused-MoE engine runs as this one
+            # grid (module doc)
+            expert = op.routed_expert
+            fused = self.fused_moe and expert
             # every serving engine runs 4-bit experts on fp4 tensor cores as one fused-MoE
             # grouped GEMM at its own measured weight stream and fixed cost (module doc)
-            expert4 = op.batch > 1 and op.dtype == "fp4"
-            trtllm = self.trtllm_moe and op.batch > 1 and op.block_scaled
+            expert4 = expert and op.dtype == "fp4"
+            trtllm = self.trtllm_moe and expert and op.block_scaled
             frac = eff.grouped_gemm_fraction(
                 op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
@@ -528,7 +529,7 @@ class GpuModel(PerfModel):
                     f"of the {op.dtype} GEMM rate"
                 )
             w4_expert = (
-                op.batch > 1
+                expert
                 and op.weight in DTYPE_BYTES
                 and dtype_bytes(op.weight) < 1
                 and eff.w4a16_expert_dequant_fraction > 0

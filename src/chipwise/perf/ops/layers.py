@@ -22,7 +22,7 @@ from functools import cache
 
 from chipwise.errors import PlanError
 from chipwise.units import DTYPE_BYTES, dtype_bytes
-from chipwise.workload.ir import Op, OpKind, TransformerSpec
+from chipwise.workload.ir import ExpertRouting, Op, OpKind, TransformerSpec
 
 # FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
 # backward = 2.5 x forward FLOPs (Dao 2023, "FlashAttention-2", §3.1-3.2).
@@ -416,6 +416,12 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             expert_dtypes(spec, dt),
             batch=active,
         )
+        # the expert GEMMs carry the routing that loads them (the kernels pad each
+        # expert's rows to their row tile: gpu.py)
+        routing = ExpertRouting(tokens=routed * shard.ep, topk=k, experts=e, local=local_experts)
+        experts = [
+            replace(op, routing=routing) if op.kind is OpKind.MATMUL else op for op in experts
+        ]
         if spec.fp8_weight_block:
             # a block-scaled fp8 checkpoint's experts keep their per-block scales at fp8
             experts = [
