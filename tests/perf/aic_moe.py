@@ -94,7 +94,8 @@ def balanced_experts(ops: list[Op], *, tokens: int, topk: int, experts: int, ep:
             m, n, k = op.mnk
             a, w = dtype_bytes(op.dtype), dtype_bytes(op.weight or op.dtype)
             o = op.bytes_written / max(1, op.batch * m * n)
-            op = replace(op, mnk=(rows, n, k), batch=active, shape=(rows, n),
+            routing = op.routing and replace(op.routing, balanced=True)
+            op = replace(op, mnk=(rows, n, k), batch=active, shape=(rows, n), routing=routing,
                          flops=2.0 * active * rows * n * k,
                          bytes_read=active * (rows * k * a + k * n * w),
                          bytes_written=active * rows * n * o)  # fmt: skip

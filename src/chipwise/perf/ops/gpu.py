@@ -77,8 +77,13 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (Hopper: triton_kernels matmul_ogs; Ampere: Marlin-MoE) dequantises each expert's weights
   on the CUDA cores once per row slice (``_W4A16_EXPERT_TILE``), at that share of the FP32
   vector rate, then runs the MMA on the padded rows at ``gemm_peak_fraction``; the two add,
-  and each expert GEMM pays ``w4a16_expert_latency_s``. TensorRT-LLM's own MoE op runs the
-  MMA at ``trtllm_w4a16_expert_peak_fraction`` of the bf16 peak where measured.
+  and each expert GEMM pays ``w4a16_expert_latency_s``. Each expert's rows are padded on
+  their own, in expectation over its load under the op's routing (``w4a16_routed_rows``:
+  Binomial loads under random routing, the mean under the kernel tables' balanced one). On
+  Hopper the kernel also gathers the routed rows in its prologue and applies the SwiGLU in
+  its epilogue (``_W4A16_FUSED_OPS``). TensorRT-LLM's own MoE op (which permutes and
+  activates in kernels of their own) runs the MMA at ``trtllm_w4a16_expert_peak_fraction``
+  of the bf16 peak where measured.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -99,7 +104,9 @@ kernels is ignored (the model errs slow for small working sets).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cache
 from typing import final
 
 from chipwise.hardware.chip import Chip
@@ -110,7 +117,7 @@ from chipwise.perf.ops.layers import block_overcount
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.units import DTYPE_BYTES, dtype_bytes
-from chipwise.workload.ir import Op, OpKind
+from chipwise.workload.ir import ExpertRouting, Op, OpKind
 
 # Output tile (tm, tn) per SM of the largest GEMM kernels, by architecture. Sources:
 # CUTLASS 3 default sm90 TMA warp-specialized GEMM tile 128x256x64 (Hopper); Blackwell's
@@ -255,6 +262,38 @@ _W4A16_EXPERT_TILE: dict[str, tuple[int, bool]] = {
 }
 
 
+# What the Hopper W4A16 fused-MoE kernel does inside its expert GEMMs, so the per-op model's
+# separate MoE ops around them cost nothing of their own there (``w4a16_fused_op``). vLLM's
+# gpt-oss Triton MoE (vllm/model_executor/layers/fused_moe/gpt_oss_triton_kernels_moe.py
+# triton_kernel_fused_experts; TensorRT-LLM's triton_mxfp4_moe and SGLang's triton_kernels
+# runner call it the same way) runs two matmul_ogs kernels:
+# * the up-projection as matmul_ogs(x, w13, ..., gather_indx=..., fused_activation=
+#   FusedActivation(FnSpecs("swiglu", swiglu_fn, ("alpha", "limit")), ...)): it reads each
+#   expert's rows through the routing index in its prologue (no permuted copy of the tokens
+#   is written: ``moe_permute`` keeps only the launch of the kernel that builds the gather/
+#   scatter index) and applies the clamped SwiGLU in its epilogue (``expert_act`` is no
+#   kernel of its own);
+# * the down projection as matmul_ogs(..., scatter_indx=..., gammas=gate_scal); the combine
+#   (``moe_unpermute``) stays a pass.
+# Ampere's Marlin-MoE also reads its rows through moe_align_block_size's index, but runs
+# silu_and_mul as a kernel of its own (vLLM fused_marlin_moe); its W4A16-MOE values were
+# fitted with the gather timed as a pass (efficiency.toml), so it is left so. Read 2026-12-05.
+_W4A16_FUSED_OPS: dict[str, frozenset[str]] = {
+    "hopper": frozenset({"moe_permute", "expert_act"}),
+}
+
+
+def w4a16_fused_op(op: Op, architecture: str) -> bool:
+    """Whether ``op`` (an MoE op beside 4-bit experts: its ``weight`` is theirs) runs inside
+    the W4A16 fused-MoE kernel's expert GEMMs on ``architecture`` (``_W4A16_FUSED_OPS``)."""
+    return (
+        op.kind is not OpKind.MATMUL
+        and op.weight in DTYPE_BYTES
+        and dtype_bytes(op.weight) < 1
+        and op.name in _W4A16_FUSED_OPS.get(architecture, frozenset())
+    )
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -269,6 +308,65 @@ def w4a16_expert_rows(m: int, architecture: str) -> tuple[int, int]:
     if pow2:
         return max(MARLIN_M_BLOCK, 1 << (m - 1).bit_length()), 1
     return _ceil_div(m, MARLIN_M_BLOCK) * MARLIN_M_BLOCK, 1
+
+
+def _binomial_pmf(trials: int, p: float) -> tuple[tuple[int, float], ...]:
+    """(n, P(n)) of a Binomial(trials, p) over its support's non-negligible part (12
+    standard deviations either side of the mean; the rest is below 1e-30)."""
+    if p >= 1.0:
+        return ((trials, 1.0),)
+    mean = trials * p
+    sd = math.sqrt(mean * (1.0 - p))
+    lo, hi = max(0, math.floor(mean - 12 * sd - 2)), min(trials, math.ceil(mean + 12 * sd + 2))
+    lg = math.lgamma(trials + 1)
+    lp, lq = math.log(p), math.log1p(-p)
+    out = []
+    for n in range(lo, hi + 1):
+        out.append((n, math.exp(lg - math.lgamma(n + 1) - math.lgamma(trials - n + 1)
+                                + n * lp + (trials - n) * lq)))  # fmt: skip
+    return tuple(out)
+
+
+def expert_loads(routing: ExpertRouting) -> tuple[tuple[int, float], ...]:
+    """The distribution of one expert's rows (token-expert pairs) under ``routing``, as
+    (rows, probability) pairs. Uniform random routing: each of the ``tokens`` tokens picks
+    ``topk`` distinct experts of ``experts``, so one expert's load is Binomial(tokens,
+    topk / experts) (mean ``tokens * topk / experts``). Balanced routing (the kernel
+    benchmarks'): the pairs spread evenly, q + 1 rows on the r experts left over by
+    divmod(pairs, experts), q on the rest."""
+    pairs = routing.tokens * routing.topk
+    if routing.balanced:
+        q, r = divmod(pairs, routing.experts)
+        share = r / routing.experts
+        return tuple((n, w) for n, w in ((q + 1, share), (q, 1.0 - share)) if w > 0)
+    return _binomial_pmf(routing.tokens, routing.topk / routing.experts)
+
+
+@cache
+def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float, float]:
+    """(rows computed, row slices) of a W4A16 fused-MoE expert GEMM over the rank's
+    ``routing.local`` experts, in expectation over their loads (``expert_loads``): each
+    expert's rows are padded to the kernel's row tile on their own and an empty expert
+    runs nothing. Hopper's triton_kernels picks one block_m for the whole launch from the
+    mean load (``_W4A16_EXPERT_TILE``), so an expert above the mean runs whole extra tiles,
+    each dequantising its weights again: under random routing the expected tile count
+    exceeds the balanced one most where the mean sits at a power of two (16 rows of 128
+    experts top-4 at 512 tokens: ~1.4 tiles per expert, not 1)."""
+    largest, pow2 = _W4A16_EXPERT_TILE.get(architecture, (MARLIN_MAX_M, False))
+    mean = max(1, routing.tokens * routing.topk // routing.experts)
+    block = max(MARLIN_M_BLOCK, min(1 << (mean - 1).bit_length(), largest)) if pow2 else 0
+    rows = slices = 0.0
+    for n, w in expert_loads(routing):
+        if n == 0:
+            continue
+        if pow2:
+            tiles = _ceil_div(n, block)
+            r, t = tiles * block, tiles
+        else:
+            r, t = w4a16_expert_rows(n, architecture)
+        rows += w * r
+        slices += w * t
+    return routing.local * rows, routing.local * slices
 
 
 def marlin_rows(m: int) -> int:
@@ -478,6 +576,20 @@ class GpuModel(PerfModel):
         bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
         notes: list[str] = []
         measured: float | None = None
+        if (
+            eff.w4a16_expert_dequant_fraction > 0
+            and not self.trtllm_moe
+            and w4a16_fused_op(op, chip.architecture)
+        ):
+            # done inside the W4A16 fused-MoE kernel's expert GEMMs (``_W4A16_FUSED_OPS``):
+            # the gather leaves its index kernel's launch, the activation nothing
+            index = op.kind is OpKind.GATHER
+            what = "its routing-index kernel only" if index else "no kernel of its own"
+            r = Roof(compute_s=0.0, memory_s=0.0,
+                     overhead_s=eff.launch_overhead_s if index else 0.0)  # fmt: skip
+            note = f"{op.name} inside the W4A16 fused-MoE expert GEMMs: {what}"
+            return timed(op, r, flops=0.0, n_bytes=0.0, peak=peak,
+                         bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
         if op.grouped and op.batch > 1 and op.mnk is not None and all(op.mnk):
             # MoE experts: one GEMM per expert (Transformer Engine's GroupedLinear issues a
             # cuBLAS GEMM per expert), each cut into its own tiles and waves: a small expert
@@ -539,17 +651,23 @@ class GpuModel(PerfModel):
                 # a serving engine's W4A16 fused-MoE kernel (module doc): every row slice
                 # dequantises the expert's weights on the CUDA cores, then runs the MMA on
                 # its padded rows; the two add (the same warps do both)
-                rows, slices = w4a16_expert_rows(m, chip.architecture)
+                if op.routing is not None:
+                    # each expert's rows padded on their own under the routing's loads
+                    all_rows, all_slices = w4a16_routed_rows(op.routing, chip.architecture)
+                else:
+                    rows, slices = w4a16_expert_rows(m, chip.architecture)
+                    all_rows, all_slices = float(op.batch * rows), float(op.batch * slices)
                 dequant_rate = (chip.vector_flops_per_s or 0.0) * eff.w4a16_expert_dequant_fraction
-                dequant_s = op.batch * slices * n * k / dequant_rate
+                dequant_s = all_slices * n * k / dequant_rate
                 mma_frac = eff.gemm_fraction(op.dtype)
                 if self.trtllm_moe and eff.trtllm_w4a16_expert_peak_fraction:
                     # TensorRT-LLM's own W4A16 MoE op: its measured MMA rate (module doc)
                     mma_frac = eff.trtllm_w4a16_expert_peak_fraction
-                mma_s = op.batch * 2.0 * rows * n * k / (peak * mma_frac)
+                mma_s = 2.0 * all_rows * n * k / (peak * mma_frac)
                 compute_s = dequant_s + mma_s
                 notes.append(
-                    f"W4A16 fused-MoE experts ({op.weight}): {slices} slice(s), {rows} rows; "
+                    f"W4A16 fused-MoE experts ({op.weight}): {all_slices:.1f} row slices, "
+                    f"{all_rows:.0f} rows over {op.batch} experts; "
                     f"dequant {dequant_s * 1e6:.1f} us + MMA {mma_s * 1e6:.1f} us, "
                     f"{eff.w4a16_expert_latency_s * 1e6:.1f} us fixed"
                 )
@@ -663,6 +781,7 @@ __all__ = [
     "GpuModel",
     "balance_intensity",
     "dense_gemm_exponent",
+    "expert_loads",
     "gemm_candidate",
     "gemm_efficiency",
     "marlin_rows",
@@ -670,4 +789,6 @@ __all__ = [
     "tensor_throttle",
     "tile_rate_factor",
     "w4a16_expert_rows",
+    "w4a16_fused_op",
+    "w4a16_routed_rows",
 ]

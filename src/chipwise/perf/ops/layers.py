@@ -368,6 +368,11 @@ def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
         dt.act,
         flops_per_element=8,
     )
+    if prefix == "expert" and dt.weight:
+        # the experts' stored weight dtype: a W4A16 fused-MoE kernel that applies the
+        # activation in its up-projection's epilogue runs no kernel of its own for it
+        # (gpu.py _W4A16_FUSED_OPS)
+        act = replace(act, weight=dt.weight)
     return [
         _matmul(f"{prefix}_up", t, up_n, d, dt, batch=batch),
         act,
@@ -406,7 +411,10 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
         # dispatch: an indexed gather of each token's k copies into expert order; combine: a
         # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
-        ops.append(_memop("moe_permute", OpKind.GATHER, routed * k * d, 1, 1, dt.act, 0))
+        permute = _memop("moe_permute", OpKind.GATHER, routed * k * d, 1, 1, dt.act, 0)
+        # the experts' stored weight dtype: a W4A16 fused-MoE kernel that gathers its rows in
+        # the up-projection's prologue writes no permuted copy (gpu.py _W4A16_FUSED_OPS)
+        ops.append(replace(permute, weight=expert_dtypes(spec, dt).weight))
         experts = _mlp(
             "expert",
             per_expert,
