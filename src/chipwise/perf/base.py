@@ -83,6 +83,11 @@ class PerfModel(ABC):
         the refined models take it from their ``Efficiency``)."""
         return 1.0
 
+    def serving_sustained_fraction(self, dtype: str) -> float:
+        """The same for a serving step's dense (non-expert) GEMMs in ``dtype``."""
+        del dtype
+        return self.sustained_tensor_fraction()
+
     def for_engine(self, engine: str) -> PerfModel:
         """This model as serving ``engine`` runs the ops (its own MoE kernels); the same
         model where the engine changes nothing."""

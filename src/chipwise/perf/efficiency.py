@@ -42,6 +42,7 @@ PARAMETERS: tuple[str, ...] = (
     "collective_latency_s",
     "nvls_fraction",
     "sustained_tensor_fraction",
+    "serving_fp8_sustained_fraction",
     "attention_backward_ratio",
     "fp8_gemm_peak_fraction",
     "fp4_gemm_peak_fraction",
@@ -74,7 +75,8 @@ _FRACTIONS = frozenset(PARAMETERS) - {
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
-    {"nvls_fraction", "sustained_tensor_fraction", "attention_backward_ratio",
+    {"nvls_fraction", "sustained_tensor_fraction", "serving_fp8_sustained_fraction",
+     "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
@@ -85,7 +87,8 @@ _OPTIONAL = frozenset(
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
-    {"nvls_fraction", "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction",
+    {"nvls_fraction", "serving_fp8_sustained_fraction", "fp8_gemm_peak_fraction",
+     "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
      "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
@@ -115,6 +118,9 @@ class Efficiency:
             boost, cold caches, collectives sharing HBM and SMs). The per-op fractions come
             from seconds-long single-kernel benchmarks; this one is fitted to published
             step throughput (``data/efficiency.toml`` says on which rows). 1 = none.
+        serving_fp8_sustained_fraction: the same for a serving step's dense fp8 GEMMs
+            where the engines' kernel tables show they keep more of the per-op rate than a
+            training step does; 0 = the ``sustained_tensor_fraction``.
         attention_backward_ratio: fused attention backward FLOP/s as a fraction of the
             forward's (FlashAttention-2: the backward reaches a lower share of peak, with
             more non-matmul work and atomic dQ accumulation). 1 = the same.
@@ -197,6 +203,7 @@ class Efficiency:
     collective_latency_s: float
     nvls_fraction: float = 0.0
     sustained_tensor_fraction: float = 1.0
+    serving_fp8_sustained_fraction: float = 0.0
     attention_backward_ratio: float = 1.0
     fp8_gemm_peak_fraction: float = 0.0
     fp4_gemm_peak_fraction: float = 0.0
@@ -228,6 +235,14 @@ class Efficiency:
                     raise ValueError(f"efficiency {name} must be in (0, 1], got {value}")
             elif value < 0:
                 raise ValueError(f"efficiency {name} must be >= 0 seconds, got {value}")
+
+    def serving_sustained_fraction(self, dtype: str) -> float:
+        """The share of the per-op tensor rate a serving step's dense GEMMs in ``dtype``
+        keep: ``serving_fp8_sustained_fraction`` for fp8 where measured, else the training
+        step's ``sustained_tensor_fraction``."""
+        if dtype == "fp8" and self.serving_fp8_sustained_fraction:
+            return self.serving_fp8_sustained_fraction
+        return self.sustained_tensor_fraction
 
     def gemm_fraction(self, dtype: str) -> float:
         """The achievable share of the dense peak for a GEMM in ``dtype``."""
@@ -317,6 +332,7 @@ class _Entry(_Frozen):
     collective_latency_s: _Value | None = None
     nvls_fraction: _Value | None = None
     sustained_tensor_fraction: _Value | None = None
+    serving_fp8_sustained_fraction: _Value | None = None
     attention_backward_ratio: _Value | None = None
     fp8_gemm_peak_fraction: _Value | None = None
     fp4_gemm_peak_fraction: _Value | None = None

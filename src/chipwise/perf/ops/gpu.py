@@ -561,6 +561,9 @@ class GpuModel(PerfModel):
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
 
+    def serving_sustained_fraction(self, dtype: str) -> float:
+        return self.efficiency.serving_sustained_fraction(dtype)
+
     def for_engine(self, engine: str) -> PerfModel:
         if engine == TRTLLM_MOE_ENGINE and not self.trtllm_moe:
             return GpuModel(self.chip, self.efficiency, trtllm_moe=True)

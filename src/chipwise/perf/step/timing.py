@@ -16,7 +16,7 @@ from chipwise.perf.ops.graph import time_graph
 from chipwise.perf.ops.layers import compute_dtype
 from chipwise.perf.ops.roofline import combine
 from chipwise.perf.plan.parallel import Network
-from chipwise.workload.ir import Graph, Op, TransformerSpec
+from chipwise.workload.ir import Graph, Op, OpKind, TransformerSpec
 
 # The sustained share of the per-op tensor throughput in a whole step is an ``Efficiency``
 # parameter (``sustained_tensor_fraction`` in data/efficiency.toml, fitted per chip group
@@ -96,9 +96,20 @@ def time_ops(
     compute-bound (serving: see ``ServeModel``)."""
     f = model.sustained_tensor_fraction() if sustained else 1.0
     return [
-        _sustain(t, f, compute_bound_only=compute_bound_only)
+        _sustain(t, _serving_fraction(t.op, model) if sustained and compute_bound_only else f,
+                 compute_bound_only=compute_bound_only)
         for t in time_graph(Graph(name="step", ops=ops), model).op_times
-    ]
+    ]  # fmt: skip
+
+
+def _serving_fraction(op: Op, model: PerfModel) -> float:
+    """The sustained share for one op of a serving step: a dense GEMM's by its dtype (the
+    engines' fp8 GEMM kernels on Hopper keep more of the per-op rate than a training step
+    does: ``serving_fp8_sustained_fraction``); routed experts and attention keep the
+    training step's (their kernel fits were made on top of it)."""
+    if op.kind == OpKind.MATMUL and not op.routed_expert:
+        return model.serving_sustained_fraction(op.dtype)
+    return model.sustained_tensor_fraction()
 
 
 class StepTimer:
