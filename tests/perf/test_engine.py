@@ -353,7 +353,8 @@ def test_a_closed_loop_prompt_waits_only_for_the_prompts_being_prefilled() -> No
 def test_the_sustained_rate_limits_compute_bound_serving_ops_only() -> None:
     """A decode of one sequence streams weights (memory-bound: the sustained tensor rate
     changes nothing); a decode of 512 sequences on llama3-70b is compute-bound on an H100
-    and runs at the sustained rate like a prefill of as many tokens."""
+    and runs at the sustained rate like a prefill of as many tokens (a serving step's fp8
+    GEMMs on Hopper: ``serving_fp8_sustained_fraction``)."""
     s = _serve(LLAMA70, "fp8")
     plan = Plan(tp=4)
     one = s.serve(plan, batch=1, input_len=512, output_len=2)
@@ -363,9 +364,10 @@ def test_the_sustained_rate_limits_compute_bound_serving_ops_only() -> None:
     ops = s.layer_op_times(plan, batch=512, input_len=512, output_len=2)[1]
     gemms = [t for t in ops if t.op.kind.name == "MATMUL"]
     assert gemms and all(t.bound == "compute" for t in gemms)
-    f = s.model.sustained_tensor_fraction()
     for g in gemms:
         bare = s.model.op_time(g.op)
+        f = s.model.serving_sustained_fraction(g.op.dtype)
+        assert f == pytest.approx(0.92 if g.op.dtype == "fp8" else 0.711)
         assert g.compute_s == pytest.approx(bare.compute_s / f)
     assert one.tpot_s < many.tpot_s
 
