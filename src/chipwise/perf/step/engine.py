@@ -729,16 +729,7 @@ class Engine:
         """TTFT points and weights of a request held ``seconds`` with others arriving at
         ``lam``/s (at most ``max_prompts`` in a bunch): the rest of the hold (uniform) and
         its bunch's prefill, ``ceil(tokens / room)`` steps of ``rate.b`` decodes."""
-        kbar = lam * seconds
-        hi = int(kbar + 6.0 * math.sqrt(kbar) + 6.0)
-        others = np.arange(hi + 1, dtype=float)
-        log_pmf = (
-            others * math.log(max(kbar, 1e-300))
-            - kbar
-            - np.array([math.lgamma(k + 1.0) for k in others.tolist()])
-        )
-        pk = np.exp(log_pmf)
-        pk /= pk.sum()
+        others, pk = _poisson(lam * seconds)
         k = np.minimum(others + 1.0, max_prompts)
         lens = self.lengths
         inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
@@ -852,15 +843,7 @@ class Engine:
         tails of the window, not only of its own prompt)."""
         room = max(1.0, self.budget - rate.b * self.verify)
         kbar = max(0.0, x * rate.step_s)
-        hi = int(kbar + 6.0 * math.sqrt(kbar) + 6.0)
-        others = np.arange(hi + 1, dtype=float)
-        log_pmf = (
-            others * math.log(max(kbar, 1e-300))
-            - kbar
-            - np.array([math.lgamma(k + 1.0) for k in others.tolist()])
-        )
-        pk = np.exp(log_pmf)
-        pk /= pk.sum()
+        others, pk = _poisson(kbar)
         lens = self.lengths
         all_in = np.maximum(1.0, lens.inputs * self.pre_fraction)
         mean = float(lens.weights @ all_in)
@@ -1303,6 +1286,20 @@ def _plus_uniform(
 # 1/128 of its range, and it bounds the quantile search's work (a dataset's ~1000 prompt
 # lengths x 16 residual points made one MLPerf Server row take 40 s).
 _SERVICE_BINS = 128
+
+
+def _poisson(mean: float) -> tuple[FloatArray, FloatArray]:
+    """Counts 0 .. mean + 6 sd + 6 and their Poisson(``mean``) probabilities, renormalised
+    over that range: how many other prompts arrive in a window of ``mean`` expected ones."""
+    hi = int(mean + 6.0 * math.sqrt(mean) + 6.0)
+    counts = np.arange(hi + 1, dtype=float)
+    log_pmf = (
+        counts * math.log(max(mean, 1e-300))
+        - mean
+        - np.array([math.lgamma(k + 1.0) for k in counts.tolist()])
+    )
+    pk = np.exp(log_pmf)
+    return counts, pk / pk.sum()
 
 
 def _binned(service: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:

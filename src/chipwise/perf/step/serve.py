@@ -249,6 +249,14 @@ def draft_precision(method: str, precision: str) -> str:
 
 # The routed experts' ops beside ``expert_*`` (layers.py ``_mlp_ops``): the dispatch and combine
 ROUTED_EXPERT_OPS = frozenset({"moe_permute", "moe_unpermute"})
+
+
+def _routed_op(op: Op) -> bool:
+    """Whether ``op`` is part of the routed experts (dispatch, expert GEMMs and activation,
+    combine): what the ranks of an attention-DP MoE layer share."""
+    return op.name in ROUTED_EXPERT_OPS or op.name.startswith("expert_")
+
+
 # Each token crosses the attention-DP all-gather with its routing: k expert ids (int32) and k
 # routing weights (fp32) (TensorRT-LLM's allgather of token_selected_slots and
 # token_final_scales beside the quantized activations).
@@ -1008,16 +1016,27 @@ class EngineStepTimer:
         cached = self._linear.get(tokens)
         if cached is not None:
             return cached
+        sv = self.serve
+        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
+        layers = self._layers_s(tokens, lambda op: op.kind is not OpKind.ATTENTION)
+        t = layers + sv._time(embedding_ops(sv.spec, **kw)).total_s  # type: ignore[arg-type]
+        self._linear[tokens] = t
+        return t
+
+    def _layers_s(
+        self, tokens: int, keep: Callable[[Op], bool], *, moe_only: bool = False
+    ) -> float:
+        """Seconds of the layers' ops that ``keep`` selects, for ``tokens`` tokens in the step
+        (``moe_only``: the MoE layers alone)."""
         sv, spec = self.serve, self.serve.spec
         kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
         total = Cost()
         for moe, sliding, count in self.kinds:
+            if moe_only and not moe:
+                continue
             ops = layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
-            ops = tuple(op for op in ops if op.kind is not OpKind.ATTENTION)
-            total = total + sv._time(ops).scaled(count)
-        t = total.total_s + sv._time(embedding_ops(spec, **kw)).total_s  # type: ignore[arg-type]
-        self._linear[tokens] = t
-        return t
+            total = total + sv._time(tuple(op for op in ops if keep(op))).scaled(count)
+        return total.total_s
 
     def attention_s(self, seqs: float, context: int, *, decode: bool, dense: bool = False) -> float:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
@@ -1193,20 +1212,10 @@ class EngineStepTimer:
 
     def _routed_at(self, tokens: int) -> float:
         cached = self._routed.get(tokens)
-        if cached is not None:
-            return cached
-        sv, spec = self.serve, self.serve.spec
-        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
-        total = Cost()
-        for moe, sliding, count in self.kinds:
-            if not moe:
-                continue
-            ops = layer_ops(spec, moe=True, sliding=sliding, **kw)  # type: ignore[arg-type]
-            ops = tuple(op for op in ops if op.name in ROUTED_EXPERT_OPS
-                        or op.name.startswith("expert_"))  # fmt: skip
-            total = total + sv._time(ops).scaled(count)
-        self._routed[tokens] = total.total_s
-        return total.total_s
+        if cached is None:
+            cached = self._layers_s(tokens, _routed_op, moe_only=True)
+            self._routed[tokens] = cached
+        return cached
 
     def padded_tokens(self, tokens: float) -> float:
         """Tokens the step's token-proportional ops run on: on a TPU the engine compiles one
