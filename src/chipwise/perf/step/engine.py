@@ -608,6 +608,7 @@ class Engine:
         self.limit, cap = min(limits.items(), key=lambda kv: kv[1])
         self.max_seqs = max(0, cap)
         self._rates: dict[float, Rate] = {}
+        self._cycles: dict[float, float] = {}  # context_cycle_s by arrival rate
 
     def rate(self, b: float) -> Rate:
         # b is a time average (Little's law), not a count: kept fractional so that the
@@ -662,10 +663,8 @@ class Engine:
         p_any = -math.expm1(-lam)
         if p_any <= 0.0:
             return self.l_pre, 0.0
-        hi = int(lam + 10.0 * math.sqrt(lam) + 10.0)
-        k = np.arange(hi + 1, dtype=float)
-        log_pmf = k * math.log(lam) - lam - np.array([math.lgamma(x + 1.0) for x in k.tolist()])
-        most = float(np.exp(log_pmf) @ np.ceil(k / ranks)) / p_any  # on the busiest rank
+        k, pk = _poisson(lam, width=10.0)
+        most = float(pk @ np.ceil(k / ranks)) / p_any  # on the busiest rank
         tokens = max(self.l_pre, most * self.l_pre)
         chunk = max(1.0, min(room, tokens))
         return chunk, min(1.0, p_any / self._cycle(b) * max(1.0, tokens / room))
@@ -802,6 +801,12 @@ class Engine:
         prompt that does not fit). A step therefore carries ``lam T L_pre`` prompt tokens
         and lasts ``T = t(lam T L_pre)``: the fixed point (at least one prompt's step, at
         most a full budget's). Below one arrival a step, ``t(L_pre)``."""
+        cached = self._cycles.get(lam)
+        if cached is None:
+            cached = self._cycles[lam] = self._context_cycle(lam)
+        return cached
+
+    def _context_cycle(self, lam: float) -> float:
         step, room, dec = self._prefill_slot(0.0)
         lo = step(dec, self.ctx, min(room, self.l_pre), self.l_in)
         hi = step(dec, self.ctx, room, self.l_in)
@@ -1288,10 +1293,11 @@ def _plus_uniform(
 _SERVICE_BINS = 128
 
 
-def _poisson(mean: float) -> tuple[FloatArray, FloatArray]:
-    """Counts 0 .. mean + 6 sd + 6 and their Poisson(``mean``) probabilities, renormalised
-    over that range: how many other prompts arrive in a window of ``mean`` expected ones."""
-    hi = int(mean + 6.0 * math.sqrt(mean) + 6.0)
+def _poisson(mean: float, width: float = 6.0) -> tuple[FloatArray, FloatArray]:
+    """Counts 0 .. mean + ``width`` sd + ``width`` and their Poisson(``mean``) probabilities,
+    renormalised over that range: how many prompts arrive in a window of ``mean`` expected
+    ones."""
+    hi = int(mean + width * math.sqrt(mean) + width)
     counts = np.arange(hi + 1, dtype=float)
     log_pmf = (
         counts * math.log(max(mean, 1e-300))
