@@ -73,6 +73,23 @@ def test_mla_is_sized_as_the_hf_config_reads_and_nvfp4_weights_count_packed() ->
     assert _bench(r1, "b200", "fp4", 4, 1024, 32768)[0] == 64  # 18 requests: the minimum
 
 
+def test_the_perf_overview_deepseek_1k8k_rows_ran_the_formula_before_pr_13498() -> None:
+    # TRP-002/006 (perf-overview at 03e27c7d5f, 2025-11) predate NVIDIA/TensorRT-LLM PR #13498
+    # (opened 2026-04-27), so their runs sized max_batch_size by tuning.py's old rule:
+    # B200 (713.4 - 176.0) GiB x 0.9 / (854 KiB x 9216) = 64 requests -> 96 (multiple of 32),
+    # GB200 67 -> 96, at the page's 0.90 or 0.95 KV fraction alike. The PR's NVFP4 engine size
+    # (per-dtype checkpoint bytes, 2.10x) would leave 41 / 44 requests -> 64, fewer, not the
+    # ~250 per rank the rows' throughput would need (the rows' notes).
+    r1 = load_preset("deepseek-r1")
+    for gpu in ("b200", "gb200"):
+        assert _bench(r1, gpu, "fp4", 4, 1024, 8192)[0] == 96
+        hi = trtllm_bench_limits(
+            r1, precision="fp4", kv_dtype="fp8", hbm_bytes=chip(gpu).usable_hbm_bytes, tp=4,
+            pp=1, mean_in=1024, mean_out=8192, max_in=1024, kv_free_fraction=0.95,
+        )  # fmt: skip
+        assert hi[0] == 96
+
+
 def test_mxfp4_experts_take_the_build_defaults() -> None:
     # gpt-oss's MXFP4 checkpoint is not one of trtllm-bench's tuned quantisations
     oss = load_preset("gpt-oss-120b")
