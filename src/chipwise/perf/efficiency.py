@@ -48,6 +48,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "decode_attention_floor_s",
+    "fp8_kv_attention_peak_fraction",
     "gemm_hbm_fraction",
     "fp4_gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
@@ -78,8 +79,8 @@ _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "serving_fp8_sustained_fraction",
      "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "decode_attention_floor_s", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
-     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
+     "decode_attention_floor_s", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
+     "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
@@ -89,8 +90,9 @@ _OPTIONAL = frozenset(
 _ZERO_OK = frozenset(
     {"nvls_fraction", "serving_fp8_sustained_fraction", "fp8_gemm_peak_fraction",
      "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction", "gemm_hbm_fraction", "fp4_gemm_hbm_fraction",
-     "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction", "marlin_relative_rate",
+     "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
+     "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
+     "marlin_relative_rate",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
 )  # fmt: skip
@@ -135,6 +137,11 @@ class Efficiency:
         decode_attention_floor_s: the time of one decode-attention op that reads almost no
             cache (batch 1, context 1): its kernel launches (KV append, split-KV partials,
             combine) and their dependent DRAM round trips; 0 = one launch overhead.
+        fp8_kv_attention_peak_fraction: the share of the fp8 dense peak at which a decode
+            attention kernel reading an fp8 KV cache runs its QK and PV MMAs, where the
+            engines' kernels quantise the query to fp8 and multiply in fp8 (Blackwell's
+            trtllm-gen MLA/XQA); 0 = the cache is dequantised and the MMAs run in the
+            activation dtype at ``attention_peak_fraction`` (Hopper, measured so).
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
@@ -209,6 +216,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     decode_attention_floor_s: float = 0.0
+    fp8_kv_attention_peak_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
     fp4_gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
@@ -338,6 +346,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     decode_attention_floor_s: _Value | None = None
+    fp8_kv_attention_peak_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
     fp4_gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None

@@ -107,7 +107,8 @@ class Op:
     # fp8 GEMMs with per-block weight scales (a block-scaled checkpoint's MoE experts)
     block_scaled: bool = False
     # weight-only GEMMs (W4A16/W8A16): the stored weight dtype the kernel dequantises to
-    # ``dtype`` in its main loop; "" = the weights are in ``dtype``
+    # ``dtype`` in its main loop; "" = the weights are in ``dtype``. Decode attention: the
+    # KV cache's stored dtype (layers._decode_attention)
     weight: str = ""
     # attention only: the mask its kernel skips whole blocks of (a causal mask, a sliding
     # window of ``window`` keys per query; 0 = every key)

@@ -51,7 +51,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the engines' kernels at GB-sized caches), else at ``hbm_fraction``. Its fixed cost is
   ``decode_attention_floor_s`` where set, not one launch: the op is several kernels (KV
   append, split-KV partials, the combine), each waiting on its DRAM round trips, measured at
-  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch).
+  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch). On an fp8 cache
+  (``op.weight``) where ``fp8_kv_attention_peak_fraction`` is set (Blackwell: trtllm-gen's
+  FP8 MLA/XQA quantise the query), its MMAs run at that share of the fp8 peak, not at the
+  activation dtype's ``attention_peak_fraction``: DeepSeek MLA at 128 heads per rank is
+  compute-bound at the bf16 rate (Hopper dequantises and stays there).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance); an fp8 GEMM call
   (not a fused-MoE one) also pays ``fp8_gemm_latency_s`` where measured: the engines'
   scaled fp8 GEMMs take ~4 us more than a bf16 GEMM at decode M.
@@ -724,6 +728,17 @@ class GpuModel(PerfModel):
                 notes.append(
                     f"decode attention: the paged KV-cache read streams at "
                     f"{eff.decode_attention_fraction():.0%} of HBM bandwidth"
+                )
+            if (
+                is_decode_attention(op)
+                and op.weight == "fp8"
+                and eff.fp8_kv_attention_peak_fraction
+            ):
+                # the kernel quantises the query and multiplies the fp8 cache in fp8 (FP8-MLA)
+                peak = chip.peak_flops_per_s("fp8")
+                frac = eff.fp8_kv_attention_peak_fraction
+                notes.append(
+                    f"decode attention on an fp8 cache: fp8 MMAs at {frac:.0%} of the fp8 peak"
                 )
             if is_decode_attention(op) and eff.decode_attention_floor_s > overhead_s:
                 # a split-KV decode kernel's fixed cost: KV append, partials, combine (DAF)

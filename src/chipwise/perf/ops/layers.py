@@ -724,7 +724,9 @@ def kv_bytes_per_token_per_layer(spec: TransformerSpec, tp: int, kv_dtype: str) 
 def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, shard: Shard,
                       kv_dtype: str) -> Op:  # fmt: skip
     """Decode attention is a read of the cache: memory-bound, flops 4 x ctx x heads x Dh
-    (``context`` is what this layer attends to: already cut to its window)."""
+    (``context`` is what this layer attends to: already cut to its window). The cache's
+    stored dtype rides on ``weight`` (the operand the kernel reads in a dtype of its own:
+    an fp8 cache may be multiplied in fp8, ``GpuModel``)."""
     h, _ = heads_per_rank(spec, shard.tp)
     ctx = context
     cache = batch * ctx * kv_bytes_per_token_per_layer(spec, shard.tp, kv_dtype)
@@ -735,6 +737,7 @@ def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, s
         bytes_read=cache + op.bytes_written,
         mnk=(1, ctx, dh),
         batch=batch * h,
+        weight=kv_dtype if kv_dtype != op.dtype else "",
     )
 
 
