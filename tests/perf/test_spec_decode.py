@@ -34,12 +34,13 @@ DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Netw
 # sustained_tensor_fraction refits of 2026-12-05, 0.709 -> 0.717 -> 0.711; the finite run's
 # TPOT re-recorded when it became the mean of its requests' TPOTs, 0.02343 -> 0.02738; the
 # rps TTFT re-recorded when a prompt's step came to carry its arrival window's other prompts,
-# 0.03731 -> 0.03993) of
+# 0.03731 -> 0.03993, and again when that step was timed at the prompt lengths instead of
+# a 24-count grid, 0.03993 -> 0.03819: a 4000-count grid gives 0.03821) of
 # llama3-8b on one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
     ({"load": "concurrency", "concurrency": 16}, 0.00868008867941321, 0.03911124334892697,
      1815.8757903024716),
-    ({"load": "rps", "rps": 4.0}, 0.00782955477468792, 0.039931815016777485, 1200.0),
+    ({"load": "rps", "rps": 4.0}, 0.00782955477468792, 0.03819496789997343, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
      0.027381872778925107, 3.116330936065592, 4450.287766108908),
     ({"load": "max_throughput"}, 0.06725977104284246, 0.06176662403869858, 5292.911267468316),

@@ -863,7 +863,15 @@ class Engine:
         total = half + own[:, None]
         full = np.maximum(0.0, np.ceil(total / room - 1e-9) - 1.0)
         last = np.clip(total - full * room + half, 1.0, room)
-        grid = np.unique(np.geomspace(1.0, room, 24))
+        # the step timed at one prompt token, at the full room, and at the prompt lengths
+        # (capped at the room) whose prefill ``prefill_service`` has already timed beside
+        # the same ``b`` decodes (their token counts' GEMMs are planned), linear between:
+        # the step is close to affine in its prompt tokens between GEMM tile boundaries,
+        # and a last chunk carries its own prompt and often its window's others, so it sits
+        # at those lengths or above. (A geometric grid of 24 counts from 1 to the room
+        # planned 2.4x the GEMM shapes of the rest of a solve and, measured against 400
+        # counts, interpolated a GPU's service less closely.)
+        grid = np.unique(np.concatenate(([1.0, room], np.minimum(inputs, room))))
         grid_s = np.array([self.step(rate.b, self.ctx, float(n), self.l_in) for n in grid])
         seconds = full * float(grid_s[-1]) + np.interp(last, grid, grid_s)
         return seconds.ravel(), (ow[:, None] * ww[None, :]).ravel()
