@@ -1344,9 +1344,45 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
             s0 + (theta * math.log(rho / (1 - q)) if theta > 0 and rho > 1 - q else 0.0) for q in qs
         )
 
+    if rho > 0 and 0 < float(service.max()) < _CLOSED_FORM_SPAN * theta:
+        return _exp_wait_quantiles(service, w, rho, theta, qs)
     return _bisect_quantiles(
         lambda t: _wait_tail(t, service, w, rho, theta), _wait_top(service, theta), qs
     )
+
+
+# Service spans (in queue-wait means theta) up to which ``_exp_wait_quantiles`` runs: its
+# running log-sum-exp of s / theta loses ~1e-16 of that ratio, so at 1e6 its tail is within
+# 1e-10 of ``_wait_tail``'s; beyond, the queue is a negligible share and bisection is used.
+_CLOSED_FORM_SPAN = 1e6
+
+
+def _exp_wait_quantiles(service: FloatArray, w: FloatArray, rho: float, theta: float,
+                        qs: tuple[float, ...]) -> tuple[float, ...]:  # fmt: skip
+    """``_sum_quantiles``' quantiles with a queue (``theta`` > 0), in closed form: with the
+    service points sorted, P(W + S > t) on [s_k, s_k+1) is A_k + rho D_k exp(-(t - s_k) /
+    theta), A_k the weight above s_k and D_k = sum over i <= k of w_i exp(-(s_k - s_i) /
+    theta) (a running log-sum-exp). The tail falls to 1 - q either inside the interval
+    before the first s_k where it is already below (the exponential's root) or at that s_k
+    (a jump). The same points as bisecting ``_wait_tail``, without its 40 passes a
+    quantile over every point."""
+    keep = w > 0
+    s, ws = service[keep], w[keep]
+    order = np.argsort(s, kind="stable")
+    s, ws = s[order], ws[order]
+    above = np.cumsum(ws[::-1])[::-1] - ws
+    d = rho * np.exp(np.logaddexp.accumulate(np.log(ws) + s / theta) - s / theta)
+    left = above + d  # the tail at each s_k
+    out: list[float] = []
+    for q in qs:
+        y = 1.0 - q
+        below = np.flatnonzero(left <= y)
+        k = int(below[0]) if below.size else s.size
+        t = float(s[k]) if k < s.size else math.inf
+        if k > 0 and y > above[k - 1]:
+            t = min(t, float(s[k - 1]) + theta * math.log(float(d[k - 1]) / (y - above[k - 1])))
+        out.append(t)
+    return tuple(out)
 
 
 def _wait_tail(t: float, service: FloatArray, w: FloatArray, rho: float, theta: float) -> float:
