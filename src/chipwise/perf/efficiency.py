@@ -55,6 +55,10 @@ PARAMETERS: tuple[str, ...] = (
     "fused_moe_fp8_gemm_peak_fraction",
     "marlin_relative_rate",
     "fp8_gemm_latency_s",
+    "fp4_gemm_latency_s",
+    "fp4_gemm_k_latency_s",
+    "trtllm_fp4_gemm_latency_s",
+    "trtllm_fp4_gemm_k_latency_s",
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
@@ -70,6 +74,10 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "collective_latency_s",
     "decode_attention_floor_s",
     "fp8_gemm_latency_s",
+    "fp4_gemm_latency_s",
+    "fp4_gemm_k_latency_s",
+    "trtllm_fp4_gemm_latency_s",
+    "trtllm_fp4_gemm_k_latency_s",
     "fp4_expert_latency_s",
     "w4a16_expert_latency_s",
     "gemm_overlap_exponent",
@@ -81,7 +89,9 @@ _OPTIONAL = frozenset(
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "decode_attention_floor_s", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_expert_peak_fraction",
+     "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
+     "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
+     "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent"}
@@ -169,6 +179,15 @@ class Efficiency:
         fp8_gemm_latency_s: fixed device time an fp8 GEMM call pays beyond a kernel launch
             (the activations' scale and cast, the scaled epilogue): what keeps a decode-M
             fp8 projection from streaming its weights at the copy rate; 0 = not measured.
+        fp4_gemm_latency_s: under vLLM or SGLang (their FlashInfer CuteDSL NVFP4 linear), a
+            dense block-scaled fp4 GEMM's fixed device time beyond a launch; where set, its
+            weights stream at ``hbm_fraction`` (the copy rate), not
+            ``fp4_gemm_hbm_fraction`` (the engine-less kernel's). 0 = not measured.
+        fp4_gemm_k_latency_s: the same kernel's serial main-loop time per 1024 elements of
+            K (at decode M each CTA walks the whole K with no split, at a per-step latency
+            that does not shrink with the grid). 0 = not measured.
+        trtllm_fp4_gemm_latency_s, trtllm_fp4_gemm_k_latency_s: the same two under
+            TensorRT-LLM (its torch-flow NVFP4 linear: input quantisation + CUTLASS GEMM).
         fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
             fused-MoE kernel reaches with 4-bit expert weights on fp4 tensor cores (many
             small per-expert GEMMs, each padded to its tile, with the block scales applied);
@@ -223,6 +242,10 @@ class Efficiency:
     fused_moe_fp8_gemm_peak_fraction: float = 0.0
     marlin_relative_rate: float = 0.0
     fp8_gemm_latency_s: float = 0.0
+    fp4_gemm_latency_s: float = 0.0
+    fp4_gemm_k_latency_s: float = 0.0
+    trtllm_fp4_gemm_latency_s: float = 0.0
+    trtllm_fp4_gemm_k_latency_s: float = 0.0
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
@@ -353,6 +376,10 @@ class _Entry(_Frozen):
     fused_moe_fp8_gemm_peak_fraction: _Value | None = None
     marlin_relative_rate: _Value | None = None
     fp8_gemm_latency_s: _Value | None = None
+    fp4_gemm_latency_s: _Value | None = None
+    fp4_gemm_k_latency_s: _Value | None = None
+    trtllm_fp4_gemm_latency_s: _Value | None = None
+    trtllm_fp4_gemm_k_latency_s: _Value | None = None
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None

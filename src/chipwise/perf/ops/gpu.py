@@ -44,7 +44,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   ``gemm_hbm_fraction`` where the vendor library's skinny GEMMs were measured below a large
   copy's rate (CDNA3: hipBLASLt fp8 decode projections at ~2.95 of 5.3 TB/s), else at
   ``hbm_fraction``; block-scaled fp4 math at ``fp4_gemm_hbm_fraction`` where measured apart
-  (Blackwell: NVFP4 GEMMs at decode M stream ~2.4 of 8 TB/s).
+  (Blackwell: NVFP4 GEMMs at decode M stream ~2.4 of 8 TB/s). Under a serving engine whose
+  own NVFP4 linear was timed (``fp4_gemm_latency_s`` for vLLM/SGLang's FlashInfer CuteDSL
+  kernel; ``trtllm_fp4_gemm_*`` for TensorRT-LLM where set) a dense fp4 GEMM instead streams
+  its weights at ``hbm_fraction`` and pays a fixed latency plus one per 1024 of K: at decode
+  M each CTA walks the whole K serially (``_engine_fp4_latency_s``).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
   attention, bound by dequantising the cache; Hopper and Blackwell: the measured rate of
@@ -562,6 +566,24 @@ class GpuModel(PerfModel):
             self._gemms[key] = g
         return g
 
+    def _engine_fp4_latency_s(self, op: Op) -> float | None:
+        """A serving engine's dense block-scaled fp4 GEMM: its fixed time beyond a launch
+        plus its serial K loop's (``fp4_gemm_*latency_s`` under vLLM/SGLang,
+        ``trtllm_fp4_gemm_*latency_s`` under TensorRT-LLM); None where no engine runs it
+        or its latency was not measured (the engine-less fp4 weight stream applies)."""
+        eff = self.efficiency
+        if op.dtype != "fp4" or op.batch != 1 or op.routed_expert or op.mnk is None:
+            return None
+        if self.trtllm_moe:
+            fixed, per_k = eff.trtllm_fp4_gemm_latency_s, eff.trtllm_fp4_gemm_k_latency_s
+        elif self.fused_moe:
+            fixed, per_k = eff.fp4_gemm_latency_s, eff.fp4_gemm_k_latency_s
+        else:
+            return None
+        if not (fixed or per_k):
+            return None
+        return fixed + per_k * op.mnk[2] / 1024.0
+
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
 
@@ -635,7 +657,11 @@ class GpuModel(PerfModel):
             frac = eff.grouped_gemm_fraction(
                 op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
-            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, op.dtype, expert=expert4)
+            # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
+            fp4_lat = self._engine_fp4_latency_s(op)
+            # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
+            mem_dtype = "" if fp4_lat is not None else op.dtype
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, mem_dtype, expert=expert4)
             compute_s = g.compute_s
             if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:
                 # a serving engine's weight-only dense GEMM: Marlin (module doc)
@@ -697,6 +723,12 @@ class GpuModel(PerfModel):
                 )
             if w4_expert:
                 overhead += eff.w4a16_expert_latency_s
+            if fp4_lat is not None:
+                overhead += fp4_lat
+                notes.append(
+                    f"engine NVFP4 GEMM: {fp4_lat * 1e6:.1f} us fixed and K-serial, weights at "
+                    f"{eff.gemm_memory_fraction():.0%} of HBM"
+                )
             if op.dtype == "fp8" and not fused and eff.fp8_gemm_latency_s:
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
                 overhead += eff.fp8_gemm_latency_s
