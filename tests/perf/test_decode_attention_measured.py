@@ -108,29 +108,32 @@ def test_the_table_covers_gqa_and_mla_on_hopper_and_blackwell() -> None:
 def test_gqa_decode_attention_matches_the_measured_ops() -> None:
     """GQA with a bf16 cache, and TRT-LLM's and FlashInfer's fp8 caches (SGLang's fp8 paths
     and Hopper vLLM's FA3 fp8 are slower kernels, the model 0.64-0.85 of them): each group's
-    median within 10 % of measured, every row within 0.3-2.4x: the low end is batch 128 at a
-    near-empty cache (per-sequence work, not the floor, sets the time), the high end the
-    fastest floor of all (TRT-LLM's fp8 XQA on Hopper, 5.4-5.7 us against the 12.7 median)."""
+    median within 10 % of measured, every row within 0.3-3.2x: the low end is a moderate
+    cache the kernel streams below its GB-sized rate, the high end TRT-LLM's fp8 XQA on Hopper
+    at batch 8-128 and context 2: the fastest floor of all (5.4-5.7 us against the 12.7
+    median) plus per-sequence work at the generation's 0.10 ns per element, where that kernel
+    needs 0.046 (``decode_attention_element_s``; test_decode_attention_per_sequence.py)."""
     for (chip_id, engine, kind, kv), pairs in _ratios().items():
         fa3_fp8 = kv == "fp8" and (engine == "sglang" or (chip_id != "b200" and engine == "vllm"))
         if kind != "gqa" or fa3_fp8:
             continue
         ratios = [r for _, r in pairs]
         assert 0.9 <= statistics.median(ratios) <= 1.1, (chip_id, engine, kv, ratios)
-        assert all(0.3 <= r <= 2.4 for r in ratios), (chip_id, engine, kv, ratios)
+        assert all(0.3 <= r <= 3.2 for r in ratios), (chip_id, engine, kv, ratios)
 
 
 def test_mla_decode_attention_is_modelled_no_slower_than_measured() -> None:
     """DeepSeek MLA with a bf16 cache: each group's median 0.7-1.0 of measured, a known gap
     the fast way (one sequence at long context: 0.35-0.6, the kernel does not split the
-    cache over the idle SMs). SGLang's FA3 fp8-cache MLA on Hopper (0.07-0.76) is a slow
-    kernel path and left out."""
+    cache over the idle SMs), the slow one 1.25-1.35 at batch 128 and context 2 on Hopper (the
+    floor and per-sequence work at the generation's medians, above these kernels' own).
+    SGLang's FA3 fp8-cache MLA on Hopper (0.07-0.76) is a slow kernel path and left out."""
     for (chip_id, engine, kind, kv), pairs in _ratios().items():
         if kind != "mla" or kv != "bfloat16":
             continue
         ratios = [r for _, r in pairs]
         assert 0.7 <= statistics.median(ratios) <= 1.0, (chip_id, engine, ratios)
-        assert all(0.3 <= r <= 1.2 for r in ratios), (chip_id, engine, ratios)
+        assert all(0.3 <= r <= 1.4 for r in ratios), (chip_id, engine, ratios)
 
 
 def test_the_floor_is_what_a_near_empty_cache_costs() -> None:

@@ -48,6 +48,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "decode_attention_floor_s",
+    "decode_attention_element_s",
     "fp8_kv_attention_peak_fraction",
     "gemm_hbm_fraction",
     "fp4_gemm_hbm_fraction",
@@ -73,6 +74,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "launch_overhead_s",
     "collective_latency_s",
     "decode_attention_floor_s",
+    "decode_attention_element_s",
     "fp8_gemm_latency_s",
     "fp4_gemm_latency_s",
     "fp4_gemm_k_latency_s",
@@ -87,7 +89,8 @@ _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "serving_fp8_sustained_fraction",
      "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "decode_attention_floor_s", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
+     "decode_attention_floor_s", "decode_attention_element_s",
+     "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
@@ -147,6 +150,11 @@ class Efficiency:
         decode_attention_floor_s: the time of one decode-attention op that reads almost no
             cache (batch 1, context 1): its kernel launches (KV append, split-KV partials,
             combine) and their dependent DRAM round trips; 0 = one launch overhead.
+        decode_attention_element_s: the kernel's per-sequence work (its CTAs per sequence
+            and KV head: set-up, query load, KV append, partial and combine) in seconds per
+            element of one cached token's K/V row (per layer, per rank): a sequence of a GQA
+            model with 8 KV heads of 128 costs 2048 of them, DeepSeek MLA 576. It overlaps
+            the cache read (the op takes the longer of the two); 0 = not modelled.
         fp8_kv_attention_peak_fraction: the share of the fp8 dense peak at which a decode
             attention kernel reading an fp8 KV cache runs its QK and PV MMAs, where the
             engines' kernels quantise the query to fp8 and multiply in fp8 (Blackwell's
@@ -235,6 +243,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     decode_attention_floor_s: float = 0.0
+    decode_attention_element_s: float = 0.0
     fp8_kv_attention_peak_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
     fp4_gemm_hbm_fraction: float = 0.0
@@ -369,6 +378,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     decode_attention_floor_s: _Value | None = None
+    decode_attention_element_s: _Value | None = None
     fp8_kv_attention_peak_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
     fp4_gemm_hbm_fraction: _Value | None = None

@@ -55,7 +55,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the engines' kernels at GB-sized caches), else at ``hbm_fraction``. Its fixed cost is
   ``decode_attention_floor_s`` where set, not one launch: the op is several kernels (KV
   append, split-KV partials, the combine), each waiting on its DRAM round trips, measured at
-  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch). On an fp8 cache
+  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch). Beyond the floor
+  each sequence costs SM work (CTA set-up, query load, KV append, combine) of
+  ``decode_attention_element_s`` per element of a cached token's K/V row, which overlaps the
+  cache read (the op takes the longer): ~0.1 us per sequence of a GQA 32/8 model on B200,
+  ~0.2 on Hopper, what sets the op at large batch and short context. On an fp8 cache
   (``op.weight``) where ``fp8_kv_attention_peak_fraction`` is set (Blackwell: trtllm-gen's
   FP8 MLA/XQA quantise the query), its MMAs run at that share of the fp8 peak, not at the
   activation dtype's ``attention_peak_fraction``: DeepSeek MLA at 128 heads per rank is
@@ -779,9 +783,18 @@ class GpuModel(PerfModel):
                     f"decode attention: {overhead_s * 1e6:.1f} us fixed (launches, KV append, "
                     f"split-KV combine) before the cache read"
                 )
+            memory_s = n_bytes / kv_bandwidth
+            per_sequence_s = decode_attention_sequence_s(op, eff)
+            if per_sequence_s > memory_s:
+                # the SMs' per-sequence work outlasts the cache stream it overlaps (DAE)
+                memory_s = per_sequence_s
+                notes.append(
+                    f"decode attention: per-sequence work ({per_sequence_s * 1e6:.1f} us) "
+                    f"outlasts the cache read"
+                )
             r = Roof(
                 compute_s=flops * blocks / (peak * frac) if flops else 0.0,
-                memory_s=n_bytes / kv_bandwidth,
+                memory_s=memory_s,
                 overhead_s=overhead_s,
             )
         else:
@@ -817,6 +830,24 @@ class GpuModel(PerfModel):
                 source="estimate: one K step of HBM latency + one of epilogue per tile",
             ),
         )
+
+
+def decode_attention_sequence_s(op: Op, eff: Efficiency) -> float:
+    """The decode-attention kernel's per-sequence work: ``decode_attention_element_s`` per
+    element of one cached token's K/V row (per layer, per rank) for each sequence, after the
+    floor (the tables' linear fits over batch start near the batch-1 time: B200 GQA 32/8 10.5
+    against 10.65 us). It runs on the SMs beside the cache stream, so the op takes the longer
+    of the two: AIConfigurator's
+    tables at batch 2048 take the same time at context 2 as at 128 (B200 GQA 197 and 201 us,
+    H200 600 and 609 us), where a sum would add the 1 GB read (150 / 240 us)."""
+    if not (is_decode_attention(op) and eff.decode_attention_element_s) or op.mnk is None:
+        return 0.0
+    sequences, context = op.shape[0], op.mnk[1]
+    cache_bytes = op.bytes_read - op.bytes_written  # the query is the size of the output
+    if sequences <= 0 or context <= 0 or cache_bytes <= 0:
+        return 0.0
+    elements = cache_bytes / (sequences * context * dtype_bytes(op.weight or op.dtype))
+    return sequences * elements * eff.decode_attention_element_s
 
 
 def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> float:
