@@ -842,6 +842,8 @@ def decode_attention_sequence_s(op: Op, eff: Efficiency) -> float:
     H200 600 and 609 us), where a sum would add the 1 GB read (150 / 240 us)."""
     if not (is_decode_attention(op) and eff.decode_attention_element_s) or op.mnk is None:
         return 0.0
+    if not op.shape:  # no output shape: the sequences are unknown
+        return 0.0
     sequences, context = op.shape[0], op.mnk[1]
     cache_bytes = op.bytes_read - op.bytes_written  # the query is the size of the output
     if sequences <= 0 or context <= 0 or cache_bytes <= 0:
