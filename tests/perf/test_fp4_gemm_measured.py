@@ -9,9 +9,7 @@ keeps the engine-less stream, a median ~0.56 of its kernels' time (a known gap, 
 
 from __future__ import annotations
 
-import csv
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -20,25 +18,21 @@ from chipwise.hardware.catalog import chip
 from chipwise.perf.efficiency import efficiency_for
 from chipwise.perf.ops.gpu import GpuModel
 from chipwise.workload.ir import ExpertRouting, Op, OpKind
+from tests.perf.aic_gemm import Row, read_gemm_tables
 
 TABLE = Path(__file__).parent / "data" / "aiconfigurator-gemm-fp4.csv"
 
 
-def _tables() -> dict[tuple[str, str], list[tuple[int, int, int, float]]]:
+def _tables() -> dict[tuple[str, str], list[Row]]:
     """(chip, engine) -> [(m, n, k, seconds)] of the extracted kernel table."""
-    out: dict[tuple[str, str], list[tuple[int, int, int, float]]] = defaultdict(list)
-    with TABLE.open() as f:
-        for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            key = (r["chip"], r["engine"])
-            out[key].append((int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency_ms"]) * 1e-3))
-    return out
+    return read_gemm_tables(TABLE)
 
 
 def _op(m: int, n: int, k: int) -> Op:
     return Op(name="proj", kind=OpKind.MATMUL, dtype="fp4", mnk=(m, n, k))
 
 
-def _ratios(model: GpuModel, rows: list[tuple[int, int, int, float]]) -> list[float]:
+def _ratios(model: GpuModel, rows: list[Row]) -> list[float]:
     """Per-op GEMM time / kernel time for each row."""
     return [model.op_time(_op(m, n, k)).seconds / s for m, n, k, s in rows]
 

@@ -5,9 +5,7 @@ with the training step's sustained share (0.711) it was 1.26-1.36x slow."""
 
 from __future__ import annotations
 
-import csv
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -17,21 +15,17 @@ from chipwise.perf.efficiency import efficiency_for
 from chipwise.perf.ops.gpu import GpuModel
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload.ir import Op, OpKind
+from tests.perf.aic_gemm import Row, read_gemm_tables
 
 TABLE = Path(__file__).parent / "data" / "aiconfigurator-gemm-fp8-hopper.csv"
 
 
-def _tables() -> dict[tuple[str, str], list[tuple[int, int, int, float]]]:
+def _tables() -> dict[tuple[str, str], list[Row]]:
     """(chip, engine) -> [(m, n, k, seconds)] of the extracted kernel table."""
-    out: dict[tuple[str, str], list[tuple[int, int, int, float]]] = defaultdict(list)
-    with TABLE.open() as f:
-        for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            key = (r["chip"], r["engine"])
-            out[key].append((int(r["m"]), int(r["n"]), int(r["k"]), float(r["latency_ms"]) * 1e-3))
-    return out
+    return read_gemm_tables(TABLE)
 
 
-def _ratios(model: GpuModel, rows: list[tuple[int, int, int, float]]) -> list[float]:
+def _ratios(model: GpuModel, rows: list[Row]) -> list[float]:
     """Serving-step GEMM time / kernel time for each row (dense fp8 projections)."""
     out = []
     for m, n, k, seconds in rows:
