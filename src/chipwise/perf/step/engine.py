@@ -722,6 +722,18 @@ class Engine:
         lam = max(1e-9, x)
         return self._bunch_ttfts(rate, lam, self._cycle(rate.b) * rate.step_s, math.inf)
 
+    def _summed_prompts(self, counts: FloatArray, pk: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Prefill tokens of ``counts`` prompts together (weights ``pk``), at the
+        ``_BUNCH_Z`` Gauss points of the normal their sum tends to (central limit theorem):
+        (tokens, weights), one row of points per count, flattened."""
+        lens = self.lengths
+        inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
+        mean = float(lens.weights @ inputs)
+        sd = math.sqrt(max(0.0, float(lens.weights @ (inputs - mean) ** 2)))
+        tokens = counts[:, None] * mean + _BUNCH_Z[None, :] * np.sqrt(counts)[:, None] * sd
+        w = pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]
+        return tokens.ravel(), w.ravel()
+
     def _bunch_ttfts(
         self, rate: Rate, lam: float, seconds: float, max_prompts: float
     ) -> tuple[FloatArray, FloatArray]:
@@ -730,15 +742,8 @@ class Engine:
         its bunch's prefill, ``ceil(tokens / room)`` steps of ``rate.b`` decodes."""
         others, pk = _poisson(lam * seconds)
         k = np.minimum(others + 1.0, max_prompts)
-        lens = self.lengths
-        inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
-        mean = float(lens.weights @ inputs)
-        sd = math.sqrt(max(0.0, float(lens.weights @ (inputs - mean) ** 2)))
-        tokens = np.maximum(
-            k[:, None], k[:, None] * mean + _BUNCH_Z[None, :] * np.sqrt(k)[:, None] * sd
-        )
-        w = (pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]).ravel()
-        tokens = tokens.ravel()
+        tokens, w = self._summed_prompts(k, pk)
+        tokens = np.maximum(np.repeat(k, _BUNCH_Z.size), tokens)  # at least a token each
         room = max(1.0, self.budget - rate.b * self.verify)
         # step times on a geometric grid of bunch sizes, interpolated (bounded work)
         grid = np.unique(np.geomspace(max(1.0, float(tokens.min())), float(tokens.max()) + 1.0, 24))
@@ -849,15 +854,8 @@ class Engine:
         room = max(1.0, self.budget - rate.b * self.verify)
         kbar = max(0.0, x * rate.step_s)
         others, pk = _poisson(kbar)
-        lens = self.lengths
-        all_in = np.maximum(1.0, lens.inputs * self.pre_fraction)
-        mean = float(lens.weights @ all_in)
-        sd = math.sqrt(max(0.0, float(lens.weights @ (all_in - mean) ** 2)))
-        window = np.maximum(
-            0.0, others[:, None] * mean + _BUNCH_Z[None, :] * np.sqrt(others)[:, None] * sd
-        ).ravel()
-        ww = (pk[:, None] * np.full(_BUNCH_Z.size, 1.0 / _BUNCH_Z.size)[None, :]).ravel()
-        window, ww = _binned(window, ww)
+        window, ww = self._summed_prompts(others, pk)
+        window, ww = _binned(np.maximum(0.0, window), ww)
         own, ow = _binned(inputs, w)
         half = window[None, :] / 2.0
         total = half + own[:, None]
