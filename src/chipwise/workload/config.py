@@ -30,10 +30,12 @@ almost only as SwiGLU.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 import warnings
@@ -441,6 +443,7 @@ def spec_from_config(
         learned_positions=_learned_positions(cfg, family, where),
         expert_quant=_expert_quant(config),
         fp8_weight_block=_fp8_weight_block(config),
+        quant_exclude=_quant_exclude(config, n_layers, mla=bool(kv_lora_rank)),
         glu_clamp=_glu_clamp(cfg, where),
         expert_bias=model_type in _EXPERT_BIAS_MODELS,
     )
@@ -646,6 +649,74 @@ def _expert_quant(config: Mapping[str, Any]) -> str:
     if isinstance(method, str) and any(isinstance(m, str) and "self_attn" in m for m in keep):
         return method
     return ""
+
+
+# HF attention module leaf names -> the chipwise matmul ops they are (perf/ops/layers.py
+# attention_ops): MLA (DeepseekV3Attention: q_a_proj / q_b_proj or q_proj,
+# kv_a_proj_with_mqa, kv_b_proj, o_proj) and the usual q/k/v/o (fused into qkv_proj).
+_MLA_PROJECTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    # each op: the alternative module sets that are it (TensorRT-LLM fuses q_a_proj and
+    # kv_a_proj_with_mqa into ``fused_a``, as the exclude lists it reads may name them)
+    "q_down": (("q_a_proj",), ("fused_a",)),
+    "q_up": (("q_b_proj",),),
+    "q_proj": (("q_proj",),),
+    "kv_down": (("kv_a_proj_with_mqa",), ("fused_a",)),
+    "kv_up": (("kv_b_proj",),),
+    "o_proj": (("o_proj",),),
+}
+_MHA_PROJECTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "qkv_proj": (("q_proj", "k_proj", "v_proj"), ("qkv_proj",)),
+    "o_proj": (("o_proj",),),
+}
+
+
+def _module_excluded(name: str, patterns: list[str]) -> bool:
+    """Whether an exclude list names module ``name``: a ModelOpt wildcard pattern
+    (``model.layers.0.self_attn*``), a compressed-tensors ``re:`` regex, or the module's
+    own name or a parent's."""
+    for pattern in patterns:
+        if pattern.startswith("re:"):
+            try:
+                if re.match(pattern[3:], name):
+                    return True
+            except re.error:
+                continue
+        elif (
+            name == pattern or name.startswith(pattern + ".") or fnmatch.fnmatchcase(name, pattern)
+        ):
+            return True
+    return False
+
+
+def _quant_exclude(config: Mapping[str, Any], n_layers: int, *, mla: bool) -> tuple[str, ...]:
+    """The attention projections (chipwise op names) a quantised checkpoint keeps out of its
+    low precision: those its HF ``quantization_config`` excludes in every decoder layer,
+    by ModelOpt's ``exclude_modules`` (quant_method modelopt: nvidia/DeepSeek-R1-FP4 lists
+    ``model.layers.N.self_attn*``, ModelOpt's examples/deepseek/ptq.py disabling ``*attn*``;
+    its -v2 checkpoints quantise o_proj too, ptq.py ``--enable_wo_quant``) or
+    compressed-tensors' ``ignore``. ModelOpt exports those modules in bf16
+    (examples/deepseek/quantize_to_nvfp4.py dequantises the fp8 weights it does not
+    quantise). A projection excluded in only some layers stays quantised (chipwise times
+    one layer for all)."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return ()
+    raw = qc.get("exclude_modules") or qc.get("ignore") or ()
+    patterns = [p for p in raw if isinstance(p, str)] if isinstance(raw, list) else []
+    if not patterns or n_layers <= 0:
+        return ()
+    out = []
+    for op, alternatives in (_MLA_PROJECTIONS if mla else _MHA_PROJECTIONS).items():
+        if any(
+            all(
+                _module_excluded(f"model.layers.{layer}.self_attn.{leaf}", patterns)
+                for layer in range(n_layers)
+                for leaf in leaves
+            )
+            for leaves in alternatives
+        ):
+            out.append(op)
+    return tuple(out)
 
 
 def _fp8_weight_block(config: Mapping[str, Any]) -> int:

@@ -223,6 +223,13 @@ class TransformerSpec:
     # quant_method fp8 with a weight_block_size: DeepSeek-V3/R1's 128 x 128), which served
     # fp8 its MoE experts run as block-scaled grouped GEMMs; 0 = per-tensor or not fp8.
     fp8_weight_block: int = 0
+    # The attention projections a quantised checkpoint keeps out of its low precision, by
+    # chipwise op name (q_down, q_up, q_proj, kv_down, kv_up, qkv_proj, o_proj): its HF
+    # quantization_config's exclude_modules (ModelOpt) or ignore (compressed-tensors) list.
+    # Served at a quantised --precision these run, and are stored, in bf16 (the checkpoint
+    # stores them so): nvidia/DeepSeek-R1-FP4 keeps all of MLA's projections, its -v2
+    # checkpoints all but o_proj (workload/config.py ``_quant_exclude``).
+    quant_exclude: tuple[str, ...] = ()
     # gpt-oss's expert MLP (HF GptOssExperts, huggingface.co/openai/gpt-oss-120b config.json):
     # the GLU's gate clamped to at most ``glu_clamp`` and its linear half to +-``glu_clamp``
     # (config swiglu_limit 7.0; 0 = no clamp), and biases on both expert projections

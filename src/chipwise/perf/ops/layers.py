@@ -303,6 +303,27 @@ def is_attention_core(op: Op) -> bool:
     )
 
 
+def excluded_dtypes(spec: TransformerSpec, name: str, dt: Dtypes) -> Dtypes:
+    """The dtypes of attention projection ``name``: bf16 when the checkpoint keeps it out
+    of its low precision (``TransformerSpec.quant_exclude``, e.g. MLA's projections in
+    nvidia/DeepSeek-R1-FP4) and ``dt`` quantises the weights, else ``dt``."""
+    if name in spec.quant_exclude and dtype_bytes(dt.weight_dtype) < 2:
+        return Dtypes.for_precision("bf16")
+    return dt
+
+
+def excluded_params(spec: TransformerSpec) -> float:
+    """Weights of one layer's attention projections the checkpoint keeps in bf16
+    (``TransformerSpec.quant_exclude``), unsharded."""
+    if not spec.quant_exclude:
+        return 0.0
+    bf16 = Dtypes.for_precision("bf16")
+    ops = attention_ops(spec, b=1, s=1, shard=Shard(), dt=bf16)
+    return float(
+        sum(op.mnk[1] * op.mnk[2] for op in ops if op.mnk and op.name in spec.quant_exclude)
+    )
+
+
 def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
                   s_kv: int | None = None, window: int = 0,
                   flash: bool = True) -> list[Op]:  # fmt: skip
@@ -320,27 +341,35 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
     # Sequence parallelism (Korthikanti §4.2.2) splits norms and residuals over tp.
     t_sp = max(1, t // shard.tp)
     ops = [_memop("attn_norm", OpKind.NORM, t_sp * d, 1, 1, dt.act, flops_per_element=4)]
+
+    def kept(name: str) -> Dtypes:
+        return excluded_dtypes(spec, name, dt)
+
     if spec.uses_mla:
         qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
         v = spec.v_head_dim or spec.head_dim
         if spec.q_lora_rank:
-            ops.append(_matmul("q_down", t, spec.q_lora_rank, d, dt))
+            ops.append(_matmul("q_down", t, spec.q_lora_rank, d, kept("q_down")))
             ops.append(_memop("q_norm", OpKind.NORM, t * spec.q_lora_rank, 1, 1, dt.act, 4))
-            ops.append(_matmul("q_up", t, h * qk, spec.q_lora_rank, dt))
+            ops.append(_matmul("q_up", t, h * qk, spec.q_lora_rank, kept("q_up")))
         else:
-            ops.append(_matmul("q_proj", t, h * qk, d, dt))
-        ops.append(_matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, dt))
+            ops.append(_matmul("q_proj", t, h * qk, d, kept("q_proj")))
+        ops.append(
+            _matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, kept("kv_down"))
+        )
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
-        ops.append(_matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, dt))
+        ops.append(
+            _matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, kept("kv_up"))
+        )
         if flash:
             ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
         else:
             ops += unfused_attention(b, s, kv_len, h, qk, v, dt)
-        ops += _fp8_cast("o_proj_cast", t * h * v, dt)
-        ops.append(_matmul("o_proj", t, d, h * v, dt))
+        ops += _fp8_cast("o_proj_cast", t * h * v, kept("o_proj"))
+        ops.append(_matmul("o_proj", t, d, h * v, kept("o_proj")))
     else:
         dh = spec.head_dim
-        ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, dt))
+        ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, kept("qkv_proj")))
         if not spec.learned_positions:
             # rotary embedding of q and k; a model with a learned position table (GPT-2,
             # OPT, MPT, Megatron GPT) adds positions once at the input instead
@@ -349,8 +378,8 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
             ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
         else:
             ops += unfused_attention(b, s, kv_len, h, dh, dh, dt)
-        ops += _fp8_cast("o_proj_cast", t * h * dh, dt)
-        ops.append(_matmul("o_proj", t, d, h * dh, dt))
+        ops += _fp8_cast("o_proj_cast", t * h * dh, kept("o_proj"))
+        ops.append(_matmul("o_proj", t, d, h * dh, kept("o_proj")))
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
 

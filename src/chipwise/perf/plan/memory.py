@@ -49,6 +49,7 @@ from chipwise.perf.ops.layers import (
     activation_bytes,
     attention_params,
     embedding_params,
+    excluded_params,
     expert_dtypes,
     head_dtypes,
     heads_per_rank,
@@ -567,8 +568,11 @@ def serve_memory(
         # a checkpoint quantising only its experts (gpt-oss MXFP4), served in its 4-bit
         # format: the experts as it stores them (MXFP4: 4.25 bits), the rest in bf16
         quantised, wbytes = params.experts_per_chip, _expert_bytes_per_param(spec, precision)
-    weights = quantised * wbytes + (params.total - quantised) * head_bytes
     layers = layers_per_stage(spec.n_layers, plan.pp)
+    if spec.quant_exclude and wbytes < 2 and not spec.expert_quant:
+        # the attention projections the checkpoint keeps in bf16 (quant_exclude)
+        quantised -= layers * excluded_params(spec) / plan.tp
+    weights = quantised * wbytes + (params.total - quantised) * head_bytes
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
     act_bytes = activation_bytes(precision)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 
+from chipwise.perf.ops.layers import excluded_params
 from chipwise.workload.accounting import matmul_params, params_total
 from chipwise.workload.ir import TransformerSpec
 
@@ -79,11 +80,11 @@ def _round_tokens(raw: float) -> int:
 
 def _checkpoint_elements(spec: TransformerSpec, precision: str) -> float:
     """The checkpoint's safetensors element count, trtllm-bench's ``param_count``: NVFP4
-    packs the matmul weights (embeddings and head stay bf16; the few bf16 projections a
-    ModelOpt export keeps, such as MLA's low-rank ones, are counted as packed)."""
+    packs the matmul weights (embeddings and head stay bf16, and so do the attention
+    projections the checkpoint excludes, ``TransformerSpec.quant_exclude``)."""
     if precision != "fp4":
         return params_total(spec)
-    packed = matmul_params(spec)
+    packed = matmul_params(spec) - spec.n_layers * excluded_params(spec)
     return params_total(spec) - packed + packed * _NVFP4_ELEMENTS_PER_PARAM
 
 
