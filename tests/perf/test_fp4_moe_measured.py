@@ -24,8 +24,10 @@ def _rows() -> list[Measured]:
 
 
 def _model_us(m: Measured, eff: Efficiency | None = None) -> float:
-    """The per-op model's MoE block for the measured shape under TensorRT-LLM."""
-    return modelled_us(m, "fp4", engine="trtllm", eff=eff, expert_quant=EXPERT_QUANT[m.dtype])
+    """The per-op model's MoE block for the measured shape under TensorRT-LLM, its experts
+    loaded as the table's balanced routing loads them."""
+    return modelled_us(m, "fp4", engine="trtllm", eff=eff, expert_quant=EXPERT_QUANT[m.dtype],
+                       balanced=True)  # fmt: skip
 
 
 def _log_errors(dtype: str, dense: bool = False) -> dict[str, list[float]]:

@@ -24,8 +24,9 @@ def _model_us(
     m: Measured, eff: Efficiency | None = None, engine: str = "trtllm", block: int = 128
 ) -> float:
     """The per-op model's MoE block for the measured shape, a checkpoint with ``block`` x
-    ``block`` fp8 weight scales (0 = per-tensor)."""
-    return modelled_us(m, "fp8", engine=engine, eff=eff, fp8_weight_block=block)
+    ``block`` fp8 weight scales (0 = per-tensor), its experts loaded as the table's balanced
+    routing loads them."""
+    return modelled_us(m, "fp8", engine=engine, eff=eff, fp8_weight_block=block, balanced=True)
 
 
 def _log_errors(*, dense: bool = False) -> list[float]:

@@ -5,6 +5,8 @@ grows with the tokens."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chipwise.hardware.catalog import chip
@@ -20,12 +22,19 @@ A100 = chip("a100-sxm-80gb")
 MI300X = chip("mi300x")
 
 
-def _experts_s(model: GpuModel, tokens: int, precision: str = "fp8", tp: int = 8) -> float:
-    """Seconds of DeepSeek-V3's routed-expert GEMMs for ``tokens`` tokens on one tp rank."""
+def _experts_s(
+    model: GpuModel, tokens: int, precision: str = "fp8", tp: int = 8, *, balanced: bool = False
+) -> float:
+    """Seconds of DeepSeek-V3's routed-expert GEMMs for ``tokens`` tokens on one tp rank
+    (``balanced``: every expert on the mean load, as the kernel benchmarks route)."""
     spec = load_preset("deepseek-v3")
     ops = mlp_ops(spec, b=1, s=tokens, shard=Shard(tp=tp), dt=Dtypes.for_precision(precision),
                   moe=True)  # fmt: skip
-    experts = tuple(op for op in ops if op.name in ("expert_up", "expert_down"))
+    experts = tuple(
+        replace(op, routing=op.routing and replace(op.routing, balanced=True)) if balanced else op
+        for op in ops
+        if op.name in ("expert_up", "expert_down")
+    )
     assert experts and all(op.batch > 1 for op in experts)
     return sum(t.seconds for t in time_ops(experts, model, compute_bound_only=True))
 
@@ -51,9 +60,12 @@ def test_fp8_experts_run_slower_under_the_triton_fused_moe_than_cublas_on_hopper
     assert isinstance(fused, GpuModel)
     # a prefill chunk: compute-bound experts run at the kernel's rate (~0.2 vs ~0.7 of peak)
     assert _experts_s(fused, 8192) > 2.0 * _experts_s(base, 8192)
-    # bf16 experts: the Triton kernel reaches ~0.69 of cuBLAS's rate once compute-bound
-    ratio = _experts_s(fused, 8192, "bf16") / _experts_s(base, 8192, "bf16")
+    # bf16 experts: the Triton kernel reaches ~0.69 of cuBLAS's rate once compute-bound (its
+    # experts balanced, at 256 rows each, so no random expert pads to a third 128-row tile)
+    ratio = _experts_s(fused, 8192, "bf16", balanced=True) / _experts_s(base, 8192, "bf16")
     assert 1.3 < ratio < 1.6
+    # at random the busier experts run an extra row tile: the grid's expected time is longer
+    assert _experts_s(fused, 8192, "bf16") > 1.1 * _experts_s(fused, 8192, "bf16", balanced=True)
 
 
 @pytest.mark.parametrize("precision", ["bf16", "w8a16"])
@@ -63,9 +75,12 @@ def test_bf16_math_experts_on_ampere_run_at_the_fused_moe_rate(precision: str) -
     fused = base.for_engine("vllm")
     assert isinstance(fused, GpuModel)
     assert _experts_s(fused, 8192, precision) > 1.2 * _experts_s(base, 8192, precision)
-    # a bf16 decode step streams the experts' weights: the kernel's tensor rate is hidden
+    # a bf16 decode step mostly streams the experts' weights: at the kernel's 0.41 of the
+    # peak (FUSED-MOE-BAL) its starved 16-row tiles' tensor time is about the stream's, so
+    # the step is at most a fifth slower than at cuBLAS's rate (was equal at 0.60)
     if precision == "bf16":
-        assert _experts_s(fused, 4, precision) == pytest.approx(_experts_s(base, 4, precision))
+        for tokens in (1, 4):
+            assert _experts_s(fused, tokens, precision) < 1.2 * _experts_s(base, tokens, precision)
 
 
 def test_a_chip_without_the_measurement_keeps_its_gemm_rate() -> None:

@@ -73,7 +73,12 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   on ``TE_GEMM_STREAMS`` CUDA streams, so that many run at once and share the SMs: waves
   are counted over the tiles of each such set of experts, and each set pays one launch.
   Serving engines run the experts as one fused kernel instead (their ops stay batched: one
-  grid of every expert's tiles, each expert's rows padded to the tile); under vLLM's and
+  grid of every expert's tiles, each expert's rows padded to the tile on its own load under
+  the op's routing, ``routed_row_tiles``: Binomial loads under the served steps' random
+  routing, the mean under the kernel tables' balanced one; the tile is chosen by its
+  expected time over those loads, as the engines' tuned configs are, not at the mean load:
+  AIConfigurator's power-law columns, a harsher skew than random routing, are 1.02-2.0x the
+  balanced ones at >= 1024 tokens and never follow the hottest expert); under vLLM's and
   SGLang's Triton ``fused_moe`` (``fused_moe``) experts run at the kernel's own measured
   rates, ``fused_moe_fp8_gemm_peak_fraction`` (block-scaled fp8) and
   ``fused_moe_gemm_peak_fraction`` (bf16 math), where they are measured. With fp8 math the
@@ -381,6 +386,21 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
     return routing.local * rows, routing.local * slices
 
 
+@cache
+def routed_row_tiles(routing: ExpertRouting, tile_m: int) -> float:
+    """Row tiles of ``tile_m`` rows a fused-MoE kernel runs over the rank's ``routing.local``
+    experts, in expectation over their loads (``expert_loads``): each expert's rows are
+    padded to the tile on their own (vLLM's moe_align_block_size, CUTLASS's grouped GEMM per
+    group) and an empty expert runs none. Under random routing an expert above the mean
+    runs a whole extra tile, so the expected count exceeds the mean load's where the mean
+    sits at or just under a multiple of the tile (256 experts top-8 at 2048 tokens: 64 rows
+    each on the mean, 1.0 64-row tiles balanced but ~1.5 at random)."""
+    loads = expert_loads(routing)
+    # normalised: the truncated pmf's weights sum to 1 only within rounding
+    tiles = sum(w * _ceil_div(n, tile_m) for n, w in loads) / sum(w for _, w in loads)
+    return routing.local * tiles
+
+
 def marlin_rows(m: int) -> int:
     """Rows Marlin computes for a batch of ``m``: padded to its 16-row blocks up to one
     64-row tile, and to whole 64-row slices beyond (each slice re-dequantises the weights)."""
@@ -463,11 +483,14 @@ def gemm_candidate(
     dtype: str = "",
     *,
     expert: bool = False,
+    routing: ExpertRouting | None = None,
 ) -> GemmPlan:
     """Cost of one kernel choice (``tile``, split-K ``split``) for ``gemm`` = (M, N, K, batch);
     ``fraction`` is the achievable share of ``peak`` (default: ``eff.gemm_peak_fraction``);
     ``dtype`` the math's dtype and ``expert`` a serving engine's fused-MoE expert GEMM (its
-    operands stream at ``eff.gemm_memory_fraction(dtype, expert=expert)``)."""
+    operands stream at ``eff.gemm_memory_fraction(dtype, expert=expert)``). ``routing``: a
+    fused-MoE grid's experts, whose rows are padded to the tile each on its own load
+    (``routed_row_tiles``) rather than all on the mean ``M`` of ``batch`` experts."""
     m, n, k, batch = gemm
     sms = max(chip.units, 1)
     tm, tn = tile
@@ -475,7 +498,12 @@ def gemm_candidate(
     frac = eff.gemm_peak_fraction if fraction is None else fraction
     per_sm_flops_per_s = peak * frac / sms * rate_factor
     k_pad = _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
-    tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
+    if routing is None:
+        tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
+    else:
+        # the expected tile count (the grid is launched for the worst case; tiles past the
+        # padded rows exit at once), rounded up to whole tiles
+        tiles = math.ceil(routed_row_tiles(routing, tm) * _ceil_div(n, tn) * split - 1e-6)
     waves = _ceil_div(tiles, sms)
     compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
     partials = 0.0
@@ -513,15 +541,18 @@ def plan_gemm(
     dtype: str = "",
     *,
     expert: bool = False,
+    routing: ExpertRouting | None = None,
 ) -> GemmPlan:
     """The fastest of the candidate kernels (tile shapes x split-K) for one GEMM whose math
-    runs in ``dtype`` (``expert``: a serving engine's fused-MoE expert GEMM)."""
+    runs in ``dtype`` (``expert``: a serving engine's fused-MoE expert GEMM). ``routing``: a
+    fused-MoE grid's experts under that routing, so the tile is chosen by its expected
+    time over their random loads (``routed_row_tiles``), as the engines' tuned configs are
+    chosen on randomly routed benchmarks, not by the mean load's time."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
+    gemm, at = (m, n, k, batch), (peak, n_bytes, fraction, dtype)
     candidates = [
-        gemm_candidate(
-            chip, eff, (m, n, k, batch), tile, split, peak, n_bytes, fraction, dtype, expert=expert
-        )
+        gemm_candidate(chip, eff, gemm, tile, split, *at, expert=expert, routing=routing)
         for tile in tiles
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
@@ -553,19 +584,22 @@ class GpuModel(PerfModel):
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
         self._gemms: dict[
-            tuple[int, int, int, int, float, float, float | None, str, bool], GemmPlan
-        ] = {}
+            tuple[int, int, int, int, float, float, float | None, str, bool,
+                  ExpertRouting | None],
+            GemmPlan,
+        ] = {}  # fmt: skip
 
     def _plan_gemm(
         self, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float,
         fraction: float | None, dtype: str, *, expert: bool = False,
+        routing: ExpertRouting | None = None,
     ) -> GemmPlan:  # fmt: skip
-        key = (m, n, k, batch, peak, n_bytes, fraction, dtype, expert)
+        key = (m, n, k, batch, peak, n_bytes, fraction, dtype, expert, routing)
         g = self._gemms.get(key)
         if g is None:
             g = plan_gemm(
                 self.chip, self.efficiency, m, n, k, batch, peak, n_bytes, fraction, dtype,
-                expert=expert,
+                expert=expert, routing=routing,
             )  # fmt: skip
             self._gemms[key] = g
         return g
@@ -665,7 +699,23 @@ class GpuModel(PerfModel):
             fp4_lat = self._engine_fp4_latency_s(op)
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
             mem_dtype = "" if fp4_lat is not None else op.dtype
-            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, mem_dtype, expert=expert4)
+            w4_expert = (
+                expert
+                and op.weight in DTYPE_BYTES
+                and dtype_bytes(op.weight) < 1
+                and eff.w4a16_expert_dequant_fraction > 0
+                and bool(chip.vector_flops_per_s)
+            )
+            # a fused-MoE grid (Triton fused_moe, TensorRT-LLM's CUTLASS MoE, the fp4 expert
+            # kernels) pads each expert's rows on its own load under the op's routing
+            # (``routed_row_tiles``); the W4A16 kernel counts its own (``w4a16_routed_rows``)
+            grid_routing = (
+                op.routing
+                if (fused or (self.trtllm_moe and expert) or expert4) and not w4_expert
+                else None
+            )
+            g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, mem_dtype,
+                                expert=expert4, routing=grid_routing)  # fmt: skip
             compute_s = g.compute_s
             if self.fused_moe and op.weight and op.batch == 1 and eff.marlin_relative_rate:
                 # a serving engine's weight-only dense GEMM: Marlin (module doc)
@@ -677,13 +727,6 @@ class GpuModel(PerfModel):
                     f"slice(s) of <= {MARLIN_MAX_M} rows at {eff.marlin_relative_rate:.0%} "
                     f"of the {op.dtype} GEMM rate"
                 )
-            w4_expert = (
-                expert
-                and op.weight in DTYPE_BYTES
-                and dtype_bytes(op.weight) < 1
-                and eff.w4a16_expert_dequant_fraction > 0
-                and bool(chip.vector_flops_per_s)
-            )
             if w4_expert:
                 # a serving engine's W4A16 fused-MoE kernel (module doc): every row slice
                 # dequantises the expert's weights on the CUDA cores, then runs the MMA on
@@ -869,6 +912,7 @@ __all__ = [
     "gemm_efficiency",
     "marlin_rows",
     "plan_gemm",
+    "routed_row_tiles",
     "tensor_throttle",
     "tile_rate_factor",
     "w4a16_expert_rows",
