@@ -68,6 +68,7 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_fp8_expert_peak_fraction",
     "trtllm_w4a16_expert_peak_fraction",
     "gemm_overlap_exponent",
+    "attention_tile_blocks",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -83,6 +84,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "fp4_expert_latency_s",
     "w4a16_expert_latency_s",
     "gemm_overlap_exponent",
+    "attention_tile_blocks",
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
@@ -97,7 +99,7 @@ _OPTIONAL = frozenset(
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
-     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent"}
+     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -226,6 +228,12 @@ class Efficiency:
             the other, as Hopper's TMA producer warps do); p > 0 = their p-norm, where the
             same waves issue the loads and the matrix instructions and neither keeps its
             full rate near the ridge (CDNA3's hipBLASLt kernels).
+        attention_tile_blocks: the fixed work of one 128-row query tile of a prefill
+            (context) flash-attention kernel, per query head, in 128 x 128 key blocks at the
+            attention rate: loading the Q tile, the pipeline's fill and drain, the softmax
+            rescale and the output's normalise-and-store, and the causal diagonal block the
+            mask half wastes. It makes short prompts run far below the saturated rate
+            (``gpu.attention_tile_flops``); 0 = not modelled.
     """
 
     gemm_peak_fraction: float
@@ -263,6 +271,7 @@ class Efficiency:
     trtllm_fp8_expert_peak_fraction: float = 0.0
     trtllm_w4a16_expert_peak_fraction: float = 0.0
     gemm_overlap_exponent: float = 0.0
+    attention_tile_blocks: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -398,6 +407,7 @@ class _Entry(_Frozen):
     trtllm_fp8_expert_peak_fraction: _Value | None = None
     trtllm_w4a16_expert_peak_fraction: _Value | None = None
     gemm_overlap_exponent: _Value | None = None
+    attention_tile_blocks: _Value | None = None
     note: str = ""
 
 

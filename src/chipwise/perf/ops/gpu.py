@@ -9,7 +9,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
 - **Achievable peak.** Tensor-core ops run at ``gemm_peak_fraction`` of the dtype's dense peak
   (the measured MAMF of the generation; ``fp8_gemm_peak_fraction`` for fp8 where measured);
   fused attention at ``attention_peak_fraction``, its backward at ``attention_backward_ratio``
-  of that; a sliding window pays for every ``FLASH_BLOCK`` tile its band crosses.
+  of that; a sliding window pays for every ``FLASH_BLOCK`` tile its band crosses; a prefill
+  (context) attention kernel pays ``attention_tile_blocks`` key blocks of fixed work per
+  128-row query tile and query head (``attention_tile_flops``).
 - **Tile quantisation.** A GEMM is cut into ceil(M/tm) x ceil(N/tn) x batch tiles; a partial
   tile costs a full one.
 - **Wave quantisation.** Tiles run in waves of ``SMs``: waves = ceil(tiles / SMs), and the
@@ -800,6 +802,20 @@ class GpuModel(PerfModel):
             blocks = block_overcount(op, FLASH_BLOCK)
             if blocks > 1.0001:
                 notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")
+            tile_flops = attention_tile_flops(op, eff)
+            attention_flops = flops * blocks + tile_flops
+            if tile_flops:
+                notes.append(
+                    f"prefill attention: {eff.attention_tile_blocks:.1f} key blocks of fixed "
+                    f"work per {FLASH_BLOCK}-row query tile (+{tile_flops / flops:.0%} FLOPs)"
+                )
+                critical = attention_critical_flops(op, eff, chip.units)
+                if critical > attention_flops:
+                    attention_flops = critical
+                    notes.append(
+                        f"prefill attention: fewer query tiles than {chip.unit_name}s, the "
+                        f"longest tile's key blocks set the time"
+                    )
             kv_bandwidth = bandwidth
             overhead_s = eff.launch_overhead_s
             if is_decode_attention(op) and eff.decode_attention_hbm_fraction:
@@ -836,7 +852,7 @@ class GpuModel(PerfModel):
                     f"outlasts the cache read"
                 )
             r = Roof(
-                compute_s=flops * blocks / (peak * frac) if flops else 0.0,
+                compute_s=attention_flops / (peak * frac) if flops else 0.0,
                 memory_s=memory_s,
                 overhead_s=overhead_s,
             )
@@ -873,6 +889,48 @@ class GpuModel(PerfModel):
                 source="estimate: one K step of HBM latency + one of epilogue per tile",
             ),
         )
+
+
+def attention_tile_flops(op: Op, eff: Efficiency) -> float:
+    """The fixed work of a prefill (context) flash-attention op's query tiles, as FLOPs at
+    the attention rate: ``attention_tile_blocks`` blocks of ``FLASH_BLOCK`` x
+    ``FLASH_BLOCK`` query-key pairs per ``FLASH_BLOCK``-row query tile of each sequence and
+    query head (ATTN-TILE, efficiency.toml). A causal sequence of s tokens computes s^2 / 2
+    pairs per head and ceil(s / 128) tiles: the fixed work is k x 128 x 128 x s / 128
+    pairs, a share 256 k / s of the logical ones, so it dominates short prompts (k = 5, s =
+    256: 6x) and fades by 16K tokens (8 %). Measured in the serving engines' context
+    attention (NVIDIA AIConfigurator's tables); 0 for decode attention (its own model) and
+    the backward (not measured)."""
+    k = eff.attention_tile_blocks
+    if (
+        not k
+        or op.kind is not OpKind.ATTENTION
+        or op.backward
+        or op.mnk is None
+        or is_decode_attention(op)
+        or not op.shape
+    ):
+        return 0.0
+    s_q, _, qk_dim = op.mnk
+    v_dim = op.shape[-1]
+    tiles = op.batch * _ceil_div(s_q, FLASH_BLOCK)  # op.batch = sequences x query heads
+    return tiles * k * 2.0 * FLASH_BLOCK * FLASH_BLOCK * (qk_dim + v_dim)
+
+
+def attention_critical_flops(op: Op, eff: Efficiency, units: int) -> float:
+    """The prefill attention op's critical path as FLOPs over all ``units`` SMs: each query
+    tile runs on one SM, so the op takes at least its longest tile (the last of a causal
+    sequence, which meets every key; under a window the band's blocks), plus the tile's
+    fixed work, however few tiles there are. It sets the time where the grid is smaller than
+    the SMs (one prompt under tensor parallelism: 8 query heads x 8 tiles of a 1024-token
+    prompt fill 64 of 132 SMs): AIConfigurator's A100/H200 rows at 8/1 heads, batch 1, 1024
+    tokens take 54-59 / 24-29 us, this path 54 / 25. 0 where ``attention_tile_flops`` is."""
+    if not attention_tile_flops(op, eff) or op.mnk is None or not op.shape:
+        return 0.0
+    _, s_kv, qk_dim = op.mnk
+    keys = min(s_kv, op.window + FLASH_BLOCK) if op.window else s_kv
+    blocks = _ceil_div(keys, FLASH_BLOCK) + eff.attention_tile_blocks
+    return units * blocks * 2.0 * FLASH_BLOCK * FLASH_BLOCK * (qk_dim + op.shape[-1])
 
 
 def decode_attention_sequence_s(op: Op, eff: Efficiency) -> float:
