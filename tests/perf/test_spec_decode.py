@@ -35,15 +35,17 @@ DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Netw
 # TPOT re-recorded when it became the mean of its requests' TPOTs, 0.02343 -> 0.02738; the
 # rps TTFT re-recorded when a prompt's step came to carry its arrival window's other prompts,
 # 0.03731 -> 0.03993, and again when that step was timed at the prompt lengths instead of
-# a 24-count grid, 0.03993 -> 0.03819: a 4000-count grid gives 0.03821) of
+# a 24-count grid, 0.03993 -> 0.03819: a 4000-count grid gives 0.03821; re-recorded when
+# prefill attention came to pay its per-query-tile fixed work, attention_tile_blocks,
+# 2026-12-06: TTFT 0.03911 -> 0.03945 at concurrency 16) of
 # llama3-8b on one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.00868008867941321, 0.03911124334892697,
-     1815.8757903024716),
-    ({"load": "rps", "rps": 4.0}, 0.00782955477468792, 0.03819496789997343, 1200.0),
+    ({"load": "concurrency", "concurrency": 16}, 0.008693920109136614, 0.03945341600905247,
+     1812.1444036871396),
+    ({"load": "rps", "rps": 4.0}, 0.007838489794221864, 0.03853058002389877, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
-     0.027381872778925107, 3.116330936065592, 4450.287766108908),
-    ({"load": "max_throughput"}, 0.06725977104284246, 0.06176662403869858, 5292.911267468316),
+     0.0274777159448902, 3.146683909254382, 4431.840582586384),
+    ({"load": "max_throughput"}, 0.06760652788837837, 0.06204897120743046, 5265.763693526358),
 )  # fmt: skip
 
 

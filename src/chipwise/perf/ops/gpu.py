@@ -913,7 +913,10 @@ def attention_tile_flops(op: Op, eff: Efficiency) -> float:
         return 0.0
     s_q, _, qk_dim = op.mnk
     v_dim = op.shape[-1]
-    tiles = op.batch * _ceil_div(s_q, FLASH_BLOCK)  # op.batch = sequences x query heads
+    # op.batch = sequences x query heads; a few query tokens a sequence (a speculative
+    # verify step, a short chunk) share a tile with other heads' rows (the generation
+    # kernels pack a KV group's query heads into one tile): their share of a tile's work
+    tiles = op.batch * (_ceil_div(s_q, FLASH_BLOCK) if s_q >= FLASH_BLOCK else s_q / FLASH_BLOCK)
     return tiles * k * 2.0 * FLASH_BLOCK * FLASH_BLOCK * (qk_dim + v_dim)
 
 
@@ -924,10 +927,14 @@ def attention_critical_flops(op: Op, eff: Efficiency, units: int) -> float:
     fixed work, however few tiles there are. It sets the time where the grid is smaller than
     the SMs (one prompt under tensor parallelism: 8 query heads x 8 tiles of a 1024-token
     prompt fill 64 of 132 SMs): AIConfigurator's A100/H200 rows at 8/1 heads, batch 1, 1024
-    tokens take 54-59 / 24-29 us, this path 54 / 25. 0 where ``attention_tile_flops`` is."""
+    tokens take 54-59 / 24-29 us, this path 54 / 25. 0 where ``attention_tile_flops`` is,
+    and for fewer query tokens than a tile (a speculative verify step: the generation kernels
+    split the keys over the SMs)."""
     if not attention_tile_flops(op, eff) or op.mnk is None or not op.shape:
         return 0.0
-    _, s_kv, qk_dim = op.mnk
+    s_q, s_kv, qk_dim = op.mnk
+    if s_q < FLASH_BLOCK:  # packed rows, split over the keys (FlashDecoding): not one tile
+        return 0.0
     keys = min(s_kv, op.window + FLASH_BLOCK) if op.window else s_kv
     blocks = _ceil_div(keys, FLASH_BLOCK) + eff.attention_tile_blocks
     return units * blocks * 2.0 * FLASH_BLOCK * FLASH_BLOCK * (qk_dim + op.shape[-1])
