@@ -126,7 +126,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
-from typing import final
+from typing import NamedTuple, final
 
 from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Assumption, OpTime, PerfModel
@@ -451,10 +451,14 @@ def tensor_throttle(chip: Chip) -> float:
     return 1.0 if ratio >= FULL_RATE_TOLERANCE else ratio
 
 
-def tile_rate_factor(chip: Chip, tile: tuple[int, int]) -> float:
+def tile_rate_factor(chip: Chip, tile: tuple[int, int], balance: float | None = None) -> float:
     """Share of the tensor rate a tile sustains: 1 at or above the balance intensity, else
-    intensity(tile) / balance (the SM waits on its operands)."""
-    return min(1.0, _intensity(tile) / balance_intensity(chip))
+    intensity(tile) / balance (the SM waits on its operands). ``balance``:
+    ``balance_intensity(chip)`` where the caller holds it (``plan_gemm``: once per GEMM, not
+    per candidate), else computed."""
+    if balance is None:
+        balance = balance_intensity(chip)
+    return min(1.0, _intensity(tile) / balance)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -471,6 +475,108 @@ class GemmPlan:
     compute_s: float
     memory_s: float
     seconds: float  # the two combined (roofline.combine, Efficiency.gemm_overlap_exponent)
+
+
+class _Rates(NamedTuple):
+    """What every kernel choice for one GEMM shares (``_gemm_rates``)."""
+
+    sms: int  # the chip's SMs (CUs; at least 1)
+    sm_flops_per_s: float  # one SM's share of the achievable peak, at a full-rate tile
+    bytes_per_s: float  # the operand stream's achievable HBM rate
+    exponent: float  # how compute and memory combine (dense_gemm_exponent)
+    balance: float  # the chip's balance intensity (tile_rate_factor)
+    l2_partials_bytes: float  # split-K partial sums that stay in L2 (SPLIT_K_L2_SHARE)
+
+
+def _gemm_rates(
+    chip: Chip,
+    eff: Efficiency,
+    batch: int,
+    peak: float,
+    fraction: float | None,
+    dtype: str,
+    expert: bool,
+) -> _Rates:
+    frac = eff.gemm_peak_fraction if fraction is None else fraction
+    sms = max(chip.units, 1)
+    return _Rates(
+        sms=sms,
+        sm_flops_per_s=peak * frac / sms,
+        bytes_per_s=chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype, expert=expert),
+        exponent=dense_gemm_exponent(eff, batch, expert=expert),
+        balance=balance_intensity(chip),
+        l2_partials_bytes=SPLIT_K_L2_SHARE * (chip.l2_bytes or 0.0),
+    )
+
+
+class _Cost(NamedTuple):
+    """What one kernel choice costs (``_candidate_cost``), before it is a ``GemmPlan``."""
+
+    tiles: int
+    waves: int
+    k_pad: int
+    rate_factor: float
+    compute_s: float
+    memory_s: float
+    seconds: float
+
+
+def _k_pad(k: int, split: int) -> int:
+    """K of one split-K slice, padded to the main loop's step."""
+    return _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
+
+
+def _candidate_cost(
+    gemm: tuple[int, int, int, int],
+    tile: tuple[int, int],
+    split: int,
+    n_bytes: float,
+    rates: _Rates,
+    rate_factor: float,
+    k_pad: int,
+    routing: ExpertRouting | None = None,
+) -> _Cost:
+    """``gemm_candidate``'s figures, without the ``GemmPlan`` (``plan_gemm`` builds one for
+    the winner only); ``rate_factor`` is ``tile``'s (``tile_rate_factor``) and ``k_pad``
+    ``split``'s (``_k_pad``), which ``plan_gemm`` works out once for all the candidates."""
+    m, n, _, batch = gemm
+    tm, tn = tile
+    per_sm_flops_per_s = rates.sm_flops_per_s * rate_factor
+    if routing is None:
+        tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
+    else:
+        # the expected tile count (the grid is launched for the worst case; tiles past the
+        # padded rows exit at once), rounded up to whole tiles
+        tiles = math.ceil(routed_row_tiles(routing, tm) * _ceil_div(n, tn) * split - 1e-6)
+    waves = _ceil_div(tiles, rates.sms)
+    compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
+    partials = 0.0
+    if split > 1:
+        # written once and read back once; only what spills out of L2 reaches HBM
+        workspace = batch * m * n * split * PARTIAL_SUM_BYTES
+        partials = 2.0 * max(0.0, workspace - rates.l2_partials_bytes)
+    memory_s = (n_bytes + partials) / rates.bytes_per_s
+    seconds = combine(compute_s, memory_s, rates.exponent)
+    return _Cost(tiles, waves, k_pad, rate_factor, compute_s, memory_s, seconds)
+
+
+def _as_plan(
+    chip: Chip, gemm: tuple[int, int, int, int], tile: tuple[int, int], split: int, c: _Cost
+) -> GemmPlan:
+    m, n, k, batch = gemm
+    tm, tn = tile
+    return GemmPlan(
+        tile=tile,
+        split_k=split,
+        tiles=c.tiles,
+        waves=c.waves,
+        utilisation=m * n * batch / (c.waves * max(chip.units, 1) * tm * tn),
+        k_efficiency=k / (split * (c.k_pad + K_FILL)),
+        rate_factor=c.rate_factor,
+        compute_s=c.compute_s,
+        memory_s=c.memory_s,
+        seconds=c.seconds,
+    )
 
 
 def gemm_candidate(
@@ -493,41 +599,11 @@ def gemm_candidate(
     operands stream at ``eff.gemm_memory_fraction(dtype, expert=expert)``). ``routing``: a
     fused-MoE grid's experts, whose rows are padded to the tile each on its own load
     (``routed_row_tiles``) rather than all on the mean ``M`` of ``batch`` experts."""
-    m, n, k, batch = gemm
-    sms = max(chip.units, 1)
-    tm, tn = tile
-    rate_factor = tile_rate_factor(chip, tile)
-    frac = eff.gemm_peak_fraction if fraction is None else fraction
-    per_sm_flops_per_s = peak * frac / sms * rate_factor
-    k_pad = _ceil_div(_ceil_div(k, split), TILE_K) * TILE_K
-    if routing is None:
-        tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * batch * split
-    else:
-        # the expected tile count (the grid is launched for the worst case; tiles past the
-        # padded rows exit at once), rounded up to whole tiles
-        tiles = math.ceil(routed_row_tiles(routing, tm) * _ceil_div(n, tn) * split - 1e-6)
-    waves = _ceil_div(tiles, sms)
-    compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
-    partials = 0.0
-    if split > 1:
-        # written once and read back once; only what spills out of L2 reaches HBM
-        workspace = batch * m * n * split * PARTIAL_SUM_BYTES
-        partials = 2.0 * max(0.0, workspace - SPLIT_K_L2_SHARE * (chip.l2_bytes or 0.0))
-    memory_s = (n_bytes + partials) / (
-        chip.hbm_bytes_per_s * eff.gemm_memory_fraction(dtype, expert=expert)
-    )
-    return GemmPlan(
-        tile=tile,
-        split_k=split,
-        tiles=tiles,
-        waves=waves,
-        utilisation=m * n * batch / (waves * sms * tm * tn),
-        k_efficiency=k / (split * (k_pad + K_FILL)),
-        rate_factor=rate_factor,
-        compute_s=compute_s,
-        memory_s=memory_s,
-        seconds=combine(compute_s, memory_s, dense_gemm_exponent(eff, batch, expert=expert)),
-    )
+    rates = _gemm_rates(chip, eff, gemm[3], peak, fraction, dtype, expert)
+    rate_factor = tile_rate_factor(chip, tile, rates.balance)
+    cost = _candidate_cost(gemm, tile, split, n_bytes, rates, rate_factor,
+                           _k_pad(gemm[2], split), routing)  # fmt: skip
+    return _as_plan(chip, gemm, tile, split, cost)
 
 
 def plan_gemm(
@@ -552,16 +628,24 @@ def plan_gemm(
     chosen on randomly routed benchmarks, not by the mean load's time."""
     largest = _LARGEST_TILE.get(chip.architecture, DEFAULT_TILE)
     tiles = (largest, *(t for t in _SMALL_TILES if _intensity(t) < _intensity(largest)))
-    gemm, at = (m, n, k, batch), (peak, n_bytes, fraction, dtype)
-    candidates = [
-        gemm_candidate(chip, eff, gemm, tile, split, *at, expert=expert, routing=routing)
-        for tile in tiles
+    gemm = (m, n, k, batch)
+    rates = _gemm_rates(chip, eff, batch, peak, fraction, dtype, expert)
+    splits = [
+        (split, _k_pad(k, split))
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
     ]
+    tile_rates = [(tile, tile_rate_factor(chip, tile, rates.balance)) for tile in tiles]
+    costs = [
+        (tile, split, _candidate_cost(gemm, tile, split, n_bytes, rates, rate, k_pad, routing))
+        for tile, rate in tile_rates
+        for split, k_pad in splits
+    ]
     # among kernels equally fast, the one with the least tensor work (the most slack under
     # the memory stream), so a memory-bound GEMM stays memory-bound at a lower tensor rate
-    return min(candidates, key=lambda c: (c.seconds, c.compute_s))
+    # (the first of any still tied)
+    tile, split, cost = min(costs, key=lambda c: (c[2].seconds, c[2].compute_s))
+    return _as_plan(chip, gemm, tile, split, cost)
 
 
 @final

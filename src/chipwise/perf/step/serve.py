@@ -970,6 +970,11 @@ def _on_grid(x: float, at: Callable[[int], float]) -> float:
     return y_lo + (at(hi) - y_lo) * (x - lo) / (hi - lo)
 
 
+# Steps whose device time one ``EngineStepTimer`` keeps (``device_s``); an SLO search asks
+# a timer for a few hundred distinct steps, a validation row for fewer.
+_DEVICE_STEPS_KEPT = 1 << 16
+
+
 class EngineStepTimer:
     """Seconds of one engine step of one replica under ``plan``: ``decode`` sequences each
     adding a token at ``context`` cached tokens, plus ``prefill`` prompt tokens (chunks of
@@ -1007,6 +1012,10 @@ class EngineStepTimer:
         self.spec_method = spec_method
         self.queries = 1 + spec_tokens  # tokens each decoding sequence verifies per step
         self._draft: dict[tuple[int, int], float] = {}
+        # device_s of each step asked for: an engine solve asks for the same step again and
+        # again (its bisections, the prefill and decode halves of a cycle); about two in
+        # three of an SLO search's asks repeat one already made on this timer
+        self._device: dict[tuple[float, float, float, float, float | None], float] = {}
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1179,6 +1188,22 @@ class EngineStepTimer:
         the prompt tokens per rank the shared routed experts run on average when the ranks'
         prompts differ (``prefill`` is then the busiest rank's, which its attention and
         dense work wait for); None = every rank has ``prefill``."""
+        key = (decode, context, prefill, prompt_len, routed_prefill)
+        cached = self._device.get(key)
+        if cached is None:
+            if len(self._device) >= _DEVICE_STEPS_KEPT:
+                self._device.clear()
+            cached = self._device[key] = self._device_s(*key)
+        return cached
+
+    def _device_s(
+        self,
+        decode: float,
+        context: float,
+        prefill: float,
+        prompt_len: float,
+        routed_prefill: float | None,
+    ) -> float:
         dec = max(0.0, decode)
         pre = max(0.0, prefill)
         verified = dec * self.queries  # each decoding sequence's token and its drafts
