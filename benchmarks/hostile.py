@@ -105,6 +105,22 @@ CASES: tuple[Case, ...] = (
     ),
     Case("1e15 sliding window", lambda t: _predict(_config(t, "i", sliding_window=10**15))),
     Case(
+        "backtracking exclude regex",
+        lambda t: _predict(
+            _config(t, "redos", quantization_config={"ignore": ["re:(.*.*)*X", "lm_head"]})
+        ),
+    ),
+    Case(
+        "20000 exclude patterns",
+        lambda t: _predict(
+            _config(
+                t,
+                "manyexcl",
+                quantization_config={"exclude_modules": [f"re:.*{i}.*" for i in range(20000)]},
+            )
+        ),
+    ),
+    Case(
         "string layer count",
         lambda t: ["workload", "show", _config(t, "j", num_hidden_layers="32")],
     ),

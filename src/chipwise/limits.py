@@ -46,6 +46,16 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 # Real configs nest 3-4 levels (text_config.rope_scaling, quantization_config.*).
 MAX_JSON_DEPTH = 32
 
+# Quantised checkpoints' exclude lists (quantization_config exclude_modules / ignore) name at
+# most a few hundred modules (one per layer and projection); 10000 patterns is 20x that.
+MAX_EXCLUDE_PATTERNS = 10_000
+# Their compressed-tensors ``re:`` patterns run on Python's backtracking ``re`` against every
+# layer's attention module names (~50 characters): each may repeat at most twice
+# (".*self_attn.*": ~4 us a name; a third repeat ~70 us, four ~1 ms, a repeated group
+# "(.*)*x" exponential), and the patterns x names checked stay under 200000 (~1 s).
+MAX_EXCLUDE_REGEX_REPEATS = 2
+MAX_EXCLUDE_REGEX_CHECKS = 200_000
+
 # --- the job --------------------------------------------------------------------------------
 # The largest announced clusters hold ~2e5 accelerators (xAI Colossus, 2024); 2^20 (~1e6) is
 # 5x that.

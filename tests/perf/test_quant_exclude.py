@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from chipwise.errors import WorkloadError
 from chipwise.hardware.catalog import chip as find_chip
+from chipwise.limits import MAX_EXCLUDE_PATTERNS
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.layers import Dtypes, Shard, attention_ops, excluded_params
 from chipwise.perf.plan.memory import serve_memory
@@ -106,3 +110,41 @@ def test_gqa_needs_q_k_and_v_excluded_for_the_fused_projection() -> None:
     assert spec_from_config(config, name="probe").quant_exclude == ()
     config["quantization_config"] = {"exclude_modules": ["model.layers.*.self_attn*"]}
     assert spec_from_config(config, name="probe").quant_exclude == ("qkv_proj", "o_proj")
+
+
+def test_a_regex_that_could_backtrack_for_long_is_refused_at_once() -> None:
+    # "(.*.*)*X" takes minutes on one 45-character module name under Python's re; a config
+    # is user input, so such a pattern (or > MAX_EXCLUDE_REGEX_REPEATS repeats) is an error
+    for pattern in ("re:(.*.*)*X", "re:.*.*.*.*.*.*.*X", "re:(a|aa)+$"):
+        with pytest.raises(WorkloadError, match="repeats"):
+            _with_exclude([pattern], key="ignore")
+
+
+def test_exclude_lists_beyond_the_bounds_are_errors() -> None:
+    with pytest.raises(WorkloadError, match="at most"):
+        _with_exclude(
+            [f"model.layers.{i}.self_attn.o_proj" for i in range(MAX_EXCLUDE_PATTERNS + 1)]
+        )
+    with pytest.raises(WorkloadError, match="pattern-module pairs"):
+        _with_exclude([f"re:.*layers\\.{i}\\..*" for i in range(2000)], key="ignore")
+
+
+def test_per_layer_names_and_wildcards_mix() -> None:
+    names = [f"model.layers.{i}.self_attn.kv_b_proj" for i in range(61)]
+    assert _with_exclude(names).quant_exclude == ("kv_up",)
+    assert _with_exclude([*names[:-1], "model.layers.6?.self_attn.kv_b_proj"]).quant_exclude == (
+        "kv_up",
+    )
+    assert _with_exclude(names[:-1]).quant_exclude == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="re:.*+?()[]{}|\\^$0123456789aq_xselfatnproj", max_size=24),
+                max_size=4))  # fmt: skip
+def test_any_exclude_list_reads_or_is_one_clear_error(patterns: list[str]) -> None:
+    try:
+        spec = _with_exclude(patterns, key="ignore")
+    except WorkloadError as err:
+        assert "\n" not in str(err)
+    else:
+        assert set(spec.quant_exclude) <= set(MLA)

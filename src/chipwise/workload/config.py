@@ -47,6 +47,9 @@ from typing import Any, Literal
 from chipwise.errors import ExtractionError, WorkloadError
 from chipwise.limits import (
     MAX_CONFIG_BYTES,
+    MAX_EXCLUDE_PATTERNS,
+    MAX_EXCLUDE_REGEX_CHECKS,
+    MAX_EXCLUDE_REGEX_REPEATS,
     MAX_EXPERTS,
     MAX_FFN_WIDTH,
     MAX_HEAD_DIM,
@@ -443,7 +446,7 @@ def spec_from_config(
         learned_positions=_learned_positions(cfg, family, where),
         expert_quant=_expert_quant(config),
         fp8_weight_block=_fp8_weight_block(config),
-        quant_exclude=_quant_exclude(config, n_layers, mla=bool(kv_lora_rank)),
+        quant_exclude=_quant_exclude(config, n_layers, mla=bool(kv_lora_rank), where=where),
         glu_clamp=_glu_clamp(cfg, where),
         expert_bias=model_type in _EXPERT_BIAS_MODELS,
     )
@@ -670,25 +673,73 @@ _MHA_PROJECTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
-def _module_excluded(name: str, patterns: list[str]) -> bool:
-    """Whether an exclude list names module ``name``: a ModelOpt wildcard pattern
-    (``model.layers.0.self_attn*``), a compressed-tensors ``re:`` regex, or the module's
-    own name or a parent's."""
+# A compressed-tensors ``re:`` pattern that can backtrack for long on a module name: a
+# repeated group ("(.*)*x") or more than MAX_EXCLUDE_REGEX_REPEATS repeats (*, +, ?, {m,n}).
+_REPEATED_GROUP = re.compile(r"(?<!\\)\)[*+?{]")
+_REPEAT = re.compile(r"(?<!\\)(?:[*+]|\{\d*(?:,\d*)?\})|(?<![\\(*+?}])\?")
+
+
+@dataclass(frozen=True)
+class _ExcludeList:
+    """A quantization_config exclude list, split so that matching a module name is bounded:
+    exact names (a name or any parent of it) by set lookup, ModelOpt wildcards as one
+    compiled alternation (``fnmatch.translate`` builds patterns that do not backtrack
+    exponentially), compressed-tensors ``re:`` patterns one by one (each few-repeat, see
+    ``_exclude_list``)."""
+
+    names: frozenset[str]
+    wildcards: re.Pattern[str] | None
+    regexes: tuple[re.Pattern[str], ...]
+
+    def excludes(self, name: str) -> bool:
+        parts = name.split(".")
+        if any(".".join(parts[:i]) in self.names for i in range(1, len(parts) + 1)):
+            return True
+        if self.wildcards is not None and self.wildcards.match(name):
+            return True
+        return any(rx.match(name) for rx in self.regexes)
+
+
+def _exclude_list(patterns: list[str], where: str) -> _ExcludeList:
+    """``patterns`` (ModelOpt names and wildcards such as ``model.layers.*.self_attn*``,
+    compressed-tensors ``re:`` regexes) as an ``_ExcludeList``. A config is user input and
+    Python's ``re`` backtracks, so a list longer than ``MAX_EXCLUDE_PATTERNS`` or a regex
+    with a repeated group or more than ``MAX_EXCLUDE_REGEX_REPEATS`` repeats is an error;
+    a regex ``re`` cannot compile is skipped (it matches no module)."""
+    if len(patterns) > MAX_EXCLUDE_PATTERNS:
+        raise WorkloadError(
+            f"config {where}: quantization_config lists {len(patterns)} modules to exclude; "
+            f"chipwise reads at most {MAX_EXCLUDE_PATTERNS}"
+        )
+    names: set[str] = set()
+    wildcards: list[str] = []
+    regexes: list[re.Pattern[str]] = []
     for pattern in patterns:
         if pattern.startswith("re:"):
+            body = pattern[3:]
+            if _REPEATED_GROUP.search(body) or len(_REPEAT.findall(body)) > (
+                MAX_EXCLUDE_REGEX_REPEATS
+            ):
+                raise WorkloadError(
+                    f"config {where}: quantization_config exclude pattern {pattern[:80]!r} "
+                    f"repeats a group or more than {MAX_EXCLUDE_REGEX_REPEATS} times; "
+                    "write it with fewer repeats (e.g. 're:.*self_attn.*')"
+                )
             try:
-                if re.match(pattern[3:], name):
-                    return True
+                regexes.append(re.compile(body))
             except re.error:
                 continue
-        elif (
-            name == pattern or name.startswith(pattern + ".") or fnmatch.fnmatchcase(name, pattern)
-        ):
-            return True
-    return False
+        elif any(c in pattern for c in "*?["):
+            wildcards.append(fnmatch.translate(pattern))
+        else:
+            names.add(pattern)
+    wild = re.compile("|".join(f"(?:{w})" for w in wildcards)) if wildcards else None
+    return _ExcludeList(frozenset(names), wild, tuple(regexes))
 
 
-def _quant_exclude(config: Mapping[str, Any], n_layers: int, *, mla: bool) -> tuple[str, ...]:
+def _quant_exclude(
+    config: Mapping[str, Any], n_layers: int, *, mla: bool, where: str = "config"
+) -> tuple[str, ...]:
     """The attention projections (chipwise op names) a quantised checkpoint keeps out of its
     low precision: those its HF ``quantization_config`` excludes in every decoder layer,
     by ModelOpt's ``exclude_modules`` (quant_method modelopt: nvidia/DeepSeek-R1-FP4 lists
@@ -705,15 +756,24 @@ def _quant_exclude(config: Mapping[str, Any], n_layers: int, *, mla: bool) -> tu
     patterns = [p for p in raw if isinstance(p, str)] if isinstance(raw, list) else []
     if not patterns or n_layers <= 0:
         return ()
+    excluded = _exclude_list(patterns, where)
+    projections = _MLA_PROJECTIONS if mla else _MHA_PROJECTIONS
+    leaves = sum(len(alt) for alts in projections.values() for alt in alts)
+    if len(excluded.regexes) * n_layers * leaves > MAX_EXCLUDE_REGEX_CHECKS:
+        raise WorkloadError(
+            f"config {where}: quantization_config's {len(excluded.regexes)} 're:' patterns "
+            f"over {n_layers} layers are more than chipwise checks "
+            f"({MAX_EXCLUDE_REGEX_CHECKS} pattern-module pairs)"
+        )
     out = []
-    for op, alternatives in (_MLA_PROJECTIONS if mla else _MHA_PROJECTIONS).items():
+    for op, alternatives in projections.items():
         if any(
             all(
-                _module_excluded(f"model.layers.{layer}.self_attn.{leaf}", patterns)
+                excluded.excludes(f"model.layers.{layer}.self_attn.{leaf}")
                 for layer in range(n_layers)
-                for leaf in leaves
+                for leaf in alt
             )
-            for leaves in alternatives
+            for alt in alternatives
         ):
             out.append(op)
     return tuple(out)
