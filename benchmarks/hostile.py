@@ -103,6 +103,20 @@ CASES: tuple[Case, ...] = (
         "1e12 experts",
         lambda t: _predict(_config(t, "h", num_local_experts=10**12, num_experts_per_tok=2)),
     ),
+    Case(
+        "MoE prefill of 2^44 tokens",
+        lambda t: _predict(
+            "mixtral-8x7b",
+            "--chips",
+            "8",
+            "--phase",
+            "infer",
+            "--batch",
+            "1048576",
+            "--input-len",
+            "16777216",
+        ),
+    ),
     Case("1e15 sliding window", lambda t: _predict(_config(t, "i", sliding_window=10**15))),
     Case(
         "backtracking exclude regex",

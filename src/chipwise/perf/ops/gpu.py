@@ -125,7 +125,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import NamedTuple, final
 
 from chipwise.hardware.chip import Chip
@@ -329,9 +329,20 @@ def w4a16_expert_rows(m: int, architecture: str) -> tuple[int, int]:
     return _ceil_div(m, MARLIN_M_BLOCK) * MARLIN_M_BLOCK, 1
 
 
+# Points of a binomial's pmf kept exactly; a wider support (sd > ~170: a prefill of ~10^5
+# tokens over 8 experts, or any hostile batch) is sampled at this many evenly spaced loads,
+# each weighing its pmf x the spacing (renormalised), so a call stays bounded: the expected
+# tile count over it moves by well under a tile where the mean is thousands of rows.
+_PMF_POINTS = 4096
+# Routings whose expected tile counts are kept: a serving search asks for a few hundred; the
+# bound keeps a long-running server's memory flat whatever loads it is asked about.
+_ROUTING_CACHE = 65_536
+
+
 def _binomial_pmf(trials: int, p: float) -> tuple[tuple[int, float], ...]:
     """(n, P(n)) of a Binomial(trials, p) over its support's non-negligible part (12
-    standard deviations either side of the mean; the rest is below 1e-30)."""
+    standard deviations either side of the mean; the rest is below 1e-30), at most
+    ``_PMF_POINTS`` loads."""
     if p >= 1.0:
         return ((trials, 1.0),)
     mean = trials * p
@@ -339,11 +350,17 @@ def _binomial_pmf(trials: int, p: float) -> tuple[tuple[int, float], ...]:
     lo, hi = max(0, math.floor(mean - 12 * sd - 2)), min(trials, math.ceil(mean + 12 * sd + 2))
     lg = math.lgamma(trials + 1)
     lp, lq = math.log(p), math.log1p(-p)
-    out = []
-    for n in range(lo, hi + 1):
-        out.append((n, math.exp(lg - math.lgamma(n + 1) - math.lgamma(trials - n + 1)
-                                + n * lp + (trials - n) * lq)))  # fmt: skip
-    return tuple(out)
+
+    def pmf(n: int) -> float:
+        return math.exp(lg - math.lgamma(n + 1) - math.lgamma(trials - n + 1)
+                        + n * lp + (trials - n) * lq)  # fmt: skip
+
+    if hi - lo + 1 <= _PMF_POINTS:
+        return tuple((n, pmf(n)) for n in range(lo, hi + 1))
+    points = sorted({round(lo + k * (hi - lo) / (_PMF_POINTS - 1)) for k in range(_PMF_POINTS)})
+    weights = [pmf(n) for n in points]
+    total = sum(weights)
+    return tuple((n, w / total) for n, w in zip(points, weights, strict=True))
 
 
 def expert_loads(routing: ExpertRouting) -> tuple[tuple[int, float], ...]:
@@ -361,7 +378,7 @@ def expert_loads(routing: ExpertRouting) -> tuple[tuple[int, float], ...]:
     return _binomial_pmf(routing.tokens, routing.topk / routing.experts)
 
 
-@cache
+@lru_cache(maxsize=_ROUTING_CACHE)
 def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float, float]:
     """(rows computed, row slices) of a W4A16 fused-MoE expert GEMM over the rank's
     ``routing.local`` experts, in expectation over their loads (``expert_loads``): each
@@ -388,7 +405,7 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
     return routing.local * rows, routing.local * slices
 
 
-@cache
+@lru_cache(maxsize=_ROUTING_CACHE)
 def routed_row_tiles(routing: ExpertRouting, tile_m: int) -> float:
     """Row tiles of ``tile_m`` rows a fused-MoE kernel runs over the rank's ``routing.local``
     experts, in expectation over their loads (``expert_loads``): each expert's rows are
