@@ -148,6 +148,11 @@ def check_number(
     return value
 
 
+# Memo tables whose keys come from user input (a config.json's shapes, a prompt length, a
+# workload path) keep at most this many entries: a long-running web server's memory stays
+# flat however many distinct requests it answers (a serving search fills a few thousand).
+CACHE_ENTRIES = 65_536
+
 # Non-ML --work (fp64 FLOPs, bytes, pixels): a year of a 1 EFLOP/s machine is ~3e25 FLOPs;
 # 1e24 is far past any job one would advise on, and every default (1e18) is well inside it.
 MAX_WORK = 1e24

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Literal
 
 from chipwise.cost import (
@@ -104,7 +104,7 @@ class Task:
     settings: Settings
 
 
-@cache
+@lru_cache(maxsize=64)  # each entry a whole model; a grid names one
 def _model(source: str) -> Model:
     return load_workload_model(source)
 

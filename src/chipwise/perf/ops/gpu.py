@@ -129,6 +129,7 @@ from functools import lru_cache
 from typing import NamedTuple, final
 
 from chipwise.hardware.chip import Chip
+from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.kernels import measured_gemm_s
@@ -334,9 +335,6 @@ def w4a16_expert_rows(m: int, architecture: str) -> tuple[int, int]:
 # each weighing its pmf x the spacing (renormalised), so a call stays bounded: the expected
 # tile count over it moves by well under a tile where the mean is thousands of rows.
 _PMF_POINTS = 4096
-# Routings whose expected tile counts are kept: a serving search asks for a few hundred; the
-# bound keeps a long-running server's memory flat whatever loads it is asked about.
-_ROUTING_CACHE = 65_536
 
 
 def _binomial_pmf(trials: int, p: float) -> tuple[tuple[int, float], ...]:
@@ -378,7 +376,7 @@ def expert_loads(routing: ExpertRouting) -> tuple[tuple[int, float], ...]:
     return _binomial_pmf(routing.tokens, routing.topk / routing.experts)
 
 
-@lru_cache(maxsize=_ROUTING_CACHE)
+@lru_cache(maxsize=CACHE_ENTRIES)
 def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float, float]:
     """(rows computed, row slices) of a W4A16 fused-MoE expert GEMM over the rank's
     ``routing.local`` experts, in expectation over their loads (``expert_loads``): each
@@ -405,7 +403,7 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
     return routing.local * rows, routing.local * slices
 
 
-@lru_cache(maxsize=_ROUTING_CACHE)
+@lru_cache(maxsize=CACHE_ENTRIES)
 def routed_row_tiles(routing: ExpertRouting, tile_m: int) -> float:
     """Row tiles of ``tile_m`` rows a fused-MoE kernel runs over the rank's ``routing.local``
     experts, in expectation over their loads (``expert_loads``): each expert's rows are

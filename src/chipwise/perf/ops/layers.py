@@ -18,9 +18,10 @@ hits across pipeline stages. Forward ops only; ``backward_ops`` derives the back
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 
 from chipwise.errors import PlanError
+from chipwise.limits import CACHE_ENTRIES
 from chipwise.units import DTYPE_BYTES, dtype_bytes
 from chipwise.workload.ir import ExpertRouting, Op, OpKind, TransformerSpec
 
@@ -191,7 +192,7 @@ def causal_pairs(s_q: int, s_kv: int, *, causal: bool, window: int = 0) -> float
     return s_q * s_kv / 2.0 if causal else float(s_q * s_kv)
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def block_pairs(s: int, *, causal: bool, window: int, block_q: int, block_kv: int) -> float:
     """Query-key pairs a block-sparse flash kernel computes for one sequence of ``s`` tokens
     attending to itself: it skips a (block_q x block_kv) tile only when the mask hides all of

@@ -39,9 +39,10 @@ weights in NF4 at ``QLORA_WEIGHT_BYTES`` (0.516 B) each; embedding and LM head s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from chipwise.hardware.chip import Chip
+from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import MemoryUse, Plan, expert_tp
 from chipwise.perf.ops.adapters import QLORA_WEIGHT_BYTES, adapter_params_bytes
 from chipwise.perf.ops.layers import (
@@ -137,13 +138,13 @@ class StageParams:
     ends_per_chip: float = 0.0  # the embedding and LM head in ``dense_per_chip``
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def moe_layer_count(spec: TransformerSpec) -> int:
     """``spec.n_moe_layers``, computed once per spec (the planner asks thousands of times)."""
     return spec.n_moe_layers
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def sliding_layer_count(spec: TransformerSpec) -> int:
     """``spec.n_sliding_layers``, computed once per spec."""
     return spec.n_sliding_layers
@@ -178,7 +179,7 @@ def stage_params(spec: TransformerSpec, plan: Plan) -> StageParams:
     return _stage_params(spec, plan.pp, plan.vp, plan.tp, plan.ep, plan.expert_tp, plan.end_slots)
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def _stage_params(
     spec: TransformerSpec, pp: int, vp: int, tp: int, ep: int, etp: int = 0, end_slots: int = -1
 ) -> StageParams:
@@ -242,7 +243,7 @@ def activation_bytes_per_token_layer(
     return _activation_bytes(spec, plan.tp, plan.recompute, precision, moe)
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def _activation_bytes(
     spec: TransformerSpec, tp: int, recompute: str, precision: str, moe: bool,
     fp8_inputs: bool = False,
@@ -438,7 +439,7 @@ def train_memory_parts(
     return weights, grads, optimizer, acts + logits, gather
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def _gathered_tensors(spec: TransformerSpec, tp: int, ep: int, etp: int) -> tuple[float, float]:
     """(largest weight tensor, largest decoder-layer weight tensor) one chip gathers under
     ZeRO-3 on XLA, in parameters, after tensor and expert sharding. The unembedding (LM

@@ -29,10 +29,11 @@ dequantisation); gradient traffic and the optimizer cover only the adapters.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 
 from chipwise.errors import PlanError
 from chipwise.hardware.chip import Chip
+from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, Breakdown, OpTime, PerfModel, Plan, TrainPrediction
 from chipwise.perf.comm.alltoall import alltoall_time
 from chipwise.perf.ops.adapters import (
@@ -323,7 +324,7 @@ def step_assumptions() -> tuple[Assumption, ...]:
     )
 
 
-@cache
+@lru_cache(maxsize=CACHE_ENTRIES)
 def _flops_per_token(spec: TransformerSpec, seq_len: int) -> float:
     return model_flops_per_token(spec, seq_len)
 
