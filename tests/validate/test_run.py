@@ -131,6 +131,41 @@ def test_a_public_serving_row_states_its_closed_loop_load() -> None:
     assert result.predicted == pytest.approx(row.value, rel=0.10)
 
 
+def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() -> None:
+    # InferenceMAX runs kimbochen/bench_serving --max-concurrency conc --num-prompts 10 x conc
+    # --dataset-name random --random-range-ratio 0.8 --ignore-eos: a closed loop over a
+    # uniform [0.8 L, L] length grid, each row naming that grid and its means
+    rows = {c.id: c for c in load_cases() if c.id.startswith("IMX-")}
+    assert rows
+    for c in rows.values():
+        assert c.load == "concurrency" and c.concurrency >= 1, c.id
+        assert c.num_requests == 10 * c.concurrency, c.id
+        assert c.harness == "api", c.id
+        isl, osl = (int(x) for x in c.lengths.split("random-")[1].split("-r0.8")[0].split("-"))
+        assert (c.input_len, c.output_len) == (
+            {1024: 922, 8192: 7373}[isl],
+            {1024: 922, 8192: 7373}[osl],
+        ), c.id
+        assert c.usable == (c.chip != "mi355x"), c.id  # ATOM: no engine model
+    # IMX-070..072: TensorRT-LLM 1.2.0rc2 on one B200 at 128 clients, 1k/1k
+    row = rows["IMX-070"]
+    assert (row.chip, row.chips, row.plan, row.engine) == ("b200", 1, "tp=1", "trtllm")
+    assert (row.concurrency, row.num_requests, row.max_num_seqs, row.max_num_tokens) == (
+        128,
+        1280,
+        512,
+        20000,
+    )
+    assert (row.kv_dtype, row.date) == ("fp8", "2026-01-06")
+    assert row.lengths == "lengths/inferencemax-random-1024-1024-r0.8.csv"
+    # vLLM on H100: --max-num-seqs $CONC, async scheduling on, kv cache at the checkpoint's bf16
+    h100 = next(c for c in rows.values() if c.chip == "h100-sxm" and c.concurrency == 64)
+    assert (h100.max_num_seqs, h100.max_num_tokens, h100.async_scheduling) == (64, 8192, True)
+    assert h100.kv_dtype == "bf16" and h100.engine == "vllm"
+    result = run_case(row)
+    assert result.predicted is not None
+
+
 def test_a_serving_row_states_whether_it_passed_async_scheduling() -> None:
     # GPUStack's "Async scheduling in vLLM" run added --async-scheduling to vllm serve;
     # its engine-selection run did not (the engine's default of that date applies)
@@ -216,7 +251,9 @@ def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
     serving = [
         c
         for c in load_cases()
-        if c.id.startswith(("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-", "TRP-"))
+        if c.id.startswith(
+            ("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-", "TRP-", "IMX-")
+        )
     ]
     assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
     assert any(c.id.startswith("SVR-") for c in serving)  # AMD/TPU serving rows are kept
