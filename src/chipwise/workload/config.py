@@ -745,14 +745,15 @@ def _quant_exclude(
     by ModelOpt's ``exclude_modules`` (quant_method modelopt: nvidia/DeepSeek-R1-FP4 lists
     ``model.layers.N.self_attn*``, ModelOpt's examples/deepseek/ptq.py disabling ``*attn*``;
     its -v2 checkpoints quantise o_proj too, ptq.py ``--enable_wo_quant``) or
-    compressed-tensors' ``ignore``. ModelOpt exports those modules in bf16
+    compressed-tensors' ``ignore`` or AMD-Quark's ``exclude`` (amd/DeepSeek-R1-0528-MXFP4-Preview:
+    ``*self_attn*``). ModelOpt exports those modules in bf16
     (examples/deepseek/quantize_to_nvfp4.py dequantises the fp8 weights it does not
     quantise). A projection excluded in only some layers stays quantised (chipwise times
     one layer for all)."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
         return ()
-    raw = qc.get("exclude_modules") or qc.get("ignore") or ()
+    raw = qc.get("exclude_modules") or qc.get("ignore") or qc.get("exclude") or ()
     patterns = [p for p in raw if isinstance(p, str)] if isinstance(raw, list) else []
     if not patterns or n_layers <= 0:
         return ()
