@@ -135,6 +135,16 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "20000 Quark exclude wildcards",
+        lambda t: _predict(
+            _config(
+                t,
+                "quarkexcl",
+                quantization_config={"exclude": [f"*layers.{i}.*attn*" for i in range(20000)]},
+            )
+        ),
+    ),
+    Case(
         "string layer count",
         lambda t: ["workload", "show", _config(t, "j", num_hidden_layers="32")],
     ),

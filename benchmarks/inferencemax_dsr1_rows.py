@@ -14,6 +14,7 @@ TPOT and median TTFT. ATOM entries (mi355x) are left out: chipwise has no ATOM e
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 MANTILE = "gminneci/mantile"
 MANTILE_COMMIT = "72ff84ebfd56ee0b15bd17d7d49a70fbb4e50256"
 IMX = "SemiAnalysisAI/InferenceX"
+RAW = "reconcile/sources/inferencemax/raw"
 RATIO = 0.8  # benchmark-tmpl.yml random-range-ratio default; run-sweep.yml passes none
 
 # Run creation times GitHub reports for five runs (mantile reconcile/by_model/
@@ -34,7 +36,13 @@ ANCHORS = (
     (21012127808, "2026-01-14T22:27:36"),
 )
 
-CHIP = {"b200": "b200", "h200": "h200-sxm", "mi300x": "mi300x", "mi325x": "mi325x", "mi355x": "mi355x"}
+CHIP = {
+    "b200": "b200",
+    "h200": "h200-sxm",
+    "mi300x": "mi300x",
+    "mi325x": "mi325x",
+    "mi355x": "mi355x",
+}
 WORKLOAD = {
     "nvidia/DeepSeek-R1-0528-FP4-V2": "configs/nvidia-deepseek-r1-fp4-v2.json",
     "amd/DeepSeek-R1-0528-MXFP4-Preview": "configs/amd-deepseek-r1-0528-mxfp4-preview.json",
@@ -95,8 +103,10 @@ SETUPS = {
             "--enable-symm-mem --disable-radix-cache --attention-backend trtllm_mla "
             "--moe-runner-backend flashinfer_trtllm --stream-interval 10"
         ),
-        seqs=256, seqs_why="--max-running-requests 256",
-        kv="fp8", kv_why=KV_FP8,
+        seqs=256,
+        seqs_why="--max-running-requests 256",
+        kv="fp8",
+        kv_why=KV_FP8,
         tokens=lambda isl, osl, conc: 16384,
         tokens_why=(
             "--chunked-prefill-size 16384 with --max-prefill-tokens not set (SGLang's "
@@ -118,11 +128,13 @@ SETUPS = {
             "--kv-cache-dtype fp8_e4m3 --chunked-prefill-size 32768 --max-prefill-tokens 32768 "
             "--enable-flashinfer-allreduce-fusion --scheduler-recv-interval 10 (30 at CONC >= 16) "
             "--disable-radix-cache --attention-backend trtllm_mla --stream-interval 30 "
-            "--moe-runner-backend flashinfer_trtllm --quantization fp8 (the launch flags are the "
-            "same at 3858fef, 2026-01-13, for the later runs)"
+            "--moe-runner-backend flashinfer_trtllm --quantization fp8 (at TP 8 the same in "
+            "PR #411, 1d29967c4, 2026-01-13, which run 20972034325 ran)"
         ),
-        seqs=128, seqs_why="--max-running-requests 128",
-        kv="fp8", kv_why=KV_FP8,
+        seqs=128,
+        seqs_why="--max-running-requests 128",
+        kv="fp8",
+        kv_why=KV_FP8,
         tokens=lambda isl, osl, conc: 32768,
         tokens_why="--chunked-prefill-size 32768 --max-prefill-tokens 32768",
         prompts_why=P50_20 + " (runners/launch_b200-{dgxc,nvd}.sh)",
@@ -136,17 +148,47 @@ SETUPS = {
             "otherwise) --chunked-prefill-size 32768 --max-prefill-tokens 32768 "
             "--mem-fraction-static 0.82 --attention-backend flashinfer --stream-interval 10"
         ),
-        seqs=None, seqs_why="--max-running-requests 512 at 1024/1024, 256 otherwise",
-        kv="bf16", kv_why=KV_AUTO,
+        seqs=None,
+        seqs_why="--max-running-requests 512 at 1024/1024, 256 otherwise",
+        kv="bf16",
+        kv_why=KV_AUTO,
         tokens=lambda isl, osl, conc: 32768,
         tokens_why="--chunked-prefill-size 32768 --max-prefill-tokens 32768",
         prompts_why=P10 + " (the script's own)",
     ),
 }
+# Run 20972034325 (2026-01-13) is PR #411 ("adds more SGLang B200 configs", merged as
+# 1d29967c4 the same day): TP 8 keeps the flags above; TP 4 (8k/1k only) gets its own
+SETUPS[("b200", "fp8", 4)] = dict(
+    commit="1d29967c46d489dceedf4142f7038053052d55b0",
+    script="benchmarks/dsr1_fp8_b200_docker.sh",
+    flags=(
+        "SGL_ENABLE_JIT_DEEPGEMM=false SGLANG_ENABLE_FLASHINFER_GEMM=true; at TP 4: "
+        "--tensor-parallel-size=4 --data-parallel-size=1 --ep-size 1 --cuda-graph-max-bs 32 "
+        "--max-running-requests 32 --mem-fraction-static 0.95 --kv-cache-dtype fp8_e4m3 "
+        "--chunked-prefill-size 8192 --max-prefill-tokens 8192 "
+        "--enable-flashinfer-allreduce-fusion --scheduler-recv-interval 10 "
+        "--disable-radix-cache --attention-backend trtllm_mla "
+        "--stream-interval 30 --moe-runner-backend flashinfer_trtllm --quantization fp8 (the "
+        "search space PR #411 added: 8k/1k, TP 4, CONC 4-32). The fp8 weights fill ~168 GB of "
+        "each B200's memory at TP 4: --mem-fraction-static 0.95 is what leaves a KV pool, and a "
+        "row cannot state it (chipwise takes SGLang's default, which leaves a KV pool of a few "
+        "sequences)"
+    ),
+    seqs=32,
+    seqs_why="--max-running-requests 32",
+    kv="fp8",
+    kv_why=KV_FP8,
+    tokens=lambda isl, osl, conc: 8192,
+    tokens_why="--chunked-prefill-size 8192 --max-prefill-tokens 8192",
+    prompts_why=P50_20 + " (runners/launch_b200-{dgxc,nvd}.sh)",
+)
 _AMD_FP8 = dict(
     commit="70c1eceb6bd7521fc68a8c121d27a9dd58e4ab01",
-    seqs=2048, seqs_why=SGL_SEQS_DEFAULT,
-    kv="bf16", kv_why=KV_AUTO,
+    seqs=2048,
+    seqs_why=SGL_SEQS_DEFAULT,
+    kv="bf16",
+    kv_why=KV_AUTO,
     tokens=lambda isl, osl, conc: 196608,
     tokens_why="--chunked-prefill-size 196608 --max-prefill-tokens 196608",
 )
@@ -160,7 +202,9 @@ SETUPS[("mi300x", "fp8")] = dict(
     ),
     prompts_why=P10 + " (the script's own)",
 )
-SETUPS[("mi325x", "fp8")] = dict(SETUPS[("mi300x", "fp8")], script="benchmarks/dsr1_fp8_mi325x_slurm.sh")
+SETUPS[("mi325x", "fp8")] = dict(
+    SETUPS[("mi300x", "fp8")], script="benchmarks/dsr1_fp8_mi325x_slurm.sh"
+)
 SETUPS[("mi355x", "fp8")] = dict(
     _AMD_FP8,
     script="benchmarks/dsr1_fp8_mi355x_slurm.sh",
@@ -182,15 +226,22 @@ SETUPS[("mi355x", "fp4")] = dict(
         "--num-continuous-decode-steps=4 --cuda-graph-max-bs=128 --attention-backend aiter "
         "--kv-cache-dtype fp8_e4m3"
     ),
-    seqs=2048, seqs_why=SGL_SEQS_DEFAULT,
-    kv="fp8", kv_why=KV_FP8,
+    seqs=2048,
+    seqs_why=SGL_SEQS_DEFAULT,
+    kv="fp8",
+    kv_why=KV_FP8,
     tokens=lambda isl, osl, conc: 32768 if (isl, osl) == (8192, 1024) and conc > 32 else 196608,
     tokens_why="--chunked-prefill-size / --max-prefill-tokens $PREFILL_SIZE",
     prompts_why=P50_20 + " (runners/launch_mi355x-amd.sh)",
 )
 
 METRICS = (
-    ("output_tokens_per_s_per_chip", "output_tput_per_gpu", "output tokens/s per GPU (the published per-GPU figure: deployment output tokens/s over its TP GPUs)"),
+    (
+        "output_tokens_per_s_per_chip",
+        "output_tput_per_gpu",
+        "output tokens/s per GPU (the published per-GPU figure: the deployment's output "
+        "tokens/s over its TP GPUs)",
+    ),
     ("tpot_p50_s", "median_tpot", "median TPOT in seconds"),
     ("ttft_p50_s", "median_ttft", "median TTFT in seconds"),
 )
@@ -201,7 +252,7 @@ def run_day(run: int) -> str:
     from datetime import datetime
 
     pts = [(r, datetime.fromisoformat(t)) for r, t in ANCHORS]
-    for (r0, t0), (r1, t1) in zip(pts, pts[1:], strict=False):
+    for (r0, t0), (r1, t1) in itertools.pairwise(pts):
         if r0 <= run <= r1 or (run < r0 and r0 == pts[0][0]) or (run > r1 and r1 == pts[-1][0]):
             t = t0 + (t1 - t0) * ((run - r0) / (r1 - r0))
             return t.date().isoformat()
@@ -222,7 +273,20 @@ def select(raw: Path) -> list[tuple[int, dict]]:
                 continue
             if e["disagg"] or e["spec_decoding"] != "none" or e.get("is_multinode"):
                 continue
-            key = tuple(e[k] for k in ("hw", "framework", "precision", "tp", "ep", "dp_attention", "isl", "osl", "conc"))
+            key = tuple(
+                e[k]
+                for k in (
+                    "hw",
+                    "framework",
+                    "precision",
+                    "tp",
+                    "ep",
+                    "dp_attention",
+                    "isl",
+                    "osl",
+                    "conc",
+                )
+            )
             latest[key] = (run, e)
     configs: dict[tuple, dict[int, tuple[int, dict]]] = {}
     for key, val in latest.items():
@@ -239,68 +303,135 @@ def select(raw: Path) -> list[tuple[int, dict]]:
 
 def main() -> None:
     raw = Path(sys.argv[1])
-    header = (
-        "id,workload,phase,chip,chips,precision,seq_len,global_batch,batch,input_len,output_len,"
-        "plan,metric,value,usable,notes,source,url,scale_out_bytes_per_s_per_chip,load,"
-        "concurrency,rps,input_len_std,output_len_std,kv_dtype,max_num_seqs,max_num_tokens,"
-        "prefix_hit_rate,ttft_p99_target_s,tpot_p99_target_s,date,engine,lengths,num_requests,"
-        "harness,async_scheduling"
-    ).split(",")
+    header = [
+        "id",
+        "workload",
+        "phase",
+        "chip",
+        "chips",
+        "precision",
+        "seq_len",
+        "global_batch",
+        "batch",
+        "input_len",
+        "output_len",
+        "plan",
+        "metric",
+        "value",
+        "usable",
+        "notes",
+        "source",
+        "url",
+        "scale_out_bytes_per_s_per_chip",
+        "load",
+        "concurrency",
+        "rps",
+        "input_len_std",
+        "output_len_std",
+        "kv_dtype",
+        "max_num_seqs",
+        "max_num_tokens",
+        "prefix_hit_rate",
+        "ttft_p99_target_s",
+        "tpot_p99_target_s",
+        "date",
+        "engine",
+        "lengths",
+        "num_requests",
+        "harness",
+        "async_scheduling",
+    ]
     w = csv.DictWriter(sys.stdout, fieldnames=header, lineterminator="\n")
     w.writeheader()
     n = 0
     for run, e in select(raw):
-        s = SETUPS[(e["hw"], e["precision"])]
+        s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
         tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
         seqs = s["seqs"] or (512 if (isl, osl) == (1024, 1024) else 256)
         tokens = s["tokens"](isl, osl, conc)
-        prompts = _b200_prompts(e["model"], osl, conc) if e["hw"] == "b200" else (
-            conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10
+        prompts = (
+            _b200_prompts(e["model"], osl, conc)
+            if e["hw"] == "b200"
+            else (conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10)
         )
         plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
-        src = f"github:{MANTILE}@{MANTILE_COMMIT}:reconcile/sources/inferencemax/raw/run_{run}/agg_bmk.json"
+        src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
         url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
         lin, lout = mean_len(isl), mean_len(osl)
-        base = (
-            f"SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run, GitHub Actions run {run} "
-            f"({url}); its agg_bmk.json artifact as copied by a third party into {MANTILE}@{MANTILE_COMMIT[:8]} "
-            f"reconcile/sources/inferencemax/raw/run_{run}/agg_bmk.json (a third-party copy of the official "
-            f"artifact). Entry: hw {e['hw']}, framework sglang, image {e['image']}, model {e['model']}, precision "
-            f"{e['precision']}, tp {tp}, ep {ep}, dp_attention {e['dp_attention']}, disagg false, spec_decoding none, "
-            f"isl {isl}, osl {osl}, conc {conc}. Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} "
-            f"tok/s, tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT {e['median_ttft']*1e3:.1f}/"
-            f"{e['p99_ttft']*1e3:.1f} ms, median/p99 TPOT {e['median_tpot']*1e3:.2f}/{e['p99_tpot']*1e3:.2f} ms, "
-            f"median E2EL {e['median_e2el']:.2f} s. "
-            f"Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving benchmark_serving.py --backend vllm "
-            f"--dataset-name random --random-input-len {isl} --random-output-len {osl} --random-range-ratio "
-            f"{RATIO} (benchmark-tmpl.yml's default; run-sweep.yml passes none) --num-prompts {prompts} "
-            f"({s['prompts_why']}) --max-concurrency {conc} --request-rate inf --ignore-eos: a closed loop of "
-            f"{conc} clients; lengths uniform integers in [{int(isl*RATIO)}, {isl}] and [{int(osl*RATIO)}, {osl}], "
-            f"input_len/output_len state their means {lin}/{lout}. "
-            f"Server: python3 -m sglang.launch_server ({IMX} {s['script']} at {s['commit'][:9]}, the main commit "
-            f"that ran this image): {s['flags']}. Engine limits: max_num_seqs {seqs} ({s['seqs_why']}); "
-            f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']}); mem-fraction-static as "
-            f"launched is not a row column (chipwise uses SGLang's default; the KV pool does not bind at "
-            f"{conc} sequences). Plan {plan}: attention TP {tp}"
-            + (f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE tensor-parallel (ep 1)")
-            + ", no attention DP. "
-            f"{CHECKPOINT[e['model']]} Date: the run's day, interpolated from its run id between five runs whose "
-            f"creation times mantile records (reconcile/by_model/openai_GPT-OSS-120B/inferencemax.csv; +-1 day); "
-            f"the image's SGLang release is later than every dated SGLang default chipwise applies (2025-09-27). "
-            f"Selection: every single-node sglang DeepSeek-R1 config's latest entry at concurrency 4, 16, 64 and the "
-            f"config's largest (docs/performance.md). Scored before any model change on 2026-12-06."
-        )
+        lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
+        moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
+        m = e["model"]
+        parts = [
+            "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
+            f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
+            f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
+            f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
+            f"Entry: hw {e['hw']}, framework sglang, image {e['image']}, model {m},",
+            f"precision {e['precision']}, tp {tp}, ep {ep}, dp_attention {e['dp_attention']},",
+            f"disagg false, spec_decoding none, isl {isl}, osl {osl}, conc {conc}.",
+            f"Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
+            f"tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT",
+            f"{e['median_ttft'] * 1e3:.1f}/{e['p99_ttft'] * 1e3:.1f} ms, median/p99 TPOT",
+            f"{e['median_tpot'] * 1e3:.2f}/{e['p99_tpot'] * 1e3:.2f} ms,",
+            f"median E2EL {e['median_e2el']:.2f} s.",
+            "Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving",
+            "benchmark_serving.py --backend vllm --dataset-name random",
+            f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
+            "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
+            f"--num-prompts {prompts} ({s['prompts_why']}) --max-concurrency {conc}",
+            f"--request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths uniform",
+            f"integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
+            f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
+            f"means {lin}/{lout}).",
+            f"Server: python3 -m sglang.launch_server ({IMX} {s['script']} at",
+            f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
+            f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
+            f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']});",
+            "--mem-fraction-static as launched is not a row column (chipwise takes SGLang's",
+            "default).",
+            f"Plan {plan}: attention TP {tp}{moe}, no attention DP.",
+            CHECKPOINT[m],
+            "Date: the run's day, interpolated from its run id between five runs whose",
+            "creation times mantile records (reconcile/by_model/openai_GPT-OSS-120B/",
+            "inferencemax.csv; +-1 day); the image's SGLang release is later than every dated",
+            "SGLang default chipwise applies (2025-09-27).",
+            "Selection: every single-node sglang DeepSeek-R1 config's latest entry at",
+            "concurrency 4, 16, 64 and the config's largest (docs/performance.md).",
+            "Scored before any model change on 2026-12-06.",
+        ]
+        base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
+        base = base.replace("raw/ run_", "raw/run_")
         for metric, field, what in METRICS:
             n += 1
-            w.writerow({
-                "id": f"IMX-D-{n:03d}", "workload": WORKLOAD[e["model"]], "phase": "infer",
-                "chip": CHIP[e["hw"]], "chips": tp, "precision": e["precision"],
-                "input_len": lin, "output_len": lout, "plan": plan, "metric": metric,
-                "value": f"{e[field]:.6g}", "usable": "yes", "notes": base + f" This row: {what}.",
-                "source": src, "url": url, "load": "concurrency", "concurrency": conc,
-                "kv_dtype": s["kv"], "max_num_seqs": seqs, "max_num_tokens": tokens,
-                "date": run_day(run), "engine": "sglang", "num_requests": prompts, "harness": "api",
-            })
+            w.writerow(
+                {
+                    "id": f"IMX-D-{n:03d}",
+                    "workload": WORKLOAD[e["model"]],
+                    "phase": "infer",
+                    "chip": CHIP[e["hw"]],
+                    "chips": tp,
+                    "precision": e["precision"],
+                    "input_len": lin,
+                    "output_len": lout,
+                    "plan": plan,
+                    "metric": metric,
+                    "value": f"{e[field]:.6g}",
+                    "usable": "yes",
+                    "notes": base + f" This row: {what}.",
+                    "source": src,
+                    "url": url,
+                    "load": "concurrency",
+                    "concurrency": conc,
+                    "kv_dtype": s["kv"],
+                    "max_num_seqs": seqs,
+                    "max_num_tokens": tokens,
+                    "date": run_day(run),
+                    "engine": "sglang",
+                    "lengths": lengths,
+                    "num_requests": prompts,
+                    "harness": "api",
+                }
+            )
 
 
 if __name__ == "__main__":

@@ -52,6 +52,14 @@ def test_deepseek_r1_fp4_v2_quantises_o_proj_only() -> None:
     assert all(dtypes[name] == "bf16" for name in ("q_down", "q_up", "kv_down", "kv_up"))
 
 
+def test_amd_quark_mxfp4_exclude_keeps_every_mla_projection_in_bf16() -> None:
+    # amd/DeepSeek-R1-0528-MXFP4-Preview: quantize_quark.py --exclude_layers "*self_attn*
+    # *mlp.gate.* *lm_head" (the model card); Quark's config names the list 'exclude'
+    spec = _spec("amd-deepseek-r1-0528-mxfp4-preview.json")
+    assert set(MLA) <= set(spec.quant_exclude)
+    assert all(_dtypes(spec)[name] == "bf16" for name in MLA)
+
+
 def test_the_zoo_architecture_runs_every_projection_at_the_precision() -> None:
     spec = load_preset("deepseek-v3")
     assert spec.quant_exclude == ()

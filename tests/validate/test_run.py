@@ -29,6 +29,7 @@ from chipwise.validate import (
     run_validation,
     with_scale_out,
 )
+from chipwise.validate.lopo import publication
 
 TRAIN_MEDIAN_BOUND = 0.10
 TRAIN_P90_BOUND = 0.23
@@ -135,7 +136,8 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     # InferenceMAX runs kimbochen/bench_serving --max-concurrency conc --num-prompts 10 x conc
     # --dataset-name random --random-range-ratio 0.8 --ignore-eos: a closed loop over a
     # uniform [0.8 L, L] length grid, each row naming that grid and its means
-    rows = {c.id: c for c in load_cases() if c.id.startswith("IMX-")}
+    # the gpt-oss rows (IMX-NNN); the DeepSeek-R1 rows (IMX-D-*) have their own test below
+    rows = {c.id: c for c in load_cases() if re.match(r"IMX-\d", c.id)}
     assert rows
     for c in rows.values():
         assert c.load == "concurrency" and c.concurrency >= 1, c.id
@@ -164,6 +166,31 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     assert h100.kv_dtype == "bf16" and h100.engine == "vllm"
     result = run_case(row)
     assert result.predicted is not None
+
+
+def test_an_inferencemax_dsr1_row_states_its_closed_loop_load_and_parallelism() -> None:
+    # InferenceMAX run 20621824084, b200 sglang fp4 tp 4 ep 4, 1k/1k at --max-concurrency 4:
+    # dsr1_fp4_b200_docker.sh's --max-running-requests 256 --chunked-prefill-size 16384
+    # --kv-cache-dtype fp8_e4m3; NUM_PROMPTS = CONC x 10 (the -FP4-V2 name misses the launch
+    # script's x50 branch); the published figure is per GPU of the 4
+    rows = {c.id: c for c in load_cases()}
+    row = rows["IMX-D-001"]
+    assert (row.load, row.concurrency, row.num_requests) == ("concurrency", 4, 40)
+    assert (row.chip, row.chips, row.plan, row.engine) == ("b200", 4, "tp=4,ep=4", "sglang")
+    assert (row.max_num_seqs, row.max_num_tokens, row.kv_dtype) == (256, 16384, "fp8")
+    assert row.metric == "output_tokens_per_s_per_chip"
+    assert row.workload == "configs/nvidia-deepseek-r1-fp4-v2.json"
+    assert row.lengths == "lengths/inferencemax-random-1024-1024-r0.8.csv"
+    # the MI300X fp8 runs leave --max-running-requests and the KV dtype to SGLang
+    amd = [c for c in rows.values() if c.id.startswith("IMX-D-") and c.chip == "mi300x"]
+    assert amd and all((c.max_num_seqs, c.kv_dtype, c.plan) == (2048, "bf16", "tp=8") for c in amd)
+    assert all(c.num_requests == 10 * c.concurrency for c in amd)
+    # one publication with the gpt-oss InferenceMAX rows: the mantile copy of the artifacts
+    assert {publication(c) for c in rows.values() if c.id.startswith("IMX-D-")} == {
+        "github:gminneci/mantile"
+    }
+    result = run_case(row)
+    assert result.predicted is not None and result.fits
 
 
 def test_a_serving_row_states_whether_it_passed_async_scheduling() -> None:
