@@ -2,13 +2,15 @@
 
     python benchmarks/lengths_histogram.py SAMPLES.csv OUT.csv --fixed-output 294
     python benchmarks/lengths_histogram.py SAMPLES.csv OUT.csv --cell 32
+    python benchmarks/lengths_histogram.py SAMPLES.csv OUT.csv --fixed-output 1278 --cell 128
 
 ``SAMPLES.csv`` has one row per sample with columns ``input_length,output_length`` (as the
 extractions cited in ``src/chipwise/validate/data/lengths/README.md`` do). ``--fixed-output N``
 keeps every distinct input length with its count and sets each row's output to ``N`` (the
 published mean of the model's generations, when the set's output column is not what the model
 generates); ``--cell W`` bins the joint (input, output) pairs into ``W`` x ``W``-token cells, each
-row at its cell's mean lengths (rounded) with its sample count. Prints the sample and histogram
+row at its cell's mean lengths (rounded) with its sample count; both together bin the inputs into
+``W``-token cells at a fixed output (a set whose outputs are not published: gpt-oss-120b). Prints the sample and histogram
 means and standard deviations so the README can state them.
 """
 
@@ -31,7 +33,10 @@ def histogram(
 ) -> list[tuple[int, int, int]]:
     groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for i, o in samples:
-        key = (i, 0) if fixed_output else (i // cell, o // cell)
+        if fixed_output:
+            key = (i // cell if cell else i, 0)
+        else:
+            key = (i // cell, o // cell)
         groups[key].append((i, o))
     rows = []
     for members in groups.values():
@@ -45,10 +50,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", type=Path)
     parser.add_argument("out", type=Path)
-    how = parser.add_mutually_exclusive_group(required=True)
-    how.add_argument("--fixed-output", type=int, default=0)
-    how.add_argument("--cell", type=int, default=0)
+    parser.add_argument("--fixed-output", type=int, default=0)
+    parser.add_argument("--cell", type=int, default=0)
     args = parser.parse_args()
+    if not (args.fixed_output or args.cell):
+        parser.error("give --fixed-output, --cell or both")
     samples = read_samples(args.samples)
     rows = histogram(samples, fixed_output=args.fixed_output, cell=args.cell)
     with args.out.open("w", newline="", encoding="utf-8") as fh:
