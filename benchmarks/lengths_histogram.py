@@ -10,8 +10,8 @@ keeps every distinct input length with its count and sets each row's output to `
 published mean of the model's generations, when the set's output column is not what the model
 generates); ``--cell W`` bins the joint (input, output) pairs into ``W`` x ``W``-token cells, each
 row at its cell's mean lengths (rounded) with its sample count; both together bin the inputs into
-``W``-token cells at a fixed output (a set whose outputs are not published: gpt-oss-120b). Prints the sample and histogram
-means and standard deviations so the README can state them.
+``W``-token cells at a fixed output (a set whose outputs are not published: gpt-oss-120b).
+Prints the sample and histogram means and standard deviations so the README can state them.
 """
 
 from __future__ import annotations
@@ -33,10 +33,7 @@ def histogram(
 ) -> list[tuple[int, int, int]]:
     groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for i, o in samples:
-        if fixed_output:
-            key = (i // cell if cell else i, 0)
-        else:
-            key = (i // cell, o // cell)
+        key = (i // cell if cell else i, 0) if fixed_output else (i // cell, o // cell)
         groups[key].append((i, o))
     rows = []
     for members in groups.values():

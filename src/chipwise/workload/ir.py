@@ -529,7 +529,8 @@ class Inference:
     # for up to 0.3 s and hands each bunch to one engine (AMD's MLPerf Server harness;
     # perf/step/engine.py HARNESS_ARRIVAL_WINDOWS); "amd-mlperf-v5.1-interactive",
     # "amd-mlperf-v5.1-server", "amd-mlperf-v6.0-interactive" and
-    # "amd-mlperf-v6.0-server": AMD's later MLPerf runs, whose vLLM admits new prompts
+    # "amd-mlperf-v6.0-server" (and "amd-mlperf-v6.0-gpt-oss-offline" / "-server"): AMD's
+    # later MLPerf runs, whose vLLM admits new prompts
     # only every few steps (HARNESS_ADMISSION_GATES);
     # "nvidia-mlperf-adp-T-W": NVIDIA's DeepSeek-R1 Offline and Server runs, whose
     # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
@@ -691,6 +692,8 @@ HARNESSES = (
     "amd-mlperf-v5.1-server",
     "amd-mlperf-v6.0-interactive",
     "amd-mlperf-v6.0-server",
+    "amd-mlperf-v6.0-gpt-oss-offline",
+    "amd-mlperf-v6.0-gpt-oss-server",
     "nvidia-mlperf-adp-9-3",
     "nvidia-mlperf-adp-6-2",
     "nvidia-mlperf-adp-50-10",

@@ -317,6 +317,12 @@ class AdmissionGate:
 #   cycling 0..VLLM_SUBSEQUENT_DECODE_STEPS, and only while len(running) >=
 #   VLLM_MIN_REQUEST_DECODE_STEP: Interactive 6 and 0 (admits every 7th step), Server 2 and
 #   1216 (every 3rd step while 1216+ requests run).
+# * "amd-mlperf-v6.0-gpt-oss-offline" / "amd-mlperf-v6.0-gpt-oss-server": the same patch in
+#   AMD's v6.0 gpt-oss-120b runs on MI355X (gbeezybez/inference_results_v6.0@232fbf90
+#   closed/AMD/setup/gpt-oss-120b/patches/gpt-oss-120b_vllm_v0.14.0_amd_dev.patch;
+#   closed/AMD/src/gpt-oss-120b/offline_mi355x.yaml, server_mi355x.yaml, and the same values
+#   in Dell's, GigaComputing's and HPE's copies): Offline 5 and 256 (every 6th step while
+#   256+ requests run), Server 10 and 128 (every 11th step while 128+ run).
 # * "nvidia-mlperf-adp-T-W": NVIDIA's MLPerf Inference DeepSeek-R1 Offline and Server runs,
 #   TensorRT-LLM with attention data parallelism over the 8 ranks of each instance and its
 #   ADP balance on (closed/NVIDIA/configs/*/{Offline,Server}/deepseek-r1.py:
@@ -343,6 +349,8 @@ HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-server": AdmissionGate(steps=9),
     "amd-mlperf-v6.0-interactive": AdmissionGate(steps=7),
     "amd-mlperf-v6.0-server": AdmissionGate(steps=3, min_running=1216),
+    "amd-mlperf-v6.0-gpt-oss-offline": AdmissionGate(steps=6, min_running=256),
+    "amd-mlperf-v6.0-gpt-oss-server": AdmissionGate(steps=11, min_running=128),
     "nvidia-mlperf-adp-9-3": AdmissionGate(steps=9, batching_wait=3),
     "nvidia-mlperf-adp-6-2": AdmissionGate(steps=6, batching_wait=2),
     "nvidia-mlperf-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
