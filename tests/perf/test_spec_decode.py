@@ -37,15 +37,17 @@ DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Netw
 # 0.03731 -> 0.03993, and again when that step was timed at the prompt lengths instead of
 # a 24-count grid, 0.03993 -> 0.03819: a 4000-count grid gives 0.03821; re-recorded when
 # prefill attention came to pay its per-query-tile fixed work, attention_tile_blocks,
-# 2026-12-06: TTFT 0.03911 -> 0.03945 at concurrency 16) of
+# 2026-12-06: TTFT 0.03911 -> 0.03945 at concurrency 16, and again when vLLM's and SGLang's
+# value was refitted without TensorRT-LLM's rows, Hopper 2.2 -> 2.5 key blocks, 2026-12-06:
+# TTFT 0.03945 -> 0.03950 at concurrency 16) of
 # llama3-8b on one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.008693920109136614, 0.03945341600905247,
-     1812.1444036871396),
-    ({"load": "rps", "rps": 4.0}, 0.007838489794221864, 0.03853058002389877, 1200.0),
+    ({"load": "concurrency", "concurrency": 16}, 0.0086958848976047, 0.03949932122616876,
+     1811.7349593960987),
+    ({"load": "rps", "rps": 4.0}, 0.007839673764164527, 0.03857527722407492, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
-     0.0274777159448902, 3.146683909254382, 4431.840582586384),
-    ({"load": "max_throughput"}, 0.06760652788837837, 0.06204897120743046, 5265.763693526358),
+     0.027490785467521803, 3.1508229510528536, 4429.336900037001),
+    ({"load": "max_throughput"}, 0.06765381291276963, 0.0620863847306919, 5262.083313160981),
 )  # fmt: skip
 
 

@@ -69,6 +69,7 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_w4a16_expert_peak_fraction",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
+    "trtllm_attention_tile_blocks",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -85,6 +86,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "w4a16_expert_latency_s",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
+    "trtllm_attention_tile_blocks",
 }
 # Parameters a chip may leave unresolved: they have a default in ``Efficiency``.
 _OPTIONAL = frozenset(
@@ -99,7 +101,8 @@ _OPTIONAL = frozenset(
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
-     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks"}
+     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
+     "trtllm_attention_tile_blocks"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -233,7 +236,12 @@ class Efficiency:
             attention rate: loading the Q tile, the pipeline's fill and drain, the softmax
             rescale and the output's normalise-and-store, and the causal diagonal block the
             mask half wastes. It makes short prompts run far below the saturated rate
-            (``gpu.attention_tile_flops``); 0 = not modelled.
+            (``gpu.attention_tile_flops``); 0 = not modelled. Fitted on the FlashAttention
+            and FlashInfer kernels vLLM and SGLang run.
+        trtllm_attention_tile_blocks: the same for TensorRT-LLM's own context attention
+            (its FMHA with the QKV/RoPE/KV-cache-append kernel), whose fixed work per tile
+            is 1.6-4.5x theirs; it replaces ``attention_tile_blocks`` under that engine
+            (``GpuModel.for_engine``); 0 = not measured (``attention_tile_blocks`` applies).
     """
 
     gemm_peak_fraction: float
@@ -272,6 +280,7 @@ class Efficiency:
     trtllm_w4a16_expert_peak_fraction: float = 0.0
     gemm_overlap_exponent: float = 0.0
     attention_tile_blocks: float = 0.0
+    trtllm_attention_tile_blocks: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -408,6 +417,7 @@ class _Entry(_Frozen):
     trtllm_w4a16_expert_peak_fraction: _Value | None = None
     gemm_overlap_exponent: _Value | None = None
     attention_tile_blocks: _Value | None = None
+    trtllm_attention_tile_blocks: _Value | None = None
     note: str = ""
 
 

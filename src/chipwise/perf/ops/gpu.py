@@ -124,7 +124,7 @@ kernels is ignored (the model errs slow for small working sets).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple, final
 
@@ -731,7 +731,11 @@ class GpuModel(PerfModel):
 
     def for_engine(self, engine: str) -> PerfModel:
         if engine == TRTLLM_MOE_ENGINE and not self.trtllm_moe:
-            return GpuModel(self.chip, self.efficiency, trtllm_moe=True)
+            eff = self.efficiency
+            if eff.trtllm_attention_tile_blocks:
+                # TensorRT-LLM's own context attention: its per-query-tile work (ATTN-TILE)
+                eff = replace(eff, attention_tile_blocks=eff.trtllm_attention_tile_blocks)
+            return GpuModel(self.chip, eff, trtllm_moe=True)
         if engine not in FUSED_MOE_ENGINES or self.fused_moe:
             return self
         return GpuModel(self.chip, self.efficiency, fused_moe=True)
