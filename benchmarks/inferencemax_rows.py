@@ -87,6 +87,7 @@ COLUMNS = [
     "num_requests",
     "harness",
     "async_scheduling",
+    "moe_backend",
 ]
 
 # what each launch script sets, checked against the script at the run's commit
@@ -305,6 +306,10 @@ def rows(raw: Path, repo: Path) -> list[dict[str, str]]:
                 "lengths": f"lengths/inferencemax-random-{e['isl']}-{e['osl']}-r0.8.csv",
                 "num_requests": str(10 * e["conc"]), "harness": "api",
                 "async_scheduling": "yes" if vllm else "",
+                # TRT-LLM-Gen's MXFP4 x MXFP8 MoE: the B200 vLLM runs set
+                # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, the TensorRT-LLM runs moe_config
+                # backend TRTLLM (both read from the launch script, FLAGS above)
+                "moe_backend": "trtllm-gen" if hw in ("b200", "b200-trt") else "",
             })  # fmt: skip
     return out
 

@@ -57,10 +57,12 @@ def modelled_us(
     expert_quant: str = "",
     fp8_weight_block: int = 0,
     balanced: bool = False,
+    moe_backend: str = "",
 ) -> float:
     """The per-op model's MoE block for the measured shape at ``precision`` under
     ``engine``: each of ``ep`` ranks routes tokens / ep of the tokens, so its experts see all
-    of them, as the kernel's one rank does. ``balanced``: the experts as the table's
+    of them, as the kernel's one rank does (``moe_backend``: ``Inference.moe_backend``).
+    ``balanced``: the experts as the table's
     balanced routing loads them (``balanced_experts``), not as the model's uniform random
     routing does."""
     spec = TransformerSpec(
@@ -69,7 +71,7 @@ def modelled_us(
         experts_per_token=m.topk, moe_d_ff=m.inter, expert_quant=expert_quant,
         fp8_weight_block=fp8_weight_block,
     )  # fmt: skip
-    model = GpuModel(chip(m.chip), eff).for_engine(engine)
+    model = GpuModel(chip(m.chip), eff).for_engine(engine).with_moe_backend(moe_backend)
     ops = mlp_ops(spec, b=max(1, m.tokens // m.ep), s=1, shard=Shard(tp=1, ep=m.ep),
                   dt=Dtypes.for_precision(precision), moe=True)  # fmt: skip
     if balanced:

@@ -164,6 +164,11 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     h100 = next(c for c in rows.values() if c.chip == "h100-sxm" and c.concurrency == 64)
     assert (h100.max_num_seqs, h100.max_num_tokens, h100.async_scheduling) == (64, 8192, True)
     assert h100.kv_dtype == "bf16" and h100.engine == "vllm"
+    # TRT-LLM-Gen's MXFP4 x MXFP8 MoE: the B200 vLLM runs set
+    # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 and the TensorRT-LLM runs moe_config backend
+    # TRTLLM; the Hopper runs keep their engines' W4A16 kernels
+    for c in rows.values():
+        assert c.moe_backend == ("trtllm-gen" if c.chip == "b200" else ""), c.id
     result = run_case(row)
     assert result.predicted is not None
 

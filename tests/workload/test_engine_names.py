@@ -38,3 +38,9 @@ def test_an_engine_it_does_not_model_is_refused_with_the_list() -> None:
 def test_any_text_gives_an_engine_or_its_own_lowered_text(text: str) -> None:
     got = engine_id(text)
     assert got in ENGINES or got == text.strip().lower()
+
+
+def test_an_unknown_moe_backend_is_one_clear_error() -> None:
+    with pytest.raises(WorkloadError, match=r"moe backend 'cutlass-x'.*trtllm-gen"):
+        Inference(engine="trtllm", moe_backend="cutlass-x")
+    assert Inference(engine="vllm", moe_backend="trtllm-gen").moe_backend == "trtllm-gen"

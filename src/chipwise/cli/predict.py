@@ -111,6 +111,11 @@ class SpecMethodChoice(StrEnum):
     eagle = "eagle"
 
 
+class MoeBackendChoice(StrEnum):
+    default = "default"
+    trtllm_gen = "trtllm-gen"
+
+
 class KvDtypeChoice(StrEnum):
     auto = "auto"
     bf16 = "bf16"
@@ -270,6 +275,14 @@ def predict_command(
         help="Infer: requests in a --max-throughput or --concurrency run (0 = an endless "
         "backlog / steady state; a closed loop's first wave then counts in its TTFT).",
     ),
+    moe_backend: MoeBackendChoice = typer.Option(
+        MoeBackendChoice.default,
+        "--moe-backend",
+        help="Infer: the engine's MoE kernels. default: its own (TensorRT-LLM's CUTLASS MoE, "
+        "vLLM's and SGLang's); trtllm-gen: TRT-LLM-Gen's fused MoE (TensorRT-LLM moe_config "
+        "backend TRTLLM, vLLM with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which runs an "
+        "MXFP4 checkpoint's experts (gpt-oss) on Blackwell at its own measured rates.",
+    ),
     api: bool = typer.Option(
         False,
         "--api",
@@ -393,6 +406,7 @@ def predict_command(
             disaggregated=disaggregated,
             prefill_pool=parse_prefill_pool(prefill_pool) if prefill_pool else None,
             harness="api" if api else "",
+            moe_backend="" if moe_backend is MoeBackendChoice.default else moe_backend.value,
             spec_tokens=spec_tokens,
             spec_accept=spec_accept,
             spec_method=spec_method.value,

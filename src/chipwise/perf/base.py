@@ -94,6 +94,13 @@ class PerfModel(ABC):
         del engine
         return self
 
+    def with_moe_backend(self, backend: str) -> PerfModel:
+        """This model with a serving engine's MoE kernels picked by ``backend``
+        (``Inference.moe_backend``; "" = the engine's default); the same model where the
+        choice changes nothing."""
+        del backend
+        return self
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:

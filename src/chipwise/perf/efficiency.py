@@ -63,6 +63,9 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
+    "mxfp4_expert_peak_fraction",
+    "mxfp4_expert_hbm_fraction",
+    "mxfp4_expert_latency_s",
     "w4a16_expert_dequant_fraction",
     "w4a16_expert_latency_s",
     "trtllm_fp8_expert_peak_fraction",
@@ -83,6 +86,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
     "fp4_expert_latency_s",
+    "mxfp4_expert_latency_s",
     "w4a16_expert_latency_s",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
@@ -99,7 +103,8 @@ _OPTIONAL = frozenset(
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
      "fp4_expert_peak_fraction",
-     "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "w4a16_expert_dequant_fraction",
+     "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
+     "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
      "trtllm_attention_tile_blocks"}
@@ -111,7 +116,8 @@ _ZERO_OK = frozenset(
      "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate",
-     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
+     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "mxfp4_expert_peak_fraction",
+     "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
 )  # fmt: skip
 
@@ -212,6 +218,12 @@ class Efficiency:
         fp4_expert_latency_s: fixed device time of one such 4-bit expert GEMM beyond a
             launch (the activations' fp4 quantisation, the per-expert tile schedule, the
             routed rows' gather); 0 = not measured.
+        mxfp4_expert_peak_fraction, mxfp4_expert_hbm_fraction, mxfp4_expert_latency_s: the
+            same three for an MXFP4 checkpoint's experts (gpt-oss) on fp4 tensor cores, which
+            the engines run with TRT-LLM-Gen's MXFP4 x MXFP8 fused MoE (small token tiles:
+            the activations quantised to MXFP8, the token dimension the MMA's narrow side)
+            rather than the CUTLASS NVFP4 grouped GEMM the ``fp4_expert_*`` values time;
+            0 = not measured, as the ``fp4_expert_*`` ones. Serving only.
         w4a16_expert_dequant_fraction: a serving engine's fused-MoE kernel with 4-bit
             experts and bf16 math (W4A16: MXFP4/INT4 weights dequantised in registers, on
             chips without fp4 tensor cores): weights it dequantises per second as a share
@@ -274,6 +286,9 @@ class Efficiency:
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
+    mxfp4_expert_peak_fraction: float = 0.0
+    mxfp4_expert_hbm_fraction: float = 0.0
+    mxfp4_expert_latency_s: float = 0.0
     w4a16_expert_dequant_fraction: float = 0.0
     w4a16_expert_latency_s: float = 0.0
     trtllm_fp8_expert_peak_fraction: float = 0.0
@@ -311,13 +326,22 @@ class Efficiency:
         return self.gemm_peak_fraction
 
     def grouped_gemm_fraction(
-        self, dtype: str, *, fused_moe: bool, expert: bool = False, trtllm_moe: bool = False
+        self,
+        dtype: str,
+        *,
+        fused_moe: bool,
+        expert: bool = False,
+        trtllm_moe: bool = False,
+        mxfp4: bool = False,
     ) -> float:
         """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
         a serving engine's fused-MoE kernel (``fused_moe``) the kernel's own fp8 or 16-bit
         one where measured, 4-bit experts on fp4 tensor cores (``expert``, any serving
         engine) their fused-MoE kernel's, fp8 experts under TensorRT-LLM's MoE
-        (``trtllm_moe``) its own where measured, else as ``gemm_fraction``."""
+        (``trtllm_moe``) its own where measured, else as ``gemm_fraction``; ``mxfp4``: the
+        4-bit experts are an MXFP4 checkpoint's (``mxfp4_expert_peak_fraction``)."""
+        if expert and dtype == "fp4" and mxfp4 and self.mxfp4_expert_peak_fraction:
+            return self.mxfp4_expert_peak_fraction
         if expert and dtype == "fp4" and self.fp4_expert_peak_fraction:
             return self.fp4_expert_peak_fraction
         if trtllm_moe and dtype == "fp8" and self.trtllm_fp8_expert_peak_fraction:
@@ -334,9 +358,11 @@ class Efficiency:
 
     def gemm_memory_fraction(self, dtype: str = "", *, expert: bool = False) -> float:
         """The achievable share of HBM bandwidth for the operand and output traffic of a
-        GEMM whose math runs in ``dtype`` ("" = not fp4); ``expert``: a serving engine's
-        fused-MoE expert GEMM."""
-        if expert and dtype == "fp4" and self.fp4_expert_hbm_fraction:
+        GEMM whose math runs in ``dtype`` ("" = not fp4; "mxfp4": fp4 math on an MXFP4
+        checkpoint's experts); ``expert``: a serving engine's fused-MoE expert GEMM."""
+        if expert and dtype == "mxfp4" and self.mxfp4_expert_hbm_fraction:
+            return self.mxfp4_expert_hbm_fraction
+        if expert and dtype in ("fp4", "mxfp4") and self.fp4_expert_hbm_fraction:
             return self.fp4_expert_hbm_fraction
         if dtype == "fp4" and self.fp4_gemm_hbm_fraction:
             return self.fp4_gemm_hbm_fraction
@@ -411,6 +437,9 @@ class _Entry(_Frozen):
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None
+    mxfp4_expert_peak_fraction: _Value | None = None
+    mxfp4_expert_hbm_fraction: _Value | None = None
+    mxfp4_expert_latency_s: _Value | None = None
     w4a16_expert_dequant_fraction: _Value | None = None
     w4a16_expert_latency_s: _Value | None = None
     trtllm_fp8_expert_peak_fraction: _Value | None = None

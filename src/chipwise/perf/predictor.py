@@ -195,7 +195,8 @@ class Predictor:
         other = Predictor(replace(self.workload, phase=phase), self.chip, self.requested_precision,
                           efficiency=self.efficiency, network=self.network)  # fmt: skip
         other._perf = self.perf_model
-        if other._engine() == self._engine():  # the serving model depends on the engine
+        if other._engine() == self._engine() and other._moe_backend() == self._moe_backend():
+            # the serving model depends on the engine and its MoE kernels
             other._serve = self._serve
         return other
 
@@ -203,6 +204,11 @@ class Predictor:
         """The serving engine of the phase (vLLM's kernels for a training phase)."""
         phase = self.workload.phase
         return phase.engine if isinstance(phase, Inference) else "vllm"
+
+    def _moe_backend(self) -> str:
+        """The serving phase's MoE kernels ("" = the engine's default; training: "")."""
+        phase = self.workload.phase
+        return phase.moe_backend if isinstance(phase, Inference) else ""
 
     # ---- the pieces, built once ---------------------------------------------------------
 
@@ -244,7 +250,7 @@ class Predictor:
             spec = self._spec()
             self.chip.peak_flops_per_s(compute_dtype(self.precision))
             # the per-op model as the engine runs the ops (its fused-MoE kernel)
-            perf = self.perf_model.for_engine(self._engine())
+            perf = self.perf_model.for_engine(self._engine()).with_moe_backend(self._moe_backend())
             self._serve = ServeModel(
                 spec, self.chip, self.precision, perf, self.network, engine=self._engine()
             )

@@ -144,6 +144,7 @@ class Case:
     # the serving command's --async-scheduling (yes) / --no-async-scheduling (no); "" = the
     # engine's default at the row's date
     async_scheduling: bool | None = None
+    moe_backend: str = ""
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
@@ -354,6 +355,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     num_requests=_int(raw.get("num_requests") or ""),
                     harness=(raw.get("harness") or "").strip(),
                     async_scheduling=_yes_no(raw.get("async_scheduling") or ""),
+                    moe_backend=(raw.get("moe_backend") or "").strip(),
                     lengths=(raw.get("lengths") or "").strip(),
                     slot_cache_len=_int(raw.get("slot_cache_len") or ""),
                     spec_tokens=_int(raw.get("spec_tokens") or ""),
@@ -461,6 +463,7 @@ def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | N
             ttft_p99_s=case.ttft_p99_target_s, tpot_p99_s=case.tpot_p99_target_s,
             engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
             harness=case.harness, async_scheduling=case.async_scheduling,
+            moe_backend=case.moe_backend,
             lengths=_lengths(case), slot_cache_len=case.slot_cache_len,
             spec_tokens=case.spec_tokens, spec_method=case.spec_method,
             spec_accept=case.spec_accept,

@@ -543,6 +543,12 @@ class Inference:
     # (``serve.API_REQUEST_S``); "" = in-process (MLPerf LoadGen, offline benchmarks), the
     # engine's own defaults
     harness: str = ""
+    # the engine's MoE kernels when the run chose other than its default: "trtllm-gen" =
+    # TRT-LLM-Gen's fused MoE (TensorRT-LLM ``moe_config: backend: TRTLLM``; vLLM's FlashInfer
+    # MXFP4 x MXFP8 backend, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``), which runs an MXFP4
+    # checkpoint's experts (gpt-oss) on Blackwell at its own measured rates; "" = the
+    # engine's default (TensorRT-LLM's CUTLASS MoE, vLLM's and SGLang's own)
+    moe_backend: str = ""
     # Speculative decoding (0 = off): each decode step drafts ``spec_tokens`` (k) tokens per
     # sequence with ``spec_method``'s drafter ("mtp": DeepSeek-V3's multi-token-prediction
     # module; "eagle": an EAGLE-3 head; chains, one candidate per position) and the target
@@ -557,6 +563,11 @@ class Inference:
     def __post_init__(self) -> None:
         if self.harness not in HARNESSES:
             raise WorkloadError(f"harness {self.harness!r}: choose one of {HARNESSES}")
+        if self.moe_backend not in MOE_BACKENDS:
+            raise WorkloadError(
+                f"moe backend {self.moe_backend!r}: choose one of {', '.join(MOE_BACKENDS[1:])} "
+                "(or leave it unset for the engine's default)"
+            )
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
             raise WorkloadError("batch, input_len must be positive and output_len >= 0")
         check_whole("batch", self.batch, low=1, high=MAX_SERVE_BATCH, error=WorkloadError)
@@ -654,6 +665,8 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # "jetstream": google/JetStream's fixed decode slots with bucketed one-prompt prefills
 # (perf/step/jetstream.py), as served on TPUs with MaxText or jetstream-pytorch models.
 ENGINES = ("vllm", "sglang", "trtllm", "jetstream")
+# ``Inference.moe_backend``: "" = the engine's default MoE kernels
+MOE_BACKENDS = ("", "trtllm-gen")
 # How publications and configs spell them, lower-cased with punctuation and a release
 # ("v0.10.2", "1.0") dropped: the product, its ROCm build, its server or benchmark command.
 _ENGINE_SPELLINGS = {

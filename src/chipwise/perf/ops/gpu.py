@@ -89,7 +89,13 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   tensor cores (NVFP4, MXFP4 x MXFP8 on Blackwell), under any serving engine, run at their
   fused-MoE kernel's measured rates: ``fp4_expert_peak_fraction`` of the fp4 peak,
   weights streamed at ``fp4_expert_hbm_fraction`` (not the dense decode-M GEMV's
-  ``fp4_gemm_hbm_fraction``), and ``fp4_expert_latency_s`` fixed per expert GEMM.
+  ``fp4_gemm_hbm_fraction``), and ``fp4_expert_latency_s`` fixed per expert GEMM (CUTLASS
+  NVFP4). An MXFP4 checkpoint's experts (gpt-oss, ``op.weight`` "mxfp4") under
+  ``Inference.moe_backend`` "trtllm-gen" (``TRTLLM_GEN_MOE``: TRT-LLM-Gen's MXFP4 x MXFP8
+  fused MoE, as TensorRT-LLM's TRTLLM MoE backend and vLLM's FlashInfer MXFP4 x MXFP8
+  backend run them on Blackwell) take the ``mxfp4_expert_*`` values where the architecture
+  has them: its small token tiles keep the weight stream the bound at decode loads where
+  the CUTLASS tiles pay their padding (1.3-1.8x the kernel's time at ep 1).
 - **4-bit experts with bf16 math** (``op.weight`` MXFP4/INT4 on an expert GEMM: gpt-oss on
   Hopper and Ampere, which have no fp4 tensor cores), under any serving engine, on the
   architectures with a ``w4a16_expert_dequant_fraction``: the engines' W4A16 fused-MoE kernel
@@ -123,6 +129,7 @@ kernels is ignored (the model errs slow for small working sets).
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -230,6 +237,13 @@ FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
 # trtllm_fp8_expert_peak_fraction where measured (TRTLLM-FP8-MOE in data/efficiency.toml);
 # per-tensor fp8 experts run at the dense fp8 rate in the same tables; else the training path.
 TRTLLM_MOE_ENGINE = "trtllm"
+# ``Inference.moe_backend`` naming TRT-LLM-Gen's fused MoE (TensorRT-LLM moe_config backend
+# TRTLLM; vLLM's FlashInfer MXFP4 x MXFP8 backend, VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1;
+# SGLang --moe-runner-backend flashinfer_trtllm). Each engine's default is its own kernels:
+# TensorRT-LLM's CUTLASS MoE, vLLM's FlashInfer MXFP4 x BF16 on Blackwell, which the
+# CUTLASS-fitted fp4_expert_* values time within the tables' spread (efficiency.toml
+# MXFP4-MOE).
+TRTLLM_GEN_MOE = "trtllm-gen"
 # Under fp8 math (w8a8: DeepSeek-V3/R1's and Qwen3-*-FP8's block-scaled checkpoints) the
 # Triton fused_moe path quantises each expert GEMM's input with a kernel of its own: the
 # hidden states before the up/gate GEMM and the activated intermediate before the down GEMM
@@ -682,6 +696,9 @@ class GpuModel(PerfModel):
         self.fused_moe = fused_moe
         # TensorRT-LLM's MoE: fp8 experts at its CUTLASS grouped GEMM's measured rate
         self.trtllm_moe = trtllm_moe
+        # TRT-LLM-Gen's fused MoE chosen over the engine's default (``with_moe_backend``):
+        # an MXFP4 checkpoint's experts at the mxfp4_expert_* values
+        self.trtllm_gen_moe = False
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
         self._gemms: dict[
@@ -740,6 +757,14 @@ class GpuModel(PerfModel):
             return self
         return GpuModel(self.chip, self.efficiency, fused_moe=True)
 
+    def with_moe_backend(self, backend: str) -> PerfModel:
+        if (backend == TRTLLM_GEN_MOE) == self.trtllm_gen_moe:
+            return self
+        clone = copy.copy(self)
+        clone.trtllm_gen_moe = backend == TRTLLM_GEN_MOE
+        clone._gemms = {}
+        return clone
+
     def op_time(self, op: Op) -> OpTime:
         chip, eff = self.chip, self.efficiency
         flops = op_flops(op)
@@ -796,14 +821,22 @@ class GpuModel(PerfModel):
             # every serving engine runs 4-bit experts on fp4 tensor cores as one fused-MoE
             # grouped GEMM at its own measured weight stream and fixed cost (module doc)
             expert4 = expert and op.dtype == "fp4"
+            # an MXFP4 checkpoint's experts (gpt-oss) run TRT-LLM-Gen's MXFP4 x MXFP8 fused
+            # MoE at its own measured values where fitted (module doc)
+            mx4 = (
+                expert4
+                and self.trtllm_gen_moe
+                and op.weight == "mxfp4"
+                and eff.mxfp4_expert_peak_fraction > 0
+            )
             trtllm = self.trtllm_moe and expert and op.block_scaled
             frac = eff.grouped_gemm_fraction(
-                op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
+                op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm, mxfp4=mx4
             )
             # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
             fp4_lat = self._engine_fp4_latency_s(op)
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
-            mem_dtype = "" if fp4_lat is not None else op.dtype
+            mem_dtype = "" if fp4_lat is not None else ("mxfp4" if mx4 else op.dtype)
             w4_expert = (
                 expert
                 and op.weight in DTYPE_BYTES
@@ -866,12 +899,14 @@ class GpuModel(PerfModel):
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
             overhead = launches * eff.launch_overhead_s
-            if expert4 and eff.fp4_expert_latency_s:
-                overhead += eff.fp4_expert_latency_s
+            expert_lat = eff.mxfp4_expert_latency_s if mx4 else eff.fp4_expert_latency_s
+            if expert4 and (expert_lat or mx4):
+                overhead += expert_lat
+                kernel = "TRT-LLM-Gen MXFP4 x MXFP8" if mx4 else "fused-MoE fp4"
                 notes.append(
-                    f"fused-MoE fp4 experts: {eff.fp4_expert_latency_s * 1e6:.1f} us fixed, "
+                    f"{kernel} experts: {expert_lat * 1e6:.1f} us fixed, "
                     f"{frac:.0%} of the fp4 peak, weights at "
-                    f"{eff.gemm_memory_fraction('fp4', expert=True):.0%} of HBM"
+                    f"{eff.gemm_memory_fraction(mem_dtype, expert=True):.0%} of HBM"
                 )
             if w4_expert:
                 overhead += eff.w4a16_expert_latency_s
