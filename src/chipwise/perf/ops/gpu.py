@@ -829,6 +829,10 @@ class GpuModel(PerfModel):
                 and op.weight == "mxfp4"
                 and eff.mxfp4_expert_peak_fraction > 0
             )
+            if mx4 and chip.supports("fp8"):
+                # MXFP8 activations x MXFP4 weights: Blackwell's mixed f8f6f4 MMA runs at the
+                # fp8 rate (B300's larger fp4 rate is FP4 x FP4 only)
+                peak = chip.peak_flops_per_s("fp8")
             trtllm = self.trtllm_moe and expert and op.block_scaled
             frac = eff.grouped_gemm_fraction(
                 op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm, mxfp4=mx4
