@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -301,6 +302,21 @@ def select(raw: Path) -> list[tuple[int, dict]]:
     return out
 
 
+def harness_of(flags: str, conc: int) -> str:
+    """The row's harness: the HTTP client ("api"), behind SGLang's admission gate where the
+    launch flags set one (engine.HARNESS_ADMISSION_GATES): --scheduler-recv-interval N
+    polls for new requests every N decode steps, --num-continuous-decode-steps N runs N
+    decode steps before taking any."""
+    if "--scheduler-recv-interval 10 (30 at CONC >= 16)" in flags:
+        return f"api-sglang-recv-{30 if conc >= 16 else 10}"
+    if "--scheduler-recv-interval 10 " in flags:
+        return "api-sglang-recv-10"
+    steps = re.search(r"--num-continuous-decode-steps[= ](\d+)", flags)
+    if steps and int(steps.group(1)) > 1:
+        return f"api-sglang-decode-steps-{steps.group(1)}"
+    return "api"
+
+
 def main() -> None:
     raw = Path(sys.argv[1])
     header = [
@@ -429,7 +445,7 @@ def main() -> None:
                     "engine": "sglang",
                     "lengths": lengths,
                     "num_requests": prompts,
-                    "harness": "api",
+                    "harness": harness_of(s["flags"], conc),
                 }
             )
 

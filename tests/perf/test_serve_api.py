@@ -67,3 +67,27 @@ def test_an_open_loop_keeps_its_rate_and_adds_the_latency() -> None:
 def test_an_api_client_times_only_the_engine_loads(load: str) -> None:
     with pytest.raises(WorkloadError, match="harness 'api'"):
         Inference(load=load, harness="api", ttft_p99_s=2.0)
+
+
+@pytest.mark.parametrize(("harness", "steps"), [("api-sglang-recv-10", 10),
+                                                ("api-sglang-recv-30", 30),
+                                                ("api-sglang-decode-steps-4", 4)])  # fmt: skip
+def test_an_sglang_admission_gate_holds_a_closed_loops_prompts_for_half_its_cycle(
+    harness: str, steps: int
+) -> None:
+    """SGLang under --scheduler-recv-interval N / --num-continuous-decode-steps N takes new
+    requests every N decode steps: a closed loop's prompt waits out the rest of the cycle
+    (half of it at the median), so TTFT grows by about N / 2 steps and the clients, idle
+    meanwhile, keep fewer requests decoding; the API client's latency still applies."""
+    gated = _engine(harness, "sglang", load="concurrency", concurrency=16)
+    api = _engine("api", "sglang", load="concurrency", concurrency=16)
+    extra = gated.ttft_p50_s - api.ttft_p50_s
+    assert 0.3 * steps * api.tpot_p50_s < extra < 1.0 * steps * api.tpot_p50_s
+    assert gated.ttft_p99_s > api.ttft_p99_s
+    assert gated.output_tokens_per_s < api.output_tokens_per_s
+    assert gated.decode_batch_per_replica < api.decode_batch_per_replica
+
+
+def test_a_gated_harness_is_still_an_api_client() -> None:
+    with pytest.raises(WorkloadError, match="API client"):
+        Inference(engine="sglang", harness="api-sglang-recv-10", load="batch")

@@ -190,6 +190,19 @@ def test_an_inferencemax_dsr1_row_states_its_closed_loop_load_and_parallelism() 
     amd = [c for c in rows.values() if c.id.startswith("IMX-D-") and c.chip == "mi300x"]
     assert amd and all((c.max_num_seqs, c.kv_dtype, c.plan) == (2048, "bf16", "tp=8") for c in amd)
     assert all(c.num_requests == 10 * c.concurrency for c in amd)
+    # SGLang's admission gates from the launch flags: the B200 scripts'
+    # --scheduler-recv-interval (10, 30 from 16 clients), the AMD scripts'
+    # --num-continuous-decode-steps 4; the H200 script sets neither
+    assert row.harness == "api-sglang-recv-10"
+    for c in rows.values():
+        if not c.id.startswith("IMX-D-"):
+            continue
+        if c.chip == "b200":
+            recv = 30 if c.concurrency >= 16 and c.plan != "tp=4" else 10
+            assert c.harness == f"api-sglang-recv-{recv}", c.id
+        else:
+            gate = "api" if c.chip == "h200-sxm" else "api-sglang-decode-steps-4"
+            assert c.harness == gate, c.id
     # one publication with the gpt-oss InferenceMAX rows: the mantile copy of the artifacts
     assert {publication(c) for c in rows.values() if c.id.startswith("IMX-D-")} == {
         "github:gminneci/mantile"

@@ -536,7 +536,10 @@ class Inference:
     # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
     # prompts every few steps (the same gates); "trtllm-bench-adp-60-0": trtllm-bench's
     # limits with that balance at timeout 60, wait 0 (TensorRT-LLM's perf overview runs
-    # DeepSeek-R1 so); "api":
+    # DeepSeek-R1 so); "api-sglang-recv-N" / "api-sglang-decode-steps-N": an API client
+    # (below) timing SGLang run with --scheduler-recv-interval N or
+    # --num-continuous-decode-steps N, whose scheduler takes new requests only every N decode
+    # steps (the same gates); "api":
     # a client that times each request through the engine's OpenAI-compatible HTTP server,
     # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency
@@ -594,7 +597,11 @@ class Inference:
             )
         if self.load == "concurrency" and self.concurrency < 1:
             raise WorkloadError("a concurrency load needs concurrency >= 1 (--concurrency N)")
-        if self.harness == "api" and self.load not in ("concurrency", "rps", "max_throughput"):
+        if api_harness(self.harness) and self.load not in (
+            "concurrency",
+            "rps",
+            "max_throughput",
+        ):
             raise WorkloadError(
                 f"an API client (harness 'api') times an engine's server loads (concurrency, "
                 f"rps, max_throughput), not a {self.load!r} load"
@@ -712,7 +719,19 @@ HARNESSES = (
     "nvidia-mlperf-adp-50-10",
     "nvidia-mlperf-adp-500-10",
     "api",
+    "api-sglang-recv-10",
+    "api-sglang-recv-30",
+    "api-sglang-decode-steps-4",
 )
+# API clients (``Inference.harness``): "api" and "api-<gate>", an HTTP client timing an engine
+# whose scheduler admits new requests only every few steps (``HARNESS_ADMISSION_GATES``)
+
+
+def api_harness(harness: str) -> bool:
+    """Whether ``harness`` times its requests through the engine's HTTP server."""
+    return harness == "api" or harness.startswith("api-")
+
+
 # The harnesses that are a ``trtllm-bench throughput`` run (its own batch and token limits,
 # perf/step/trtllm_bench.py), with or without an admission gate.
 TRTLLM_BENCH_HARNESSES = frozenset({"trtllm-bench", "trtllm-bench-adp-60-0"})

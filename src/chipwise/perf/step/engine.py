@@ -344,6 +344,15 @@ class AdmissionGate:
 #   llm_options.yml: enable_attention_dp true, attention_dp_config enable_balance true,
 #   timeout_iters 60, batching_wait_iters 0; NVIDIA/TensorRT-LLM@03e27c7d5f
 #   docs/source/developer-guide/perf-overview.md).
+# * "api-sglang-recv-N": an HTTP client (API_REQUEST_S) timing SGLang run with
+#   --scheduler-recv-interval N (InferenceMAX's B200 DeepSeek-R1 launch scripts: 10, 30 from
+#   16 clients). Its event loop polls the tokenizer's queue for new requests only once its
+#   SchedulerRecvSkipper has counted N decode forwards (a prefill forward weighs past the
+#   threshold, so the loop polls right after one): sgl-project/sglang python/sglang/srt/
+#   managers/scheduler_recv_skipper.py, SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DECODE 1.
+# * "api-sglang-decode-steps-N": the same client timing SGLang run with
+#   --num-continuous-decode-steps N (InferenceMAX's MI300X/MI325X/MI355X scripts: 4), which
+#   runs N decode forwards back to back before its loop takes new requests.
 HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
     "amd-mlperf-v5.1-server": AdmissionGate(steps=9),
@@ -356,6 +365,9 @@ HARNESS_ADMISSION_GATES = {
     "nvidia-mlperf-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
     "nvidia-mlperf-adp-500-10": AdmissionGate(steps=500, batching_wait=10),
     "trtllm-bench-adp-60-0": AdmissionGate(steps=60, batching_wait=0),
+    "api-sglang-recv-10": AdmissionGate(steps=10),
+    "api-sglang-recv-30": AdmissionGate(steps=30),
+    "api-sglang-decode-steps-4": AdmissionGate(steps=4),
 }
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
@@ -935,7 +947,9 @@ class Engine:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
                     resid = self.rate(x).step_s / 2 * self._busy(load, n, rate, 0.0)
                     wait = _closed_loop_wait(rate, s, s * s, n)[1]
-                    return x + rate * (self.client_s + s + resid + wait) - n
+                    # an admission gate: a request waits out half its cycle on average
+                    gate = self._cycle(x) * self.rate(x).step_s / 2 if self._gated(x) else 0.0
+                    return x + rate * (self.client_s + s + resid + wait + gate) - n
 
                 hi = min(float(cap), n)
                 b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
@@ -1143,7 +1157,11 @@ class Engine:
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         backlog = self._backlog_ttfts(load, value, rate)
-        held = load == "rps" and not saturated  # open-loop arrivals a window or gate holds
+        # arrivals a window or gate holds: open-loop ones, or a closed loop's behind a gate (its
+        # first wave, a tenth of an InferenceMAX run, is then not told apart)
+        held = load in ("rps", "concurrency") and not saturated
+        if load == "concurrency" and not self._gated(rate.b):
+            held = False
         gated = held and self._gated(rate.b)
         if held and (gated or self.window is not None):
             # a harness window or an admission gate: prompts are prefilled in bunches that

@@ -110,6 +110,7 @@ from chipwise.workload.ir import (
     OpKind,
     PrefillPool,
     TransformerSpec,
+    api_harness,
 )
 
 # Host (CPU) work per engine step: scheduling, preparing the step's inputs, sampling
@@ -712,7 +713,7 @@ class ServeModel(StepTimer):
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
                 window_replicas=replicas,
                 scheduler=phase.engine,
-                client_s=API_REQUEST_S[phase.engine] if phase.harness == "api" else 0.0,
+                client_s=API_REQUEST_S[phase.engine] if api_harness(phase.harness) else 0.0,
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
                 tokens_per_step=accept,
                 verify_tokens=1.0 + phase.spec_tokens,
