@@ -20,6 +20,10 @@ import re
 import sys
 from pathlib import Path
 
+# the InferenceMAX rows' CSV columns, one list for both generators (run as a script, this
+# directory is on sys.path)
+from inferencemax_rows import COLUMNS
+
 MANTILE = "gminneci/mantile"
 MANTILE_COMMIT = "72ff84ebfd56ee0b15bd17d7d49a70fbb4e50256"
 IMX = "SemiAnalysisAI/InferenceX"
@@ -319,45 +323,7 @@ def harness_of(flags: str, conc: int) -> str:
 
 def main() -> None:
     raw = Path(sys.argv[1])
-    header = [
-        "id",
-        "workload",
-        "phase",
-        "chip",
-        "chips",
-        "precision",
-        "seq_len",
-        "global_batch",
-        "batch",
-        "input_len",
-        "output_len",
-        "plan",
-        "metric",
-        "value",
-        "usable",
-        "notes",
-        "source",
-        "url",
-        "scale_out_bytes_per_s_per_chip",
-        "load",
-        "concurrency",
-        "rps",
-        "input_len_std",
-        "output_len_std",
-        "kv_dtype",
-        "max_num_seqs",
-        "max_num_tokens",
-        "prefix_hit_rate",
-        "ttft_p99_target_s",
-        "tpot_p99_target_s",
-        "date",
-        "engine",
-        "lengths",
-        "num_requests",
-        "harness",
-        "async_scheduling",
-    ]
-    w = csv.DictWriter(sys.stdout, fieldnames=header, lineterminator="\n")
+    w = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     n = 0
     for run, e in select(raw):

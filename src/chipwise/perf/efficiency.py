@@ -326,23 +326,17 @@ class Efficiency:
         return self.gemm_peak_fraction
 
     def grouped_gemm_fraction(
-        self,
-        dtype: str,
-        *,
-        fused_moe: bool,
-        expert: bool = False,
-        trtllm_moe: bool = False,
-        mxfp4: bool = False,
+        self, dtype: str, *, fused_moe: bool, expert: bool = False, trtllm_moe: bool = False
     ) -> float:
         """The achievable share of the dense peak for an MoE expert GEMM in ``dtype``: under
         a serving engine's fused-MoE kernel (``fused_moe``) the kernel's own fp8 or 16-bit
         one where measured, 4-bit experts on fp4 tensor cores (``expert``, any serving
         engine) their fused-MoE kernel's, fp8 experts under TensorRT-LLM's MoE
-        (``trtllm_moe``) its own where measured, else as ``gemm_fraction``; ``mxfp4``: the
-        4-bit experts are an MXFP4 checkpoint's (``mxfp4_expert_peak_fraction``)."""
-        if expert and dtype == "fp4" and mxfp4 and self.mxfp4_expert_peak_fraction:
+        (``trtllm_moe``) its own where measured, else as ``gemm_fraction``; ``dtype`` "mxfp4":
+        fp4 math on an MXFP4 checkpoint's experts (``mxfp4_expert_peak_fraction``)."""
+        if expert and dtype == "mxfp4" and self.mxfp4_expert_peak_fraction:
             return self.mxfp4_expert_peak_fraction
-        if expert and dtype == "fp4" and self.fp4_expert_peak_fraction:
+        if expert and dtype in ("fp4", "mxfp4") and self.fp4_expert_peak_fraction:
             return self.fp4_expert_peak_fraction
         if trtllm_moe and dtype == "fp8" and self.trtllm_fp8_expert_peak_fraction:
             return self.trtllm_fp8_expert_peak_fraction

@@ -834,13 +834,15 @@ class GpuModel(PerfModel):
                 # fp8 rate (B300's larger fp4 rate is FP4 x FP4 only)
                 peak = chip.peak_flops_per_s("fp8")
             trtllm = self.trtllm_moe and expert and op.block_scaled
+            # the kernel's rates by its dtype ("mxfp4": the MXFP4-checkpoint expert kernel)
+            kernel_dtype = "mxfp4" if mx4 else op.dtype
             frac = eff.grouped_gemm_fraction(
-                op.dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm, mxfp4=mx4
+                kernel_dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
             # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
             fp4_lat = self._engine_fp4_latency_s(op)
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
-            mem_dtype = "" if fp4_lat is not None else ("mxfp4" if mx4 else op.dtype)
+            mem_dtype = "" if fp4_lat is not None else kernel_dtype
             w4_expert = (
                 expert
                 and op.weight in DTYPE_BYTES

@@ -945,10 +945,11 @@ class Engine:
                 # are prefilled (Little's law); g increasing in b
                 def g(x: float) -> float:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
-                    resid = self.rate(x).step_s / 2 * self._busy(load, n, rate, 0.0)
+                    step = self.rate(x).step_s
+                    resid = step / 2 * self._busy(load, n, rate, 0.0)
                     wait = _closed_loop_wait(rate, s, s * s, n)[1]
                     # an admission gate: a request waits out half its cycle on average
-                    gate = self._cycle(x) * self.rate(x).step_s / 2 if self._gated(x) else 0.0
+                    gate = self._cycle(x) * step / 2 if self._gated(x) else 0.0
                     return x + rate * (self.client_s + s + resid + wait + gate) - n
 
                 hi = min(float(cap), n)
@@ -1157,13 +1158,12 @@ class Engine:
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         backlog = self._backlog_ttfts(load, value, rate)
-        # arrivals a window or gate holds: open-loop ones, or a closed loop's behind a gate (its
-        # first wave, a tenth of an InferenceMAX run, is then not told apart)
-        held = load in ("rps", "concurrency") and not saturated
-        if load == "concurrency" and not self._gated(rate.b):
-            held = False
-        gated = held and self._gated(rate.b)
-        if held and (gated or self.window is not None):
+        # arrivals an admission gate holds (open-loop ones, or a closed loop's, whose first
+        # wave, a tenth of an InferenceMAX run, is then not told apart) or a harness window
+        # holds (open-loop ones)
+        gated = load in ("rps", "concurrency") and not saturated and self._gated(rate.b)
+        windowed = load == "rps" and not saturated and self.window is not None
+        if gated or windowed:
             # a harness window or an admission gate: prompts are prefilled in bunches that
             # come spaced out, so no queue forms before them
             points, pw = self._gate_ttfts(rate, x) if gated else self._window_ttfts(rate, x)
