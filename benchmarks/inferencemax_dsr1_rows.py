@@ -176,9 +176,8 @@ SETUPS[("b200", "fp8", 4)] = dict(
         "--disable-radix-cache --attention-backend trtllm_mla "
         "--stream-interval 30 --moe-runner-backend flashinfer_trtllm --quantization fp8 (the "
         "search space PR #411 added: 8k/1k, TP 4, CONC 4-32). The fp8 weights fill ~168 GB of "
-        "each B200's memory at TP 4: --mem-fraction-static 0.95 is what leaves a KV pool, and a "
-        "row cannot state it (chipwise takes SGLang's default, which leaves a KV pool of a few "
-        "sequences)"
+        "each B200's memory at TP 4: --mem-fraction-static 0.95 is what leaves a KV pool "
+        "(SGLang's default would leave one of a few sequences)"
     ),
     seqs=32,
     seqs_why="--max-running-requests 32",
@@ -321,6 +320,14 @@ def harness_of(flags: str, conc: int) -> str:
     return "api"
 
 
+def memory_fraction(flags: str) -> str:
+    """The --mem-fraction-static a setup's launch flags state (every setup states one)."""
+    found = re.search(r"--mem-fraction-static[= ](0\.\d+)", flags)
+    if found is None:
+        raise SystemExit(f"no --mem-fraction-static in {flags!r}")
+    return found.group(1)
+
+
 def main() -> None:
     raw = Path(sys.argv[1])
     w = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
@@ -369,8 +376,7 @@ def main() -> None:
             f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
             f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
             f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']});",
-            "--mem-fraction-static as launched is not a row column (chipwise takes SGLang's",
-            "default).",
+            f"memory_fraction {memory_fraction(s['flags'])} (--mem-fraction-static as launched).",
             f"Plan {plan}: attention TP {tp}{moe}, no attention DP.",
             CHECKPOINT[m],
             "Date: the run's day, interpolated from its run id between five runs whose",
@@ -412,6 +418,7 @@ def main() -> None:
                     "lengths": lengths,
                     "num_requests": prompts,
                     "harness": harness_of(s["flags"], conc),
+                    "memory_fraction": memory_fraction(s["flags"]),
                 }
             )
 

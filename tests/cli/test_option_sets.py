@@ -107,6 +107,7 @@ OPTION_SETS = {
         "--lengths",
         "--max-num-seqs",
         "--max-num-tokens",
+        "--memory-fraction",
         "--moe-backend",
         "--num-requests",
         "--max-throughput",

@@ -221,3 +221,24 @@ def test_the_trtllm_gen_moe_backend_speeds_gpt_oss_decode_on_blackwell_only() ->
     assert _json([*base, "--chip", "h100", "--moe-backend", "trtllm-gen"])["tpot_s"] == h100
     bad = runner.invoke(app, ["predict", *base, "--chip", "b200", "--moe-backend", "x"])
     assert bad.exit_code == 2
+
+
+def test_a_stated_memory_fraction_sizes_the_kv_cache() -> None:
+    """--memory-fraction replaces the engine's default share: a larger SGLang
+    --mem-fraction-static leaves a larger KV pool (DeepSeek-R1 fp8 at TP 4 on B200, whose
+    weights fill most of the memory: the default leaves none, InferenceMAX's 0.95 room for 8
+    clients); out of [0, 1] and
+    under JetStream (no such knob) it is one clear error."""
+    base = ["deepseek-r1", "--chip", "b200", "--chips", "4", "--phase", "infer",
+            "--precision", "fp8", "--engine", "sglang", "--concurrency", "8",
+            "--input-len", "8192", "--output-len", "1024"]  # fmt: skip
+    default = runner.invoke(app, ["predict", *base])
+    assert default.exit_code != 0 and "no room for a KV cache" in default.output
+    stated = _json([*base, "--memory-fraction", "0.95"])
+    assert stated["kv_capacity_tokens_per_replica"] > 8 * 9216
+    bad = runner.invoke(app, ["predict", *base, "--memory-fraction", "1.5"])
+    assert bad.exit_code == 2
+    tpu = ["llama3-8b", "--chip", "tpu-v5e", "--phase", "infer", "--engine", "jetstream",
+           "--concurrency", "4", "--memory-fraction", "0.9"]  # fmt: skip
+    result = runner.invoke(app, ["predict", *tpu])
+    assert result.exit_code != 0 and "memory-fraction" in result.output

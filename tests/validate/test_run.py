@@ -169,6 +169,11 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     # TRTLLM; the Hopper runs keep their engines' W4A16 kernels
     for c in rows.values():
         assert c.moe_backend == ("trtllm-gen" if c.chip == "b200" else ""), c.id
+    # the memory share each launch script states: vLLM --gpu-memory-utilization 0.9,
+    # TensorRT-LLM free_gpu_memory_fraction 0.85 (ATOM's, unusable rows, is not stated)
+    for c in rows.values():
+        if c.usable:
+            assert c.memory_fraction == (0.85 if c.engine == "trtllm" else 0.9), c.id
     result = run_case(row)
     assert result.predicted is not None
 
@@ -203,6 +208,13 @@ def test_an_inferencemax_dsr1_row_states_its_closed_loop_load_and_parallelism() 
         else:
             gate = "api" if c.chip == "h200-sxm" else "api-sglang-decode-steps-4"
             assert c.harness == gate, c.id
+    # --mem-fraction-static as launched: 0.85 for B200 fp4, 0.95 where fp8 runs at TP 4
+    # (the weights fill most of each GPU), 0.8 on AMD
+    assert row.memory_fraction == 0.85
+    fp8_tp4 = [c for c in rows.values() if c.id.startswith("IMX-D-") and c.chip == "b200"
+               and c.precision == "fp8" and c.plan == "tp=4"]  # fmt: skip
+    assert fp8_tp4 and all(c.memory_fraction == 0.95 for c in fp8_tp4)
+    assert all(c.memory_fraction == 0.8 for c in amd)
     # one publication with the gpt-oss InferenceMAX rows: the mantile copy of the artifacts
     assert {publication(c) for c in rows.values() if c.id.startswith("IMX-D-")} == {
         "github:gminneci/mantile"

@@ -283,6 +283,16 @@ def predict_command(
         "backend TRTLLM, vLLM with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which runs an "
         "MXFP4 checkpoint's experts (gpt-oss) on Blackwell at its own measured rates.",
     ),
+    memory_fraction: float = typer.Option(
+        0.0,
+        "--memory-fraction",
+        min=0.0,
+        max=1.0,
+        help="Infer: the engine's memory share as launched: vLLM --gpu-memory-utilization, "
+        "SGLang --mem-fraction-static (of total memory), TensorRT-LLM "
+        "free_gpu_memory_fraction (of the memory left free); sizes the KV cache "
+        "(0 = the engine's default).",
+    ),
     api: bool = typer.Option(
         False,
         "--api",
@@ -407,6 +417,7 @@ def predict_command(
             prefill_pool=parse_prefill_pool(prefill_pool) if prefill_pool else None,
             harness="api" if api else "",
             moe_backend="" if moe_backend is MoeBackendChoice.default else moe_backend.value,
+            memory_fraction=memory_fraction,
             spec_tokens=spec_tokens,
             spec_accept=spec_accept,
             spec_method=spec_method.value,

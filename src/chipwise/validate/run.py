@@ -145,6 +145,7 @@ class Case:
     # engine's default at the row's date
     async_scheduling: bool | None = None
     moe_backend: str = ""
+    memory_fraction: float = 0.0
     # a length histogram CSV (input_len,output_len,count), relative to the row's CSV: a
     # dataset's length profile; it replaces input_len/output_len (which state its means)
     lengths: str = ""
@@ -356,6 +357,7 @@ def read_cases(path: Path) -> tuple[Case, ...]:
                     harness=(raw.get("harness") or "").strip(),
                     async_scheduling=_yes_no(raw.get("async_scheduling") or ""),
                     moe_backend=(raw.get("moe_backend") or "").strip(),
+                    memory_fraction=_float(raw.get("memory_fraction") or ""),
                     lengths=(raw.get("lengths") or "").strip(),
                     slot_cache_len=_int(raw.get("slot_cache_len") or ""),
                     spec_tokens=_int(raw.get("spec_tokens") or ""),
@@ -464,6 +466,7 @@ def _predict(case: Case, chip: Chip, model: Model, efficiency: EfficiencyFor | N
             engine=case.engine, engine_date=case.date, num_requests=case.num_requests,
             harness=case.harness, async_scheduling=case.async_scheduling,
             moe_backend=case.moe_backend,
+            memory_fraction=case.memory_fraction,
             lengths=_lengths(case), slot_cache_len=case.slot_cache_len,
             spec_tokens=case.spec_tokens, spec_method=case.spec_method,
             spec_accept=case.spec_accept,

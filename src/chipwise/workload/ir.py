@@ -552,6 +552,11 @@ class Inference:
     # checkpoint's experts (gpt-oss) on Blackwell at its own measured rates; "" = the
     # engine's default (TensorRT-LLM's CUTLASS MoE, vLLM's and SGLang's own)
     moe_backend: str = ""
+    # The share of memory the engine was launched with, in its own rule (perf/step/engine.py
+    # ``kv_pool_bytes``): vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static
+    # (a share of the GPU's total memory), TensorRT-LLM's free_gpu_memory_fraction (a share
+    # of what the weights and activations leave free); 0 = the engine's default
+    memory_fraction: float = 0.0
     # Speculative decoding (0 = off): each decode step drafts ``spec_tokens`` (k) tokens per
     # sequence with ``spec_method``'s drafter ("mtp": DeepSeek-V3's multi-token-prediction
     # module; "eagle": an EAGLE-3 head; chains, one candidate per position) and the target
@@ -570,6 +575,16 @@ class Inference:
             raise WorkloadError(
                 f"moe backend {self.moe_backend!r}: choose one of {', '.join(MOE_BACKENDS[1:])} "
                 "(or leave it unset for the engine's default)"
+            )
+        if not 0 <= self.memory_fraction <= 1:
+            raise WorkloadError(
+                f"memory_fraction must be in (0, 1] (0 = the engine's default), "
+                f"got {self.memory_fraction}"
+            )
+        if self.memory_fraction and self.engine == "jetstream":
+            raise WorkloadError(
+                "the jetstream engine has no memory-fraction knob (its caches take all free "
+                "HBM): drop --memory-fraction"
             )
         if self.batch <= 0 or self.input_len <= 0 or self.output_len < 0:
             raise WorkloadError("batch, input_len must be positive and output_len >= 0")

@@ -501,7 +501,8 @@ def plan_engine(
         raise DoesNotFitError(
             f"{spec.name} leaves no room for a KV cache on {chips} x {chip.id} "
             f"({format_bytes(chip.hbm_capacity_bytes)} each) under any plan (weights alone "
-            f"need {format_bytes(need)} per chip); use more chips or a lower --precision",
+            f"need {format_bytes(need)} per chip); use more chips, a lower --precision or a "
+            "larger --memory-fraction",
             needed_bytes=need,
             capacity_bytes=chip.hbm_capacity_bytes,
         )

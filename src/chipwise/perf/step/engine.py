@@ -456,10 +456,11 @@ def kv_pool_bytes(
     """Bytes of KV cache one chip gets under ``engine``'s sizing rule (see the constants
     above): ``non_kv_bytes`` are what the engine holds outside the pool (weights, and the
     activation peak and runtime reserve where the rule counts them); ``fraction`` replaces
-    the share of total memory (SGLang's --mem-fraction-static)."""
+    the engine's default share (of total memory for vLLM and SGLang, of free memory for
+    TensorRT-LLM: ``Inference.memory_fraction``)."""
     free_share = KV_FREE_MEMORY_FRACTION.get(engine)
     if free_share is not None:  # a share of what is free after the rest is allocated
-        return max(0.0, free_share * (capacity_bytes - non_kv_bytes))
+        return max(0.0, (fraction or free_share) * (capacity_bytes - non_kv_bytes))
     return max(0.0, (fraction or ENGINE_MEMORY_UTILIZATION) * capacity_bytes - non_kv_bytes)
 
 

@@ -326,7 +326,19 @@ def kv_dtype_for(precision: str) -> str:
     return "bf16"
 
 
-def _kv_sizing(engine: str) -> Assumption:
+def _kv_sizing(engine: str, memory_fraction: float = 0.0) -> Assumption:
+    if memory_fraction:
+        return Assumption(
+            name="engine_memory_fraction",
+            value=memory_fraction,
+            source=f"{engine}: as launched (--memory-fraction: "
+            + (
+                "free_gpu_memory_fraction, a share of HBM free after weights and activations)"
+                if engine == "trtllm"
+                else "a share of the memory the runtime reports, --gpu-memory-utilization / "
+                "--mem-fraction-static)"
+            ),
+        )
     free_share = KV_FREE_MEMORY_FRACTION.get(engine)
     if free_share is not None:
         return Assumption(
@@ -350,7 +362,12 @@ def _kv_sizing(engine: str) -> Assumption:
 
 
 def serve_assumptions(
-    *, engine: bool = False, kv_dtype: str = "", engine_name: str = "vllm", overlap: bool = True
+    *,
+    engine: bool = False,
+    kv_dtype: str = "",
+    engine_name: str = "vllm",
+    overlap: bool = True,
+    memory_fraction: float = 0.0,
 ) -> tuple[Assumption, ...]:
     if engine:
         return (
@@ -386,7 +403,7 @@ def serve_assumptions(
                 if engine_name == "jetstream"
                 else "perf/step/engine.py",
             ),
-            _kv_sizing(engine_name),
+            _kv_sizing(engine_name, memory_fraction),
             Assumption(name="kv_cache_dtype", value=kv_dtype, source="--kv-dtype or precision"),
         )
     return (
@@ -549,13 +566,15 @@ class ServeModel(StepTimer):
         engine: str = "vllm",
         context: float = 0.0,
         date: str = "",
+        memory_fraction: float = 0.0,
     ) -> float:
         """Tokens of context one replica's KV cache (one rank's under ``adp``) holds: what
         ``engine``'s sizing rule leaves after the weights, one chunk's activations and the
         runtime's fixed reserve (``engine.kv_pool_bytes``), over the bytes a token of a
         sequence of mean ``context`` takes (sliding layers keep their window where
         ``context`` is given: the caller has checked ``engine.windows_kv``), for the engine
-        release of ``date`` ("" = newest)."""
+        release of ``date`` ("" = newest) launched with ``memory_fraction`` (0 = its
+        default)."""
         chip = self.chip
         base = serve_memory(
             self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
@@ -566,11 +585,13 @@ class ServeModel(StepTimer):
         if engine == "sglang":
             # the static fraction already leaves the activations and CUDA graphs outside;
             # the pool is the fraction of what was free at start-up, less the weights
-            frac = sglang_mem_fraction_static(chip.usable_hbm_bytes, plan.tp, plan.pp, date)
+            frac = memory_fraction or sglang_mem_fraction_static(
+                chip.usable_hbm_bytes, plan.tp, plan.pp, date
+            )
             pool = kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac)
         else:
             non_kv = fixed + weights + base.activations_bytes
-            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv)
+            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv, memory_fraction)
         return pool / timer.kv_bytes_per_token(context)
 
     def _layout_padding_bytes(self, plan: Plan, engine: str) -> float:
@@ -657,8 +678,9 @@ class ServeModel(StepTimer):
         # where the engine holds windows only (0 = every layer keeps every token)
         kv_context = lengths.mean_context if windows_kv(phase.engine, phase.engine_date) else 0.0
         capacity = self.kv_capacity_tokens(
-            plan, kv_dtype, timer, phase.engine, kv_context, phase.engine_date
-        )
+            plan, kv_dtype, timer, phase.engine, kv_context, phase.engine_date,
+            phase.memory_fraction,
+        )  # fmt: skip
         if phase.load not in ("concurrency", "rps", "max_throughput"):
             raise PlanError(
                 f"the engine solves concurrency, rps and max_throughput loads, not "
@@ -809,7 +831,11 @@ class ServeModel(StepTimer):
                 overhead_s=host / accept,
             ),
             assumptions=serve_assumptions(
-                engine=True, kv_dtype=kv_dtype, engine_name=phase.engine, overlap=overlap
+                engine=True,
+                kv_dtype=kv_dtype,
+                engine_name=phase.engine,
+                overlap=overlap,
+                memory_fraction=phase.memory_fraction,
             )
             + self.model_assumptions,
             engine=result,
