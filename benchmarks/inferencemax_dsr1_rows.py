@@ -23,6 +23,7 @@ from pathlib import Path
 # the InferenceMAX rows' CSV columns, one list for both generators (run as a script, this
 # directory is on sys.path)
 from inferencemax_rows import COLUMNS
+from random_lengths import mean_length
 
 MANTILE = "gminneci/mantile"
 MANTILE_COMMIT = "72ff84ebfd56ee0b15bd17d7d49a70fbb4e50256"
@@ -263,10 +264,6 @@ def run_day(run: int) -> str:
     raise ValueError(run)
 
 
-def mean_len(n: int) -> int:
-    return round((int(n * RATIO) + n) / 2 + 1e-9)
-
-
 def select(raw: Path) -> list[tuple[int, dict]]:
     latest: dict[tuple, tuple[int, dict]] = {}
     runs = sorted(raw.glob("run_*/agg_bmk.json"), key=lambda p: int(p.parent.name[4:]))
@@ -346,7 +343,7 @@ def main() -> None:
         plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
         src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
         url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
-        lin, lout = mean_len(isl), mean_len(osl)
+        lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
         lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
         moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
         m = e["model"]

@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from random_lengths import mean_length
+
 CONCS = (4,)  # with each config's largest: the two ends of its curve
 ENGINES = {"b200": "vllm", "b200-trt": "trt", "h100": "vllm", "h200": "vllm", "mi355x": "atom"}
 CHIPS = {"b200": "b200", "b200-trt": "b200", "h100": "h100-sxm", "h200": "h200-sxm",
@@ -44,7 +46,7 @@ RUN_TIMES = {
 }
 MANTILE = "gminneci/mantile@72ff84ebfd56ee0b15bd17d7d49a70fbb4e50256"
 MANTILE_RAW = "reconcile/sources/inferencemax/raw"
-LENGTH_MEANS = {1024: 922, 8192: 7373}  # uniform on [int(0.8 L), L]: 921.5, 7372.5
+LENGTH_MEANS = {n: mean_length(n, 0.8) for n in (1024, 8192)}  # 921.5 -> 922, 7372.5 -> 7373
 METRICS = (
     ("output_tokens_per_s", "output tokens/s of the deployment (output_tput_per_gpu x {gpus})"),
     ("tpot_p50_s", "median TPOT in seconds (median_tpot)"),

@@ -33,6 +33,12 @@ LENGTHS_DIR = Path(__file__).resolve().parent.parent / "src/chipwise/validate/da
 MAX_LEN = 1 << 20
 
 
+def mean_length(length: int, ratio: float) -> int:
+    """The mean of one axis's uniform integers on ``[int(length * ratio), length]``, rounded
+    half up: what a row states as its ``input_len`` / ``output_len``."""
+    return math.floor((int(length * ratio) + length) / 2 + 0.5)
+
+
 def axis_bins(length: int, ratio: float, bins: int = BINS) -> list[tuple[int, int]]:
     """(rounded mean, number of integers) of each equal-width bin of ``[int(L * R), L]``."""
     if not 1 <= length <= MAX_LEN:
