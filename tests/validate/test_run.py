@@ -157,6 +157,7 @@ def test_a_google_tpu_row_states_its_load_and_engine_limits() -> None:
         True,
     )
     assert (qwen.input_len_std, rows["SVG-011"].output_len_std) == (59.5, 473.4)
+    assert (qwen.memory_fraction, guide.memory_fraction) == (0.98, 0.0)  # 0 = the default
     # the MLPerf GPT-J Server run is Poisson arrivals at its scheduled rate
     assert (rows["SVG-009"].load, rows["SVG-009"].rps) == ("rps", 7.25)
     # the rows chipwise cannot express say why (Qwen3.5's linear attention, GPT-J's beams)
