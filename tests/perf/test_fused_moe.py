@@ -58,8 +58,10 @@ def test_fp8_experts_run_slower_under_the_triton_fused_moe_than_cublas_on_hopper
     assert isinstance(base, GpuModel)
     fused = base.for_engine("vllm")
     assert isinstance(fused, GpuModel)
-    # a prefill chunk: compute-bound experts run at the kernel's rate (~0.2 vs ~0.7 of peak)
-    assert _experts_s(fused, 8192) > 2.0 * _experts_s(base, 8192)
+    # a prefill chunk: compute-bound experts run at the kernel's rate (0.38 vs 0.709 of the
+    # fp8 peak, FUSED-MOE-FP8; the fused experts keep the serving fp8 share, 0.92, where
+    # cuBLAS's keep the training step's 0.711 here)
+    assert _experts_s(fused, 8192) > 1.5 * _experts_s(base, 8192)
     # bf16 experts: the Triton kernel reaches ~0.69 of cuBLAS's rate once compute-bound (its
     # experts balanced, at 256 rows each, so no random expert pads to a third 128-row tile)
     ratio = _experts_s(fused, 8192, "bf16", balanced=True) / _experts_s(base, 8192, "bf16")

@@ -96,9 +96,13 @@ def test_bf16_and_cutlass_moe_blocks_match_the_measured_kernels() -> None:
         assert all(0.6 <= r <= 1.45 for r in ratios), (chip_id, engine, dtype, ratios)
 
 
-def test_block_fp8_triton_moe_is_never_modelled_faster_than_measured() -> None:
-    """Block-fp8 Triton fused_moe: a known gap the other way (gpu.FUSED_MOE_FP8_INPUT_QUANT):
-    the model is 1.3-2.4x the measured kernel from 64 tokens on, so a served MoE step that
-    the model times too fast is not explained by its expert kernel."""
-    pairs = _ratios()["h100-sxm", "vllm", "fp8_block"]
-    assert all(r >= 1.0 for m, r in pairs if m.tokens >= 64), pairs
+def test_block_fp8_triton_moe_blocks_match_the_measured_kernels() -> None:
+    """Block-fp8 Triton fused_moe (vLLM 0.24.0 on H100) at Hopper's FUSED-MOE-FP8 rate,
+    fitted on AIConfigurator's full Triton block-fp8 tables (this file's rows are a subset):
+    the group's median within 10 % and every row within 0.6-1.7x. At the dense Triton
+    GEMM's 0.205 the model was 1.3-2.4x the kernel from 64 tokens on (DeepSeek-V3's shape
+    stays 1.5-1.65x there: vLLM 0.24.0's kernel runs it ~1.8x faster than vLLM 0.14-0.22's
+    and SGLang's, which the fit centres)."""
+    ratios = [r for _, r in _ratios()["h100-sxm", "vllm", "fp8_block"]]
+    assert 0.90 <= statistics.median(ratios) <= 1.10, ratios
+    assert all(0.6 <= r <= 1.7 for r in ratios), ratios

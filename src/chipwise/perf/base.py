@@ -88,6 +88,11 @@ class PerfModel(ABC):
         del dtype
         return self.sustained_tensor_fraction()
 
+    def serving_expert_sustained_fraction(self, dtype: str) -> float:
+        """The same for a serving step's routed-expert GEMMs in ``dtype``."""
+        del dtype
+        return self.sustained_tensor_fraction()
+
     def for_engine(self, engine: str) -> PerfModel:
         """This model as serving ``engine`` runs the ops (its own MoE kernels); the same
         model where the engine changes nothing."""

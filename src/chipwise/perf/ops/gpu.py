@@ -746,6 +746,14 @@ class GpuModel(PerfModel):
     def serving_sustained_fraction(self, dtype: str) -> float:
         return self.efficiency.serving_sustained_fraction(dtype)
 
+    def serving_expert_sustained_fraction(self, dtype: str) -> float:
+        # the Triton fused_moe's fp8 rate (FUSED-MOE-FP8) was fitted at the per-op rate on
+        # the same kernel tables as the dense fp8 GEMMs' serving share, so it keeps that
+        # share; other expert kernels keep the training step's (their fits assumed it)
+        if self.fused_moe:
+            return self.efficiency.serving_sustained_fraction(dtype)
+        return self.efficiency.sustained_tensor_fraction
+
     def for_engine(self, engine: str) -> PerfModel:
         if engine == TRTLLM_MOE_ENGINE and not self.trtllm_moe:
             eff = self.efficiency

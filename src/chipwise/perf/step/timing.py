@@ -105,9 +105,12 @@ def time_ops(
 def _serving_fraction(op: Op, model: PerfModel) -> float:
     """The sustained share for one op of a serving step: a dense GEMM's by its dtype (the
     engines' fp8 GEMM kernels on Hopper keep more of the per-op rate than a training step
-    does: ``serving_fp8_sustained_fraction``); routed experts and attention keep the
-    training step's (their kernel fits were made on top of it)."""
-    if op.kind == OpKind.MATMUL and not op.routed_expert:
+    does: ``serving_fp8_sustained_fraction``); a routed expert's as the engine's expert
+    kernel was fitted (vLLM's and SGLang's Triton fused_moe: the dense share, FUSED-MOE-FP8;
+    other kernels the training step's); attention keeps the training step's."""
+    if op.kind == OpKind.MATMUL and op.routed_expert:
+        return model.serving_expert_sustained_fraction(op.dtype)
+    if op.kind == OpKind.MATMUL:
         return model.serving_sustained_fraction(op.dtype)
     return model.sustained_tensor_fraction()
 
