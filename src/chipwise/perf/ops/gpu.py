@@ -123,8 +123,15 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   four projections take 2-28 % longer than the plan's time at M = 64..576 (most at 192-256),
   the same at 16 and 832, 3-7 % less at 1024..8192.
 
-No fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse across
-kernels is ignored (the model errs slow for small working sets).
+- **Engine fusion** (``for_engine``, ``ENGINE_FUSED_OPS``): a serving engine on a GPU runs
+  some of the layer's elementwise ops inside a neighbouring kernel, so they pay no launch of
+  their own and only the traffic the fused kernel adds: every engine adds the residual into
+  the next RMSNorm (``fused_add_rms_norm``: the residual read and the updated residual
+  written beside the norm's own pass); TensorRT-LLM also applies RoPE inside its attention
+  op (no traffic: the attention kernel reads q and k anyway).
+
+Otherwise no fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse
+across kernels is ignored (the model errs slow for small working sets).
 """
 
 from __future__ import annotations
@@ -264,6 +271,33 @@ TRTLLM_GEN_MOE = "trtllm-gen"
 # bf16 Triton (A100, H100, H200) and TensorRT-LLM's CUTLASS (bf16, fp8) lie within 0.6-1.35x
 # of the measured times (group medians 0.89-1.01).
 FUSED_MOE_FP8_INPUT_QUANT = 1
+# The layer's elementwise ops each serving engine runs inside a neighbouring kernel on a GPU
+# (``for_engine``), so they launch nothing of their own (read 2026-12-06):
+# * ``attn_residual`` / ``mlp_residual``: every engine's decoder layers call their RMSNorm
+#   with the residual (``input_layernorm(hidden_states, residual)``), which adds it in the
+#   norm's kernel: vLLM RMSNorm.forward_cuda -> ops.fused_add_rms_norm, on ROCm the same or
+#   AITER's rmsnorm2d_fwd_with_add (vllm/model_executor/layers/layernorm.py @00cba797);
+#   SGLang RMSNorm.forward_cuda -> sgl_kernel.fused_add_rmsnorm, forward_hip the same
+#   (python/sglang/srt/layers/layernorm.py @000fc1a8); TensorRT-LLM's PyTorch backend
+#   RMSNorm.forward -> flashinfer_fused_add_rmsnorm (tensorrt_llm/_torch/modules/
+#   rms_norm.py @0419019a). The fused kernel reads the branch output and the residual and
+#   writes the normed activations and the new residual: the norm's own pass plus one read
+#   and one write (``_FUSED_TRAFFIC``).
+# * ``rope`` under TensorRT-LLM: its Attention module applies RoPE inside the attention op
+#   whenever the backend supports it ("If rope_fusion is not specified, enable if the
+#   attention backend supports it": rope_fusion = attn_cls.support_fused_rope(), the TRTLLM
+#   backend's default; tensorrt_llm/_torch/modules/attention.py), so it adds no pass. vLLM
+#   and SGLang run rotary_embedding as a kernel of its own before attention (vLLM's
+#   torch.compile'd graph fuses it with the qkv split, still one kernel), so it stays.
+# Not modelled here: TensorRT-LLM's all-reduce + residual + RMSNorm fusion under tp > 1, the
+# fused-MoE kernels' own fusions (their fitted values time the MoE block's separate ops:
+# MXFP4-MOE, W4A16-MOE) and fp8 activation quantisation fused into the norm.
+_RESIDUAL_FUSION = frozenset({"attn_residual", "mlp_residual"})
+ENGINE_FUSED_OPS: dict[str, frozenset[str]] = {
+    "vllm": _RESIDUAL_FUSION,
+    "sglang": _RESIDUAL_FUSION,
+    "trtllm": _RESIDUAL_FUSION | {"rope"},
+}
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -315,6 +349,16 @@ _W4A16_EXPERT_TILE: dict[str, tuple[int, bool]] = {
 _W4A16_FUSED_OPS: dict[str, frozenset[str]] = {
     "hopper": frozenset({"moe_permute", "expert_act"}),
 }
+
+
+def fused_traffic(op: Op) -> float:
+    """HBM bytes an op fused into a neighbouring kernel (``ENGINE_FUSED_OPS``) still adds:
+    a residual add fused into the next RMSNorm reads the residual and writes the new one
+    (the branch output is the norm's own read; its own write is the norm's input, not
+    written apart); RoPE fused into attention adds nothing."""
+    if op.name in _RESIDUAL_FUSION:
+        return op.bytes_read / 2 + op.bytes_written
+    return 0.0
 
 
 def w4a16_fused_op(op: Op, architecture: str) -> bool:
@@ -688,8 +732,12 @@ class GpuModel(PerfModel):
         *,
         fused_moe: bool = False,
         trtllm_moe: bool = False,
+        fused_ops: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(chip)
+        # the elementwise ops a serving engine runs inside a neighbouring kernel
+        # (``ENGINE_FUSED_OPS``): no launch of their own, only the traffic they add
+        self.fused_ops = fused_ops if chip.kind == "gpu" else frozenset()
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
         # a serving engine's kernels (module doc): MoE experts as its fused-MoE kernel runs
         # them, weight-only dense GEMMs as Marlin where the architecture has its rate
@@ -760,10 +808,12 @@ class GpuModel(PerfModel):
             if eff.trtllm_attention_tile_blocks:
                 # TensorRT-LLM's own context attention: its per-query-tile work (ATTN-TILE)
                 eff = replace(eff, attention_tile_blocks=eff.trtllm_attention_tile_blocks)
-            return GpuModel(self.chip, eff, trtllm_moe=True)
+            return GpuModel(self.chip, eff, trtllm_moe=True,
+                            fused_ops=ENGINE_FUSED_OPS[engine])  # fmt: skip
         if engine not in FUSED_MOE_ENGINES or self.fused_moe:
             return self
-        return GpuModel(self.chip, self.efficiency, fused_moe=True)
+        return GpuModel(self.chip, self.efficiency, fused_moe=True,
+                        fused_ops=ENGINE_FUSED_OPS.get(engine, frozenset()))  # fmt: skip
 
     def with_moe_backend(self, backend: str) -> PerfModel:
         if (backend == TRTLLM_GEN_MOE) == self.trtllm_gen_moe:
@@ -794,6 +844,13 @@ class GpuModel(PerfModel):
                      overhead_s=eff.launch_overhead_s if index else 0.0)  # fmt: skip
             note = f"{op.name} inside the W4A16 fused-MoE expert GEMMs: {what}"
             return timed(op, r, flops=0.0, n_bytes=0.0, peak=peak,
+                         bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
+        if op.name in self.fused_ops and not op.tensor_op:
+            # run inside a neighbouring kernel by the engine (``ENGINE_FUSED_OPS``)
+            added = fused_traffic(op)
+            r = Roof(compute_s=0.0, memory_s=added / bandwidth, overhead_s=0.0)
+            note = f"{op.name} fused into a neighbouring kernel: no launch, {added:.0f} B added"
+            return timed(op, r, flops=0.0, n_bytes=added, peak=peak,
                          bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
         if op.grouped and op.batch > 1 and op.mnk is not None and all(op.mnk):
             # MoE experts: one GEMM per expert (Transformer Engine's GroupedLinear issues a
@@ -1120,11 +1177,13 @@ def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> 
 
 
 __all__ = [
+    "ENGINE_FUSED_OPS",
     "GemmPlan",
     "GpuModel",
     "balance_intensity",
     "dense_gemm_exponent",
     "expert_loads",
+    "fused_traffic",
     "gemm_candidate",
     "gemm_efficiency",
     "marlin_rows",
