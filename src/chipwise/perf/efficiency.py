@@ -60,6 +60,8 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_k_latency_s",
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
+    "blockscale_gemm_k_latency_s",
+    "blockscale_expert_k_latency_s",
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
@@ -85,6 +87,8 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "fp4_gemm_k_latency_s",
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
+    "blockscale_gemm_k_latency_s",
+    "blockscale_expert_k_latency_s",
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
     "w4a16_expert_latency_s",
@@ -102,6 +106,7 @@ _OPTIONAL = frozenset(
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
+     "blockscale_gemm_k_latency_s", "blockscale_expert_k_latency_s",
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
@@ -207,6 +212,12 @@ class Efficiency:
             that does not shrink with the grid). 0 = not measured.
         trtllm_fp4_gemm_latency_s, trtllm_fp4_gemm_k_latency_s: the same two under
             TensorRT-LLM (its torch-flow NVFP4 linear: input quantisation + CUTLASS GEMM).
+        blockscale_gemm_k_latency_s: a dense block-scaled fp8 GEMM's (128 x 128 weight
+            blocks) serial main-loop time per 1024 elements of K where
+            the architecture's kernels have no split-K (CDNA3: AITER's CK block-scale GEMM);
+            the kernel takes at least that long. 0 = not measured.
+        blockscale_expert_k_latency_s: the same for a fused-MoE engine's block-scaled fp8
+            expert GEMMs (CDNA: AITER's CK two-stage fused MoE). 0 = not measured.
         fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
             fused-MoE kernel reaches with 4-bit expert weights on fp4 tensor cores (many
             small per-expert GEMMs, each padded to its tile, with the block scales applied);
@@ -283,6 +294,8 @@ class Efficiency:
     fp4_gemm_k_latency_s: float = 0.0
     trtllm_fp4_gemm_latency_s: float = 0.0
     trtllm_fp4_gemm_k_latency_s: float = 0.0
+    blockscale_gemm_k_latency_s: float = 0.0
+    blockscale_expert_k_latency_s: float = 0.0
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
@@ -428,6 +441,8 @@ class _Entry(_Frozen):
     fp4_gemm_k_latency_s: _Value | None = None
     trtllm_fp4_gemm_latency_s: _Value | None = None
     trtllm_fp4_gemm_k_latency_s: _Value | None = None
+    blockscale_gemm_k_latency_s: _Value | None = None
+    blockscale_expert_k_latency_s: _Value | None = None
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None

@@ -50,7 +50,14 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   own NVFP4 linear was timed (``fp4_gemm_latency_s`` for vLLM/SGLang's FlashInfer CuteDSL
   kernel; ``trtllm_fp4_gemm_*`` for TensorRT-LLM where set) a dense fp4 GEMM instead streams
   its weights at ``hbm_fraction`` and pays a fixed latency plus one per 1024 of K: at decode
-  M each CTA walks the whole K serially (``_engine_fp4_latency_s``).
+  M each CTA walks the whole K serially (``_engine_fp4_latency_s``). A dense block-scaled
+  fp8 GEMM (``op.block_scaled``: DeepSeek's 128 x 128 weight blocks) takes at least
+  ``blockscale_gemm_k_latency_s`` per 1024 of K where set (CDNA3: AITER's
+  tuned CK block-scale kernels have no split-K, so at decode M a handful of tiles each walk
+  all of K, ~19 us at K = 7168 whatever N, against ~1-4 us of weight stream;
+  ``_blockscale_k_serial_s``); a fused-MoE engine's block-scaled fp8 expert GEMMs likewise take
+  ``blockscale_expert_k_latency_s`` per 1024 of K where set (AITER's CK two-stage MoE: its
+  first stage over K = 7168 takes ~45 us at 1-4 tokens, whatever the experts they touch).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
   attention, bound by dequantising the cache; Hopper and Blackwell: the measured rate of
@@ -788,6 +795,20 @@ class GpuModel(PerfModel):
             return None
         return fixed + per_k * op.mnk[2] / 1024.0
 
+    def _blockscale_k_serial_s(self, op: Op) -> float:
+        """A block-scaled fp8 GEMM's serial K loop where the architecture's kernels were timed:
+        a dense one's ``blockscale_gemm_k_latency_s`` per 1024 of K, a fused-MoE expert GEMM's
+        ``blockscale_expert_k_latency_s`` (one pass, as fitted at decode M, where the grid is
+        smaller than the chip; at large M the MMAs take longer anyway); 0 elsewhere."""
+        eff = self.efficiency
+        if op.dtype != "fp8" or not op.block_scaled or op.mnk is None:
+            return 0.0
+        if op.routed_expert:
+            per_k = eff.blockscale_expert_k_latency_s if self.fused_moe else 0.0
+        else:
+            per_k = eff.blockscale_gemm_k_latency_s if op.batch == 1 else 0.0
+        return per_k * op.mnk[2] / 1024.0
+
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
 
@@ -960,6 +981,13 @@ class GpuModel(PerfModel):
                     f"dequant {dequant_s * 1e6:.1f} us + MMA {mma_s * 1e6:.1f} us, "
                     f"{eff.w4a16_expert_latency_s * 1e6:.1f} us fixed"
                 )
+            # the weight stream of a block-scaled fp8 GEMM whose tiles each walk all of K
+            # serially: latency-bound below the chip's rate at decode M (module doc)
+            memory_s = g.memory_s
+            k_serial = self._blockscale_k_serial_s(op)
+            if k_serial > memory_s:
+                memory_s = k_serial
+                notes.append(f"block-scaled fp8 GEMM: K-serial main loop {k_serial * 1e6:.1f} us")
             measured = None if op.batch > 1 else measured_gemm_s(chip.id, op.dtype, m, n, k)
             if measured is not None:
                 # the submitter's own tuned kernel, timed on this chip (kernels.py)
@@ -993,7 +1021,7 @@ class GpuModel(PerfModel):
                 notes.append(f"fp8 GEMM: {eff.fp8_gemm_latency_s * 1e6:.1f} us fixed per call")
             # a measured kernel time is the whole kernel's: nothing combines with it
             exponent = 0.0 if measured is not None else dense_gemm_exponent(eff, op.batch)
-            r = Roof(compute_s=compute_s, memory_s=g.memory_s, overhead_s=overhead,
+            r = Roof(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead,
                      exponent=exponent)  # fmt: skip
             if fused and frac != eff.gemm_fraction(op.dtype):
                 notes.append(f"fused-MoE kernel: {frac:.0%} of the {op.dtype} peak")

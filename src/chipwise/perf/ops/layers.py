@@ -577,7 +577,21 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
                         s_kv=seq_len, window=window, flash=flash)  # fmt: skip
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
-    return tuple(ops)
+    return block_scaled_ops(spec, ops)
+
+
+def block_scaled_ops(spec: TransformerSpec, ops: list[Op]) -> tuple[Op, ...]:
+    """``ops`` with every fp8 GEMM of a block-scaled fp8 checkpoint (``fp8_weight_block``:
+    DeepSeek-V3/R1's 128 x 128 weight blocks) marked ``block_scaled``: its dense projections
+    run the same per-block-scale kernels as its experts (gpu.py)."""
+    if not spec.fp8_weight_block:
+        return tuple(ops)
+    return tuple(
+        replace(op, block_scaled=True)
+        if op.kind is OpKind.MATMUL and op.dtype == "fp8" and not op.block_scaled
+        else op
+        for op in ops
+    )
 
 
 def embedding_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard,
@@ -721,7 +735,7 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
            OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)
-    return tuple(ops)
+    return block_scaled_ops(spec, ops)
 
 
 def projection_op(name: str, tokens: int, n: int, k: int, precision: str) -> Op:
