@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from chipwise.hardware.catalog import chip
-from chipwise.perf.ops.gpu import ENGINE_FUSED_OPS, GpuModel, fused_traffic
+from chipwise.perf.ops.gpu import ENGINE_FUSED_OPS, TP_FUSED_OPS, GpuModel, fused_traffic
 from chipwise.perf.ops.layers import Shard, decode_layer_ops
 from chipwise.perf.ops.models import model_for
 from chipwise.workload.ir import Op
@@ -82,3 +82,26 @@ def test_a_served_decode_layer_is_faster_by_the_fused_launches() -> None:
 def test_a_non_gpu_chip_fuses_nothing() -> None:
     gaudi = GpuModel(chip("gaudi3"), fused_ops=ENGINE_FUSED_OPS["vllm"])
     assert not gaudi.fused_ops
+
+
+def test_tensorrt_llm_runs_the_norms_inside_the_all_reduce_under_tp() -> None:
+    """Under tp > 1 TensorRT-LLM's all-reduce returns the normed activations
+    (RESIDUAL_RMS_NORM fusion, ``TP_FUSED_OPS``): the norms launch nothing and write only
+    their output; at tp 1, and under vLLM or SGLang at any tp, they keep their kernel."""
+    ops = _decode_layer()
+    trt = _gpu("trtllm")
+    launch = trt.efficiency.launch_overhead_s
+    tp8 = trt.with_tp_fusion(8)
+    assert trt.with_tp_fusion(1) is trt
+    for name in TP_FUSED_OPS["trtllm"]:
+        t = tp8.op_time(ops[name])
+        assert t.overhead_s == 0.0
+        assert fused_traffic(ops[name]) == ops[name].bytes_written
+        assert trt.op_time(ops[name]).overhead_s == launch
+    # the model it came from is unchanged (cached plans and all)
+    assert trt.op_time(ops["mlp_norm"]).overhead_s == launch
+    for engine in ("vllm", "sglang"):
+        model = _gpu(engine)
+        assert model.with_tp_fusion(8) is model
+    training = model_for(H100)  # no engine: nothing fuses
+    assert training.with_tp_fusion(8) is training

@@ -99,6 +99,13 @@ class PerfModel(ABC):
         del engine
         return self
 
+    def with_tp_fusion(self, tp: int) -> PerfModel:
+        """This model as its serving engine runs the ops of a ``tp``-way tensor-parallel
+        replica (the ops it fuses into the all-reduce); the same model where that changes
+        nothing."""
+        del tp
+        return self
+
     def with_moe_backend(self, backend: str) -> PerfModel:
         """This model with a serving engine's MoE kernels picked by ``backend``
         (``Inference.moe_backend``; "" = the engine's default); the same model where the

@@ -135,7 +135,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   their own and only the traffic the fused kernel adds: every engine adds the residual into
   the next RMSNorm (``fused_add_rms_norm``: the residual read and the updated residual
   written beside the norm's own pass); TensorRT-LLM also applies RoPE inside its attention
-  op (no traffic: the attention kernel reads q and k anyway).
+  op (no traffic: the attention kernel reads q and k anyway) and, under tp > 1, each RMSNorm
+  inside the all-reduce before it (``TP_FUSED_OPS``, ``with_tp_fusion``: only the normed
+  output written).
 
 Otherwise no fusion is modelled: eager PyTorch launches each op as its own kernel. L2 reuse
 across kernels is ignored (the model errs slow for small working sets).
@@ -305,6 +307,14 @@ ENGINE_FUSED_OPS: dict[str, frozenset[str]] = {
     "sglang": _RESIDUAL_FUSION,
     "trtllm": _RESIDUAL_FUSION | {"rope"},
 }
+# Under tensor parallelism TensorRT-LLM also runs each RMSNorm inside the all-reduce before
+# it: its decoder layers pass AllReduceParams(fusion_op=AllReduceFusionOp.RESIDUAL_RMS_NORM,
+# residual=..., norm_weight=...) to the attention's and the MLP's all-reduce, which return
+# the normed activations and the new residual (tensorrt_llm/_torch/models/modeling_llama.py
+# and modeling_gpt_oss.py, the layers' forward under tp > 1; read 2026-12-06), so the norm
+# launches nothing of its own and writes only its output (``fused_traffic``). The all-reduce
+# itself stays as measured without fusion (AIConfigurator times it with fusion_op NONE).
+TP_FUSED_OPS: dict[str, frozenset[str]] = {"trtllm": frozenset({"attn_norm", "mlp_norm"})}
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -365,6 +375,9 @@ def fused_traffic(op: Op) -> float:
     written apart); RoPE fused into attention adds nothing."""
     if op.name in _RESIDUAL_FUSION:
         return op.bytes_read / 2 + op.bytes_written
+    if op.name in ("attn_norm", "mlp_norm"):
+        # inside the all-reduce (``TP_FUSED_OPS``): the normed activations written
+        return op.bytes_written
     return 0.0
 
 
@@ -836,6 +849,15 @@ class GpuModel(PerfModel):
         return GpuModel(self.chip, self.efficiency, fused_moe=True,
                         fused_ops=ENGINE_FUSED_OPS.get(engine, frozenset()))  # fmt: skip
 
+    def with_tp_fusion(self, tp: int) -> PerfModel:
+        extra = TP_FUSED_OPS.get(TRTLLM_MOE_ENGINE, frozenset()) if self.trtllm_moe else frozenset()
+        if tp <= 1 or not self.fused_ops or extra <= self.fused_ops:
+            return self
+        clone = copy.copy(self)
+        clone.fused_ops = self.fused_ops | extra
+        clone._gemms = {}
+        return clone
+
     def with_moe_backend(self, backend: str) -> PerfModel:
         if (backend == TRTLLM_GEN_MOE) == self.trtllm_gen_moe:
             return self
@@ -1206,6 +1228,7 @@ def gemm_efficiency(chip: Chip, m: int, n: int, k: int, dtype: str = "bf16") -> 
 
 __all__ = [
     "ENGINE_FUSED_OPS",
+    "TP_FUSED_OPS",
     "GemmPlan",
     "GpuModel",
     "balance_intensity",
