@@ -100,7 +100,7 @@ from chipwise.perf.step.engine import (
     windows_kv,
 )
 from chipwise.perf.step.jetstream import JetStreamStep, jetstream_step, prefill_bucket
-from chipwise.perf.step.timing import Cost, StepTimer, cost_of, time_ops
+from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
 from chipwise.workload.ir import (
@@ -444,8 +444,10 @@ class ServeModel(StepTimer):
         super().__init__(spec, chip, precision, model, network)
         self.engine = engine  # whose kernels run the step (its measured all-reduce)
 
-    def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
-        return time_ops(ops, self.model, sustained=sustained, compute_bound_only=True)
+    def time_ops(
+        self, ops: tuple[Op, ...], *, sustained: bool = True, model: PerfModel | None = None
+    ) -> list[OpTime]:
+        return time_ops(ops, model or self.model, sustained=sustained, compute_bound_only=True)
 
     def _time(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
         return self.cost(ops, sustained=sustained)
@@ -1044,19 +1046,8 @@ class EngineStepTimer:
         # three of an SLO search's asks repeat one already made on this timer
         self._device: dict[tuple[float, float, float, float, float | None], float] = {}
         # the layer ops as the engine runs them at this plan's tp (TensorRT-LLM's norms
-        # inside the all-reduce: gpu.TP_FUSED_OPS); timed apart from the model's own cache
+        # inside the all-reduce: gpu.TP_FUSED_OPS)
         self._layer_model = serve.model.with_tp_fusion(self.shard.tp)
-        self._layer_costs: dict[tuple[Op, ...], Cost] = {}
-
-    def _layer_cost(self, ops: tuple[Op, ...]) -> Cost:
-        """The cost of one layer's ops under the plan's tp fusions (``_layer_model``)."""
-        if self._layer_model is self.serve.model:
-            return self.serve._time(ops)
-        cost = self._layer_costs.get(ops)
-        if cost is None:
-            times = time_ops(ops, self._layer_model, sustained=True, compute_bound_only=True)
-            cost = self._layer_costs[ops] = cost_of(times)
-        return cost
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1085,7 +1076,8 @@ class EngineStepTimer:
             if moe_only and not moe:
                 continue
             ops = layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
-            total = total + self._layer_cost(tuple(op for op in ops if keep(op))).scaled(count)
+            kept = tuple(op for op in ops if keep(op))
+            total = total + sv.cost(kept, model=self._layer_model).scaled(count)
         return total.total_s
 
     def attention_s(self, seqs: float, context: int, *, decode: bool, dense: bool = False) -> float:

@@ -134,17 +134,24 @@ class StepTimer:
         self.model = model
         self.network = network
         self.model_assumptions = model.assumptions()
-        self._costs: dict[tuple[tuple[Op, ...], bool], Cost] = {}
+        self._costs: dict[tuple[tuple[Op, ...], bool, PerfModel | None], Cost] = {}
 
-    def time_ops(self, ops: tuple[Op, ...], *, sustained: bool = True) -> list[OpTime]:
-        """Times of an op sequence in execution order (the model's fusion rule applies)."""
-        return time_ops(ops, self.model, sustained=sustained)
+    def time_ops(
+        self, ops: tuple[Op, ...], *, sustained: bool = True, model: PerfModel | None = None
+    ) -> list[OpTime]:
+        """Times of an op sequence in execution order (the model's fusion rule applies;
+        ``model`` replaces the timer's own, e.g. a plan's ``with_tp_fusion``)."""
+        return time_ops(ops, model or self.model, sustained=sustained)
 
-    def cost(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
-        """The summed cost of an op sequence, cached by (ops, sustained)."""
-        key = (ops, sustained)
+    def cost(
+        self, ops: tuple[Op, ...], *, sustained: bool = True, model: PerfModel | None = None
+    ) -> Cost:
+        """The summed cost of an op sequence, cached by (ops, sustained, model)."""
+        if model is self.model:
+            model = None  # one entry whichever way the timer's own model is named
+        key = (ops, sustained, model)
         cost = self._costs.get(key)
         if cost is None:
-            cost = cost_of(self.time_ops(ops, sustained=sustained))
+            cost = cost_of(self.time_ops(ops, sustained=sustained, model=model))
             self._costs[key] = cost
         return cost
