@@ -22,7 +22,7 @@ from pathlib import Path
 
 # the InferenceMAX rows' CSV columns, one list for both generators (run as a script, this
 # directory is on sys.path)
-from inferencemax_rows import COLUMNS
+from inferencemax_rows import COLUMNS, stated_memory_fraction
 from random_lengths import mean_length
 
 MANTILE = "gminneci/mantile"
@@ -317,14 +317,6 @@ def harness_of(flags: str, conc: int) -> str:
     return "api"
 
 
-def memory_fraction(flags: str) -> str:
-    """The --mem-fraction-static a setup's launch flags state (every setup states one)."""
-    found = re.search(r"--mem-fraction-static[= ](0\.\d+)", flags)
-    if found is None:
-        raise SystemExit(f"no --mem-fraction-static in {flags!r}")
-    return found.group(1)
-
-
 def main() -> None:
     raw = Path(sys.argv[1])
     w = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
@@ -347,6 +339,9 @@ def main() -> None:
         lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
         moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
         m = e["model"]
+        share = stated_memory_fraction(s["flags"])
+        if not share:  # every setup states one
+            raise SystemExit(f"no --mem-fraction-static in {s['flags']!r}")
         parts = [
             "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
             f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
@@ -373,7 +368,7 @@ def main() -> None:
             f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
             f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
             f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']});",
-            f"memory_fraction {memory_fraction(s['flags'])} (--mem-fraction-static as launched).",
+            f"memory_fraction {share} (--mem-fraction-static as launched).",
             f"Plan {plan}: attention TP {tp}{moe}, no attention DP.",
             CHECKPOINT[m],
             "Date: the run's day, interpolated from its run id between five runs whose",
@@ -415,7 +410,7 @@ def main() -> None:
                     "lengths": lengths,
                     "num_requests": prompts,
                     "harness": harness_of(s["flags"], conc),
-                    "memory_fraction": memory_fraction(s["flags"]),
+                    "memory_fraction": share,
                 }
             )
 
