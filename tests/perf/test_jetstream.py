@@ -16,8 +16,9 @@ from chipwise.perf.step.jetstream import (
     jetstream_step,
     prefill_bucket,
     prompt_prefill_s,
+    vllm_v0_tpu_step,
 )
-from chipwise.perf.step.serve import HOST_STEP_S, ServeModel
+from chipwise.perf.step.serve import HOST_STEP_S, ServeModel, runs_vllm_v0_tpu
 from chipwise.workload.ir import Inference
 from chipwise.workload.presets import load_preset
 
@@ -131,3 +132,37 @@ def test_a_data_parallel_server_prefills_one_prompt_at_a_time_for_all_its_chips(
     assert eight is not None and one is not None
     assert eight.max_seqs_per_replica == 8 * one.max_seqs_per_replica
     assert one.output_tokens_per_s < eight.output_tokens_per_s < 6 * one.output_tokens_per_s
+
+
+def test_vllm_v0_on_tpu_pads_its_decode_batch_to_sixteen_not_to_every_slot() -> None:
+    # vLLM V0's TPU runner: _get_padded_batch_size (8 up to 8, else the next multiple of 16)
+    timer = _serve().engine_timer(PLAN, "bf16")
+    ins, w = np.array([215.0]), np.array([1.0])
+    step = vllm_v0_tpu_step(timer, inputs=ins, weights=w, host_step_s=0.0, overlap=True)
+    assert [step.padded_batch(n) for n in (1.0, 8.0, 9.0, 16.0, 17.0, 250.0)] == [
+        8, 8, 16, 16, 32, 256,
+    ]  # fmt: skip
+    # nine sequences run the token-proportional ops at sixteen; attention reads the nine
+    padded = timer.linear_s(16.0) + timer.logits_s(16.0) + timer.comm_s(16.0)
+    read = timer.attention_s(9.0, 400, decode=True)
+    assert step.device_s(9.0, 400.0) == pytest.approx(padded + read)
+    # each admitted prompt is its own padded batch-1 forward, added to the decode forward
+    both = step(100.0, 400.0, 2 * 215.0, 215.0)
+    assert both == pytest.approx(step(100.0, 400.0, 0.0, 0.0) + 2 * prompt_prefill_s(timer, 256))
+
+
+def test_vllm_on_tpu_runs_its_v0_runner_before_the_v1_engine_became_the_default() -> None:
+    assert runs_vllm_v0_tpu("vllm", "tpu", "2025-02-27")
+    assert not runs_vllm_v0_tpu("vllm", "tpu", "2025-04-11")
+    assert not runs_vllm_v0_tpu("vllm", "tpu", "")  # a question about today
+    assert not runs_vllm_v0_tpu("vllm", "gpu", "2025-02-27")
+    assert not runs_vllm_v0_tpu("sglang", "tpu", "2025-02-27")
+    sv = ServeModel(load_preset("llama3-8b"), chip("tpu-v6e"), "bf16", model_for(V5E),
+                    Network(chip("tpu-v6e")))  # fmt: skip
+    base = {"input_len": 224, "output_len": 133, "load": "max_throughput", "engine": "vllm",
+            "num_requests": 1000}  # fmt: skip
+    v0 = sv.serve_engine(Plan(tp=4), Inference(**base, engine_date="2025-02-27")).engine  # type: ignore[arg-type]
+    v1 = sv.serve_engine(Plan(tp=4), Inference(**base, engine_date="2025-04-11")).engine  # type: ignore[arg-type]
+    assert v0 is not None and v1 is not None
+    # a prompt at a time with the decodes held back: slower than mixed, bucketed steps
+    assert v0.output_tokens_per_s < 0.9 * v1.output_tokens_per_s

@@ -42,7 +42,7 @@ int8 KV cache (``--quantize_kv_cache``) are the workload's precision ``w8a16`` a
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -103,6 +103,9 @@ class JetStreamStep:
     # data-parallel shards of the decode state (``--shard_on_batch``): ``slots`` are the
     # whole server's, each shard's chips step ``slots / shards`` of them; prefills replicate
     shards: int = 1
+    # > 0: the generate step runs only the present sequences, padded up to a multiple of
+    # this (at least ``slots``), not every slot: vLLM V0's TPU runner (``vllm_v0_tpu_step``)
+    batch_multiple: int = 0
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -113,7 +116,7 @@ class JetStreamStep:
     def device_s(self, decode: float, context: float) -> float:
         """Device time of one generate step: every slot through the projections, MLP and
         LM head, the ``decode`` present sequences' KV read (a shard's share of each)."""
-        n = float(max(self.slots, round(decode))) / self.shards
+        n = float(self.padded_batch(decode)) / self.shards
         present = max(1.0, decode / self.shards)
         if self.cache_len:
             attention = self.parts.attention_s(n, self.cache_len, decode=True, dense=True)
@@ -121,6 +124,14 @@ class JetStreamStep:
             attention = self.parts.attention_s(present, max(1, round(context)),
                                                decode=True)  # fmt: skip
         return self.parts.linear_s(n) + attention + self.parts.logits_s(n) + self.parts.comm_s(n)
+
+    def padded_batch(self, decode: float) -> int:
+        """Sequences a generate step of ``decode`` present ones runs: at least ``slots``;
+        beyond them, rounded up to ``batch_multiple`` when the engine pads its batch."""
+        n = max(0, round(decode))
+        if self.batch_multiple > 0 and n > self.slots:
+            n = -(-n // self.batch_multiple) * self.batch_multiple
+        return max(self.slots, n)
 
     def generate_s(self, decode: float, context: float) -> float:
         """One generate step, the host's work hidden behind the device's or added."""
@@ -164,3 +175,40 @@ def jetstream_step(
         cache_len=cache_len,
         shards=shards,
     )
+
+
+# vLLM's V0 engine on TPU (vllm/worker/tpu_model_runner.py and vllm/attention/backends/
+# pallas.py of the V0 releases, e.g. v0.7.3, 2025-02-20; the V0 TPU runner kept this shape
+# until the V1 TPU runner replaced it) runs the same two kinds of step as JetStream, never
+# mixed in one forward (V0 on TPU has no chunked prefill: a scheduler step is all prompts or
+# all decodes):
+# * prefill: TPUModelRunner.execute_model runs each scheduled prompt as its own batch-1
+#   forward ("Since the FlashAttention kernel does not support ragged inputs, we split the
+#   prompts into different batches and process them separately"), its tokens padded by
+#   _get_padded_prefill_len to the next power of two, at least 16: JetStream's buckets;
+# * decode: one forward over the running sequences, padded by _get_padded_batch_size to 8
+#   when at most 8 run, else up to the next multiple of 16 (the padding rows carry context
+#   length 0, so the paged attention kernel reads only the real sequences' pages).
+# A prefill step holds the decoding sequences back for its length, as a JetStream prefill
+# does, so a step of the engine model (decode + admitted prompts) costs the decode forward
+# plus each prompt's padded forward.
+VLLM_V0_TPU_MIN_BATCH = 8
+VLLM_V0_TPU_BATCH_MULTIPLE = 16
+
+
+def vllm_v0_tpu_step(
+    parts: StepParts,
+    *,
+    inputs: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    host_step_s: float,
+    overlap: bool,
+) -> JetStreamStep:
+    """The step of a vLLM V0 TPU replica (see above) serving prompts of ``inputs`` tokens
+    (with ``weights``): a decode forward padded to ``VLLM_V0_TPU_BATCH_MULTIPLE`` (at least
+    ``VLLM_V0_TPU_MIN_BATCH``) plus one padded batch-1 prefill per admitted prompt."""
+    step = jetstream_step(
+        parts, slots=VLLM_V0_TPU_MIN_BATCH, inputs=inputs, weights=weights,
+        host_step_s=host_step_s, overlap=overlap,
+    )  # fmt: skip
+    return replace(step, batch_multiple=VLLM_V0_TPU_BATCH_MULTIPLE)

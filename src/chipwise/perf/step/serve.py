@@ -89,6 +89,7 @@ from chipwise.perf.step.engine import (
     HARNESS_ARRIVAL_WINDOWS,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_TOKENS_DEFAULT,
+    VLLM_V1_DEFAULT_DATE,
     BatchDefaults,
     Engine,
     StepFn,
@@ -99,7 +100,12 @@ from chipwise.perf.step.engine import (
     sglang_mem_fraction_static,
     windows_kv,
 )
-from chipwise.perf.step.jetstream import JetStreamStep, jetstream_step, prefill_bucket
+from chipwise.perf.step.jetstream import (
+    JetStreamStep,
+    jetstream_step,
+    prefill_bucket,
+    vllm_v0_tpu_step,
+)
 from chipwise.perf.step.timing import Cost, StepTimer, time_ops
 from chipwise.perf.step.trtllm_bench import trtllm_bench_limits
 from chipwise.units import dtype_bytes
@@ -276,6 +282,13 @@ def engine_overlaps_host(
     if engine == "vllm" and released_before(engine_date, VLLM_ASYNC_SCHEDULING_DEFAULT_DATE):
         return False
     return ENGINE_OVERLAPS_HOST
+
+
+def runs_vllm_v0_tpu(engine: str, kind: str, engine_date: str = "") -> bool:
+    """Whether ``engine`` of ``engine_date`` ("" = newest) on a chip of ``kind`` is vLLM's
+    V0 TPU runner (``jetstream.vllm_v0_tpu_step``): vLLM on a TPU before its V1 engine became
+    the default (``VLLM_V1_DEFAULT_DATE``, v0.8.0; taken for TPUs too)."""
+    return engine == "vllm" and kind == "tpu" and released_before(engine_date, VLLM_V1_DEFAULT_DATE)
 
 
 def rank_plan(plan: Plan) -> Plan:
@@ -715,6 +728,12 @@ class ServeModel(StepTimer):
             step, shards = js.step, js.step.shards
             max_seqs, max_tokens, capacity = js.max_seqs, js.max_tokens, js.capacity
             splits = [(0, 1)]  # one server drives every chip
+        elif runs_vllm_v0_tpu(phase.engine, chip.kind, phase.engine_date):
+            # prompts one at a time, padded; decodes in their own padded forward
+            step = vllm_v0_tpu_step(
+                timer, inputs=lengths.inputs, weights=lengths.weights,
+                host_step_s=HOST_STEP_S, overlap=overlap,
+            )  # fmt: skip
         best = None
         for n_prefill, instances in splits:
             replicas = instances * ranks
