@@ -61,6 +61,7 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
     "blockscale_gemm_k_latency_s",
+    "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
@@ -88,6 +89,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
     "blockscale_gemm_k_latency_s",
+    "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
@@ -106,8 +108,8 @@ _OPTIONAL = frozenset(
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
-     "blockscale_gemm_k_latency_s", "blockscale_expert_k_latency_s",
-     "fp4_expert_peak_fraction",
+     "blockscale_gemm_k_latency_s", "sglang_blockscale_gemm_k_latency_s",
+     "blockscale_expert_k_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
@@ -216,6 +218,10 @@ class Efficiency:
             blocks) serial main-loop time per 1024 elements of K where
             the architecture's kernels have no split-K (CDNA3: AITER's CK block-scale GEMM);
             the kernel takes at least that long. 0 = not measured.
+        sglang_blockscale_gemm_k_latency_s: the same under SGLang where its ROCm build runs
+            AITER's Triton block-scale GEMM (sglang PR #13617) on a default config with no
+            split-K (CDNA3: 128 x 128 output tiles, so each wave of tiles walks all of K at
+            this rate); 0 = SGLang runs the architecture's ``blockscale_gemm_k_latency_s``.
         blockscale_expert_k_latency_s: the same for a fused-MoE engine's block-scaled fp8
             expert GEMMs (CDNA: AITER's CK two-stage fused MoE). 0 = not measured.
         fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
@@ -295,6 +301,7 @@ class Efficiency:
     trtllm_fp4_gemm_latency_s: float = 0.0
     trtllm_fp4_gemm_k_latency_s: float = 0.0
     blockscale_gemm_k_latency_s: float = 0.0
+    sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
@@ -442,6 +449,7 @@ class _Entry(_Frozen):
     trtllm_fp4_gemm_latency_s: _Value | None = None
     trtllm_fp4_gemm_k_latency_s: _Value | None = None
     blockscale_gemm_k_latency_s: _Value | None = None
+    sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None

@@ -248,6 +248,10 @@ TE_GEMM_STREAMS = 4
 # moe_align_block_size; sglang/srt/layers/moe/fused_moe_triton the same kernel). TensorRT-
 # LLM runs its own MoE op (TRTLLM_MOE_ENGINE below).
 FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
+# AITER's Triton block-scale fp8 GEMM's default ("any") config on gfx942 at the images of
+# Dec 2025 - Jan 2026 (aiter/ops/triton/configs/gemm/gfx942-GEMM-A8W8_BLOCKSCALE.json,
+# ROCm/aiter@3b97805, 2025-12-30): BLOCK_SIZE_M = BLOCK_SIZE_N = 128, NUM_KSPLIT 1.
+TRITON_BLOCKSCALE_TILE = 128
 # TensorRT-LLM runs the experts as its own MoE op (CUTLASS grouped GEMMs, moe_torch_flow_
 # cutlass in AIConfigurator's tables): block-scaled fp8 experts (``Op.block_scaled``) at
 # trtllm_fp8_expert_peak_fraction where measured (TRTLLM-FP8-MOE in data/efficiency.toml);
@@ -753,8 +757,12 @@ class GpuModel(PerfModel):
         fused_moe: bool = False,
         trtllm_moe: bool = False,
         fused_ops: frozenset[str] = frozenset(),
+        engine: str = "",
     ) -> None:
         super().__init__(chip)
+        # the serving engine whose kernels time the ops ("" outside one): SGLang's ROCm
+        # block-scale fp8 GEMM is its own choice of kernel (``_blockscale_k_serial_s``)
+        self.engine = engine
         # the elementwise ops a serving engine runs inside a neighbouring kernel
         # (``ENGINE_FUSED_OPS``): no launch of their own, only the traffic they add
         self.fused_ops = fused_ops if chip.kind == "gpu" else frozenset()
@@ -816,11 +824,21 @@ class GpuModel(PerfModel):
         eff = self.efficiency
         if op.dtype != "fp8" or not op.block_scaled or op.mnk is None:
             return 0.0
+        m, n, k = op.mnk
         if op.routed_expert:
             per_k = eff.blockscale_expert_k_latency_s if self.fused_moe else 0.0
+        elif op.batch != 1:
+            per_k = 0.0
+        elif self.engine == "sglang" and eff.sglang_blockscale_gemm_k_latency_s:
+            # SGLang's ROCm build runs AITER's Triton block-scale GEMM (sglang PR #13617)
+            # on its default config: 128 x 128 output tiles, no split-K, so each wave of
+            # tiles over the chip's CUs walks all of K (efficiency.toml SG-TRITON-BS)
+            tiles = -(-m // TRITON_BLOCKSCALE_TILE) * -(-n // TRITON_BLOCKSCALE_TILE)
+            waves = -(-tiles // max(self.chip.units, 1))
+            return waves * eff.sglang_blockscale_gemm_k_latency_s * k / 1024.0
         else:
-            per_k = eff.blockscale_gemm_k_latency_s if op.batch == 1 else 0.0
-        return per_k * op.mnk[2] / 1024.0
+            per_k = eff.blockscale_gemm_k_latency_s
+        return per_k * k / 1024.0
 
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
@@ -847,7 +865,8 @@ class GpuModel(PerfModel):
         if engine not in FUSED_MOE_ENGINES or self.fused_moe:
             return self
         return GpuModel(self.chip, self.efficiency, fused_moe=True,
-                        fused_ops=ENGINE_FUSED_OPS.get(engine, frozenset()))  # fmt: skip
+                        fused_ops=ENGINE_FUSED_OPS.get(engine, frozenset()),
+                        engine=engine)  # fmt: skip
 
     def with_tp_fusion(self, tp: int) -> PerfModel:
         extra = TP_FUSED_OPS.get(TRTLLM_MOE_ENGINE, frozenset()) if self.trtllm_moe else frozenset()

@@ -327,13 +327,14 @@ def excluded_params(spec: TransformerSpec) -> float:
 
 def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
                   s_kv: int | None = None, window: int = 0,
-                  flash: bool = True) -> list[Op]:  # fmt: skip
+                  flash: bool = True, fused_qkv_a: bool = False) -> list[Op]:  # fmt: skip
     """Norm, projections, attention core, output projection and residual add.
 
     ``s`` is the query length one chip processes per sequence (already divided by cp);
     ``s_kv`` the key length attended to (the whole sequence under cp ring attention);
     ``window`` a sliding window (0 = global attention); ``flash`` False: the core unfused
-    (``unfused_attention``).
+    (``unfused_attention``); ``fused_qkv_a``: an MLA model's two down-projections run as
+    one GEMM, as the serving engines run them (``qkv_down``).
     """
     d = spec.d_model
     h, hkv = heads_per_rank(spec, shard.tp)
@@ -349,15 +350,24 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
     if spec.uses_mla:
         qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
         v = spec.v_head_dim or spec.head_dim
+        kv_n = spec.kv_lora_rank + spec.qk_rope_head_dim
+        # Serving engines run q_a_proj and kv_a_proj_with_mqa (both read the layer input,
+        # both replicated over tp) as one GEMM of N = q_lora_rank + kv_lora_rank + rope
+        # (2112 for DeepSeek-V3): SGLang's fused_qkv_a_proj_with_mqa (models/deepseek_v2.py,
+        # on every platform), vLLM's fused_qkv_a_proj, TensorRT-LLM's fused_a. Training
+        # frameworks keep two (Megatron's linear_q_down_proj / linear_kv_down_proj).
+        fuse = bool(spec.q_lora_rank) and fused_qkv_a and kept("q_down") == kept("kv_down")
+        if fuse:
+            ops.append(_matmul("qkv_down", t, spec.q_lora_rank + kv_n, d, kept("q_down")))
         if spec.q_lora_rank:
-            ops.append(_matmul("q_down", t, spec.q_lora_rank, d, kept("q_down")))
+            if not fuse:
+                ops.append(_matmul("q_down", t, spec.q_lora_rank, d, kept("q_down")))
             ops.append(_memop("q_norm", OpKind.NORM, t * spec.q_lora_rank, 1, 1, dt.act, 4))
             ops.append(_matmul("q_up", t, h * qk, spec.q_lora_rank, kept("q_up")))
         else:
             ops.append(_matmul("q_proj", t, h * qk, d, kept("q_proj")))
-        ops.append(
-            _matmul("kv_down", t, spec.kv_lora_rank + spec.qk_rope_head_dim, d, kept("kv_down"))
-        )
+        if not fuse:
+            ops.append(_matmul("kv_down", t, kv_n, d, kept("kv_down")))
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
         ops.append(
             _matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, kept("kv_up"))
@@ -563,10 +573,11 @@ def expert_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
 
 def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
               moe: bool, sliding: bool | None = None,
-              flash: bool = True) -> tuple[Op, ...]:  # fmt: skip
+              flash: bool = True, serving: bool = False) -> tuple[Op, ...]:  # fmt: skip
     """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip;
     ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's);
-    ``flash`` False runs the attention core unfused (``unfused_attention``)."""
+    ``flash`` False runs the attention core unfused (``unfused_attention``); ``serving``:
+    as a serving engine runs the layer (``attention_ops`` fused_qkv_a)."""
     if seq_len % shard.cp:
         raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
     dt = Dtypes.for_precision(precision)
@@ -575,7 +586,8 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
     window = layer_window(spec, sliding)
     ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
-                        s_kv=seq_len, window=window, flash=flash)  # fmt: skip
+                        s_kv=seq_len, window=window, flash=flash,
+                        fused_qkv_a=serving)  # fmt: skip
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
     return block_scaled_ops(spec, ops)
 
@@ -731,7 +743,8 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     dt = Dtypes.for_precision(precision)
     window = layer_window(spec, sliding)
     ctx = min(context, window) if window else context
-    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx)
+    ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx,
+                        fused_qkv_a=True)  # fmt: skip
     ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
            OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)

@@ -486,7 +486,7 @@ class ServeModel(StepTimer):
         # prefill: one forward over b x input_len tokens
         kinds = [(moe, sliding) for moe, sliding, _ in stage_layer_kinds(spec, spec.n_layers, 1)]
         pre_ops = {
-            (moe, sliding): layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
+            (moe, sliding): layer_ops(spec, moe=moe, sliding=sliding, serving=True, **kw)  # type: ignore[arg-type]
             for moe, sliding in kinds
         }
         pre = self._layers(pre_ops, sustained=True)
@@ -560,7 +560,13 @@ class ServeModel(StepTimer):
         b = -(-batch // rank_plan(plan).dp)  # requests per replica, as ``serve`` counts them
         moe = spec.is_moe
         prefill = layer_ops(
-            spec, b=b, seq_len=input_len, shard=shard, precision=self.precision, moe=moe
+            spec,
+            b=b,
+            seq_len=input_len,
+            shard=shard,
+            precision=self.precision,
+            moe=moe,
+            serving=True,
         )
         decode = decode_layer_ops(
             spec,
@@ -1094,7 +1100,7 @@ class EngineStepTimer:
         for moe, sliding, count in self.kinds:
             if moe_only and not moe:
                 continue
-            ops = layer_ops(spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
+            ops = layer_ops(spec, moe=moe, sliding=sliding, serving=True, **kw)  # type: ignore[arg-type]
             kept = tuple(op for op in ops if keep(op))
             total = total + sv.cost(kept, model=self._layer_model).scaled(count)
         return total.total_s
@@ -1125,7 +1131,7 @@ class EngineStepTimer:
             else:
                 ops = tuple(
                     attention_ops(spec, b=1, s=seqs, shard=self.shard, dt=dt, s_kv=context,
-                                  window=window)
+                                  window=window, fused_qkv_a=True)
                 )  # fmt: skip
             core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
             if decode and dense:
