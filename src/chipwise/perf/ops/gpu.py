@@ -55,7 +55,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   ``blockscale_gemm_k_latency_s`` per 1024 of K where set (CDNA3: AITER's
   tuned CK block-scale kernels have no split-K, so at decode M a handful of tiles each walk
   all of K, ~19 us at K = 7168 whatever N, against ~1-4 us of weight stream;
-  ``_blockscale_k_serial_s``); a fused-MoE engine's block-scaled fp8 expert GEMMs likewise take
+  ``_blockscale_k_serial_s``; under SGLang, whose ROCm build runs AITER's Triton block-scale
+  GEMM instead, ``sglang_blockscale_gemm_k_latency_s`` per wave of 128 x 128 tiles, its
+  untuned gfx942 default); a fused-MoE engine's block-scaled fp8 expert GEMMs likewise take
   ``blockscale_expert_k_latency_s`` per 1024 of K where set (AITER's CK two-stage MoE: its
   first stage over K = 7168 takes ~45 us at 1-4 tokens, whatever the experts they touch).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
