@@ -278,6 +278,32 @@ CASES: tuple[Case, ...] = (
             "llama3-8b", "--phase", "infer", "--concurrency", "4", "--input-len-std", "1e300"
         ),
     ),
+    Case(
+        # SGLang's ROCm block-scale GEMM: waves of tiles over a user-sized M, closed form
+        "sglang mi300x deepseek at the token and concurrency bounds",
+        lambda t: [
+            "predict",
+            "deepseek-v3",
+            "--chip",
+            "mi300x",
+            "--chips",
+            "8",
+            "--quiet",
+            "--phase",
+            "infer",
+            "--engine",
+            "sglang",
+            "--precision",
+            "fp8",
+            "--concurrency",
+            "1048576",
+            "--input-len",
+            "131072",
+            "--max-num-tokens",
+            "16777216",
+        ],
+        exit_code=0,
+    ),
     Case("--batch-tokens 1e300", lambda t: ["advise", "--batch-tokens", "1e300", "--quiet"]),
     # projects
     Case("scan a missing path", lambda t: ["scan", str(t / "nonexistent")]),
