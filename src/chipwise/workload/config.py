@@ -449,6 +449,8 @@ def spec_from_config(
         quant_exclude=_quant_exclude(config, n_layers, mla=bool(kv_lora_rank), where=where),
         glu_clamp=_glu_clamp(cfg, where),
         expert_bias=model_type in _EXPERT_BIAS_MODELS,
+        qk_norm=_qk_norm(cfg, model_type, where),
+        post_norms=model_type in _POST_NORM_MODELS,
     )
     max_positions = _optional_int(cfg, _MAX_POS, where)
     return replace(spec, max_seq_len=max_positions) if max_positions else spec
@@ -797,6 +799,44 @@ def _fp8_weight_block(config: Mapping[str, Any]) -> int:
 # (transformers' GptOssExperts: gate_up_proj_bias and down_proj_bias; Megatron-Bridge's
 # GPTOSSProvider sets add_bias_linear=True).
 _EXPERT_BIAS_MODELS = frozenset({"gpt_oss"})
+
+
+# Model types whose attention normalises q and k (RMSNorm) before attending, read in
+# transformers 5.25's modeling code (2026-12-06): per head over head_dim in Qwen3Attention and
+# Qwen3MoeAttention ("unlike olmo, only on the head dim"), Gemma3Attention; over the whole
+# projection (num_heads x head_dim, one statistic per token) in Olmo2Attention and
+# MiniMaxM2Attention. Unconditional in those classes.
+_QK_NORM_MODELS = {
+    **dict.fromkeys(("qwen3", "qwen3_moe", "gemma3", "gemma3_text"), "head"),
+    **dict.fromkeys(("olmo2", "minimax_m2"), "proj"),
+}
+# Model types whose qk-norm is a config flag, ``use_qk_norm``, with the config class's default
+# when the key is absent: Glm4MoeAttention (q_norm/k_norm over head_dim only if use_qk_norm;
+# Glm4MoeConfig default False: GLM-4.5 sets it, GLM-4.5-Air does not); Llama4TextAttention
+# (a weightless RMSNorm over head_dim if use_qk_norm, on its RoPE layers; Llama4TextConfig
+# default True: Scout sets it, Maverick clears it). Llama 4's NoPE layers (one in four) skip
+# it; chipwise gives every layer the same attention ops, so it is counted on all of them.
+_QK_NORM_FLAG_MODELS = {"glm4_moe": False, "llama4": True, "llama4_text": True}
+
+
+# Model types with four RMSNorms per layer (transformers 5.25, Gemma2DecoderLayer and
+# Gemma3DecoderLayer: input_layernorm, post_attention_layernorm on the attention's output,
+# pre_feedforward_layernorm, post_feedforward_layernorm on the MLP's output, each before the
+# residual add). OLMo-2 norms the outputs instead of the inputs: two norms, as counted.
+_POST_NORM_MODELS = frozenset({"gemma2", "gemma3", "gemma3_text"})
+
+
+def _qk_norm(cfg: Mapping[str, Any], model_type: str, where: str) -> str:
+    """The shape of the model's q/k RMSNorm (``TransformerSpec.qk_norm``); "" for a model
+    type not read above (never guessed)."""
+    if model_type in _QK_NORM_MODELS:
+        return _QK_NORM_MODELS[model_type]
+    if model_type not in _QK_NORM_FLAG_MODELS:
+        return ""
+    flag = cfg.get("use_qk_norm", _QK_NORM_FLAG_MODELS[model_type])
+    if not isinstance(flag, bool):
+        raise WorkloadError(f"config {where}: use_qk_norm must be true or false")
+    return "head" if flag else ""
 
 
 def _glu_clamp(cfg: Mapping[str, Any], where: str) -> float:

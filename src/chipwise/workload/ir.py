@@ -167,6 +167,10 @@ class Graph:
         return sum(o.total_flops for o in self.ops if o.tensor_op) / total if total else 0.0
 
 
+# ``TransformerSpec.qk_norm``: none, per head over head_dim, over the whole q/k projection.
+QK_NORM_SHAPES = ("", "head", "proj")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TransformerSpec:
     """A decoder (or encoder, or encoder-decoder) transformer, from a HF-style config.
@@ -236,6 +240,15 @@ class TransformerSpec:
     # (``expert_bias``: gate_up_proj_bias, down_proj_bias)
     glu_clamp: float = 0.0
     expert_bias: bool = False
+    # An RMSNorm on the queries and keys before attention ("qk-norm"): "head" normalises each
+    # head over head_dim (Qwen3, Gemma 3, GLM-4.5 use_qk_norm, Llama 4 use_qk_norm), "proj"
+    # the whole q and k projections (OLMo-2, MiniMax-M2); "" = none (workload/config.py
+    # ``_qk_norm``)
+    qk_norm: str = ""
+    # RMSNorms on the attention's and the MLP's outputs before their residual adds, beside the
+    # usual pre-norms ("sandwich" norms: Gemma 2 and 3's post_attention_layernorm and
+    # post_feedforward_layernorm)
+    post_norms: bool = False
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):
@@ -253,6 +266,10 @@ class TransformerSpec:
                 f"{self.name}: expert_groups={self.expert_groups} must divide the "
                 f"{self.n_experts} experts and expert_groups_per_token must be in "
                 f"1..{self.expert_groups}"
+            )
+        if self.qk_norm not in QK_NORM_SHAPES:
+            raise WorkloadError(
+                f"{self.name}: qk_norm must be one of {', '.join(map(repr, QK_NORM_SHAPES))}"
             )
         if self.sliding_window < 0 or self.sliding_window_pattern < 0:
             raise WorkloadError(

@@ -304,14 +304,31 @@ FUSED_MOE_FP8_INPUT_QUANT = 1
 #   backend's default; tensorrt_llm/_torch/modules/attention.py), so it adds no pass. vLLM
 #   and SGLang run rotary_embedding as a kernel of its own before attention (vLLM's
 #   torch.compile'd graph fuses it with the qkv split, still one kernel), so it stays.
+# * ``k_head_norm`` (the keys' half of a qk-norm, layers.qk_norm_ops) under SGLang and
+#   TensorRT-LLM, which run it beside or inside the queries' norm so that one launch sits on
+#   the critical path; its bytes are still read and written (``fused_traffic``). SGLang
+#   v0.5.3-v0.5.5 (the GPUStack rows' versions) normalises k on an alternate stream while q's
+#   norm runs whenever it captures a CUDA graph (python/sglang/srt/models/qwen3.py
+#   _apply_qk_norm, alt_stream under get_is_capture_mode; later versions' shared apply_qk_norm
+#   in models/utils.py runs one fused_inplace_qknorm kernel for both, PR #15835).
+#   TensorRT-LLM's QKNormRoPEAttention (tensorrt_llm/_torch/modules/qk_norm_attention.py,
+#   Qwen3, Qwen3-MoE; fuse_qk_norm_rope=True by default since PR #4611, 2025-05-27) runs
+#   torch.ops.trtllm.fused_qk_norm_rope: q's and k's norms and RoPE in one kernel over the
+#   packed qkv (so ``rope`` stays costless there too); with Gemma's norm it runs q and k on
+#   two streams (maybe_execute_in_parallel). vLLM keeps both: before v0.11.1 Inductor
+#   compiles q-norm and k-norm as kernels of their own (vLLM PR #26682, 2025-10-14: "5
+#   kernels" after qkv_proj for Qwen3 until Inductor's combo kernels merged them into one
+#   qk-norm and one rope kernel), and the GPUStack vLLM rows ran v0.11.0; the later merge
+#   is not keyed by version here.
 # Not modelled here: TensorRT-LLM's all-reduce + residual + RMSNorm fusion under tp > 1, the
 # fused-MoE kernels' own fusions (their fitted values time the MoE block's separate ops:
 # MXFP4-MOE, W4A16-MOE) and fp8 activation quantisation fused into the norm.
 _RESIDUAL_FUSION = frozenset({"attn_residual", "mlp_residual"})
+_QK_NORM_FUSION = frozenset({"k_head_norm"})
 ENGINE_FUSED_OPS: dict[str, frozenset[str]] = {
     "vllm": _RESIDUAL_FUSION,
-    "sglang": _RESIDUAL_FUSION,
-    "trtllm": _RESIDUAL_FUSION | {"rope"},
+    "sglang": _RESIDUAL_FUSION | _QK_NORM_FUSION,
+    "trtllm": _RESIDUAL_FUSION | {"rope"} | _QK_NORM_FUSION,
 }
 # Under tensor parallelism TensorRT-LLM also runs each RMSNorm inside the all-reduce before
 # it: its decoder layers pass AllReduceParams(fusion_op=AllReduceFusionOp.RESIDUAL_RMS_NORM,
@@ -378,9 +395,12 @@ def fused_traffic(op: Op) -> float:
     """HBM bytes an op fused into a neighbouring kernel (``ENGINE_FUSED_OPS``) still adds:
     a residual add fused into the next RMSNorm reads the residual and writes the new one
     (the branch output is the norm's own read; its own write is the norm's input, not
-    written apart); RoPE fused into attention adds nothing."""
+    written apart); RoPE fused into attention adds nothing; the keys' qk-norm run beside or
+    inside the queries' still reads and writes the keys."""
     if op.name in _RESIDUAL_FUSION:
         return op.bytes_read / 2 + op.bytes_written
+    if op.name in _QK_NORM_FUSION:
+        return op.bytes_read + op.bytes_written
     if op.name in ("attn_norm", "mlp_norm"):
         # inside the all-reduce (``TP_FUSED_OPS``): the normed activations written
         return op.bytes_written

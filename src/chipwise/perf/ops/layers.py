@@ -381,6 +381,7 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
     else:
         dh = spec.head_dim
         ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, kept("qkv_proj")))
+        ops += qk_norm_ops(spec, t, h, hkv, dt)
         if not spec.learned_positions:
             # rotary embedding of q and k; a model with a learned position table (GPT-2,
             # OPT, MPT, Megatron GPT) adds positions once at the input instead
@@ -391,8 +392,30 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
             ops += unfused_attention(b, s, kv_len, h, dh, dh, dt)
         ops += _fp8_cast("o_proj_cast", t * h * dh, kept("o_proj"))
         ops.append(_matmul("o_proj", t, d, h * dh, kept("o_proj")))
+    ops += post_norm_ops("attn_post_norm", spec, t_sp, dt)
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
+
+
+# The two ops of a qk-norm (``TransformerSpec.qk_norm``): the queries' and the keys' RMSNorm.
+QK_NORM_OPS = ("q_head_norm", "k_head_norm")
+
+
+def qk_norm_ops(spec: TransformerSpec, t: int, heads: int, kv_heads: int, dt: Dtypes) -> list[Op]:
+    """The RMSNorm of the ``t`` tokens' queries and keys one rank holds before attention
+    (``TransformerSpec.qk_norm``): each reads and writes its tensor once (a norm's four FLOPs
+    per element), two kernels as the models' code runs them (a ``q_norm`` and a ``k_norm``
+    module; the engines that run them as one are in gpu.py ``ENGINE_FUSED_OPS``). A norm over
+    the whole projection ("proj": OLMo-2, MiniMax-M2) moves the same bytes; under tp > 1 its
+    statistics need the other ranks' partial sums, a collective not modelled here."""
+    if not spec.qk_norm:
+        return []
+    dh = spec.head_dim
+    q_name, k_name = QK_NORM_OPS
+    return [
+        _memop(q_name, OpKind.NORM, t * heads * dh, 1, 1, dt.act, flops_per_element=4),
+        _memop(k_name, OpKind.NORM, t * kv_heads * dh, 1, 1, dt.act, flops_per_element=4),
+    ]
 
 
 def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
@@ -481,8 +504,21 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         if spec.n_shared_experts:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)
+    ops += post_norm_ops("mlp_post_norm", spec, t_sp, dt)
     ops.append(_memop("mlp_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
+
+
+def post_norm_ops(name: str, spec: TransformerSpec, t_sp: int, dt: Dtypes) -> list[Op]:
+    """The RMSNorm a sandwich-norm model (``TransformerSpec.post_norms``: Gemma 2 and 3) runs
+    on a block's output before its residual add, over the ``t_sp`` tokens the rank holds: a
+    kernel of its own: vLLM's Gemma3DecoderLayer.forward (vllm/model_executor/models/
+    gemma3.py) calls ``post_attention_layernorm(hidden_states)`` and
+    ``post_feedforward_layernorm`` without the residual, which the next pre-norm adds
+    (``ENGINE_FUSED_OPS``)."""
+    if not spec.post_norms:
+        return []
+    return [_memop(name, OpKind.NORM, t_sp * spec.d_model, 1, 1, dt.act, flops_per_element=4)]
 
 
 # Eager kernels of the gpt-oss GLU clamp (``unfused_expert_epilogues``): the gate half's
