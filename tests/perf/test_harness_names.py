@@ -1,11 +1,13 @@
 """The harness names a workload accepts (``ir.HARNESSES``, validated where input enters) and
 the ones the engine model times (``engine.HARNESS_ADMISSION_GATES`` and
-``HARNESS_ARRIVAL_WINDOWS``, ``ir.TRTLLM_BENCH_HARNESSES``) are listed in two layers, as the
+``HARNESS_ARRIVAL_WINDOWS``, ``ir.TRTLLM_BENCH_HARNESSES``, ``serve.GEMM_ALL_REDUCE_HARNESSES``)
+are listed in two layers, as the
 import contracts require (the workload layer may not import perf): this ties them."""
 
 from __future__ import annotations
 
 from chipwise.perf.step.engine import HARNESS_ADMISSION_GATES, HARNESS_ARRIVAL_WINDOWS
+from chipwise.perf.step.serve import GEMM_ALL_REDUCE_HARNESSES
 from chipwise.workload.ir import HARNESSES, TRTLLM_BENCH_HARNESSES
 
 
@@ -16,6 +18,7 @@ def test_every_accepted_harness_is_modelled_and_every_modelled_one_accepted() ->
         set(HARNESS_ADMISSION_GATES)
         | set(HARNESS_ARRIVAL_WINDOWS)
         | set(TRTLLM_BENCH_HARNESSES)
+        | set(GEMM_ALL_REDUCE_HARNESSES)
         | {"", "api"}
     )
     assert set(HARNESSES) == modelled

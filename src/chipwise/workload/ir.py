@@ -551,7 +551,10 @@ class Inference:
     # only every few steps (HARNESS_ADMISSION_GATES);
     # "nvidia-mlperf-adp-T-W": NVIDIA's DeepSeek-R1 Offline and Server runs, whose
     # TensorRT-LLM attention-DP balance (timeout T, batching wait W iterations) admits
-    # prompts every few steps (the same gates); "trtllm-bench-adp-60-0": trtllm-bench's
+    # prompts every few steps (the same gates); "nvidia-mlperf-gemm-ar": NVIDIA's
+    # llama3.1-405b runs, whose TensorRT-LLM joins each row-parallel GEMM (attention's
+    # output projection, the MLP's down projection) and its tensor-parallel all-reduce in one
+    # kernel (perf/step/serve.py GEMM_ALL_REDUCE_HARNESSES); "trtllm-bench-adp-60-0": trtllm-bench's
     # limits with that balance at timeout 60, wait 0 (TensorRT-LLM's perf overview runs
     # DeepSeek-R1 so); "api-sglang-recv-N" / "api-sglang-decode-steps-N": an API client
     # (below) timing SGLang run with --scheduler-recv-interval N or
@@ -750,6 +753,7 @@ HARNESSES = (
     "nvidia-mlperf-adp-6-2",
     "nvidia-mlperf-adp-50-10",
     "nvidia-mlperf-adp-500-10",
+    "nvidia-mlperf-gemm-ar",
     "api",
     "api-sglang-recv-10",
     "api-sglang-recv-30",

@@ -195,6 +195,28 @@ API_REQUEST_S = {"vllm": 0.020, "sglang": 0.014, "trtllm": 0.032}
 # default, unlike Megatron's userbuffers in training, ``train.TP_OVERLAP``), so prefill
 # and decode both pay all of it.
 SERVE_TP_OVERLAP = 0.0
+# Unless the engine joins a GEMM and its all-reduce in one kernel: TensorRT-LLM's GEMM +
+# all-reduce fusion (a persistent CUTLASS GEMM whose all-reduce warps reduce each finished
+# output tile over NVLink SHARP multicast memory while the MMA warps compute the next tiles:
+# NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/cutlass_kernels/allreduce_gemm/, kernel
+# sm100_gemm_allreduce_tma_warpspecialized.hpp; on Blackwell one tile shape, 128 x 256,
+# NVLS two-shot, allreduce_gemm_runner.cu; fp16/bf16/fp8/NVFP4 inputs). It replaces the
+# all-reduce after each row-parallel GEMM (attention's output projection, a dense MLP's down
+# projection; an MoE layer's second all-reduce follows its experts, not one GEMM) and the
+# all-reduce + norm fusion (TRTLLM_LLAMA_EAGER_FUSION_DISABLED=1 beside it). NVIDIA's MLPerf
+# llama3.1-405b runs turn it on: v5.1's TensorRT engines with the build flag
+# ``gemm_allreduce_plugin`` (closed/NVIDIA/configs/{B200-SXM-180GBx8,GB200-NVL72_..._aarch64x72,
+# GB300-NVL72_..._aarch64x72_TRT}/{Offline,Server}/llama3_1-405b.py, ykamiset/
+# inference_results_v5.1@e9ccad4d), v6.0's PyTorch flow with TRTLLM_GEMM_ALLREDUCE_FUSION_
+# ENABLED=1 (every llama3_1-405b config of closed/NVIDIA and its partners on B200, B300,
+# GB200 and GB300, gbeezybez/inference_results_v6.0@232fbf90, read 2026-12-06); their
+# llama2-70b configs run tp 1. Rows state it as harness "nvidia-mlperf-gemm-ar". A tile's
+# reduction overlaps the tiles after it, so the all-reduce costs what the GEMM cannot hide
+# (its bytes outlasting the GEMM) and at least its last wave of tiles' share
+# (``EngineStepTimer._gemm_hidden_all_reduce_s``).
+GEMM_ALL_REDUCE_HARNESSES = frozenset({"nvidia-mlperf-gemm-ar"})
+GEMM_ALL_REDUCE_TILE = (128, 256)
+GEMM_ALL_REDUCE_OPS = frozenset({"o_proj", "mlp_down"})
 # Serving engines run a tensor-parallel all-reduce of fewer than this many bytes with their
 # own one-kernel all-reduce over peer memory, not through NCCL/RCCL: vLLM's CustomAllreduce
 # (max_size 8 MiB, vllm/distributed/device_communicators/custom_all_reduce.py; strictly
@@ -638,7 +660,10 @@ class ServeModel(StepTimer):
         context servers: tensor_parallel_size 4, moe_expert_parallel_size 1)."""
         layout = Plan(tp=pool.tp, ep=pool.ep if self.spec.is_moe else 1, adp=pool.adp)
         check_serving_plan(layout, self.chip, self.spec)
-        timer = self.engine_timer(layout, kv_dtype, phase.spec_tokens, phase.spec_method)
+        timer = self.engine_timer(
+            layout, kv_dtype, phase.spec_tokens, phase.spec_method,
+            gemm_all_reduce=phase.harness in GEMM_ALL_REDUCE_HARNESSES,
+        )  # fmt: skip
         budget = pool.max_num_tokens or self.batch_defaults(phase).max_num_tokens
         return functools.partial(timer.step_s, overlap=False), float(budget)
 
@@ -650,19 +675,28 @@ class ServeModel(StepTimer):
         return timer.kv_bytes_per_token() / tier.bytes_per_s_per_chip
 
     def engine_timer(
-        self, plan: Plan, kv_dtype: str, spec_tokens: int = 0, spec_method: str = "mtp"
+        self,
+        plan: Plan,
+        kv_dtype: str,
+        spec_tokens: int = 0,
+        spec_method: str = "mtp",
+        *,
+        gemm_all_reduce: bool = False,
     ) -> EngineStepTimer:
         """The step timer of ``plan`` (cached: an SLO search solves many loads per plan),
-        verifying ``spec_tokens`` draft tokens of ``spec_method``'s drafter per sequence."""
-        timers: dict[tuple[Plan, str, int, str], EngineStepTimer] = self.__dict__.setdefault(
+        verifying ``spec_tokens`` draft tokens of ``spec_method``'s drafter per sequence;
+        ``gemm_all_reduce``: the engine joins row-parallel GEMMs and their all-reduces
+        (``GEMM_ALL_REDUCE_HARNESSES``)."""
+        timers: dict[tuple[Plan, str, int, str, bool], EngineStepTimer] = self.__dict__.setdefault(
             "_engine_timers", {}
         )
-        key = (plan, kv_dtype, spec_tokens, spec_method if spec_tokens else "")
+        key = (plan, kv_dtype, spec_tokens, spec_method if spec_tokens else "", gemm_all_reduce)
         timer = timers.get(key)
         if timer is None:
             timer = timers[key] = EngineStepTimer(
-                self, plan, kv_dtype, spec_tokens=spec_tokens, spec_method=spec_method
-            )
+                self, plan, kv_dtype, spec_tokens=spec_tokens, spec_method=spec_method,
+                gemm_all_reduce=gemm_all_reduce,
+            )  # fmt: skip
         return timer
 
     def batch_defaults(self, phase: Inference, load: str = "") -> BatchDefaults:
@@ -679,7 +713,10 @@ class ServeModel(StepTimer):
         """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
-        timer = self.engine_timer(plan, kv_dtype, phase.spec_tokens, phase.spec_method)
+        timer = self.engine_timer(
+            plan, kv_dtype, phase.spec_tokens, phase.spec_method,
+            gemm_all_reduce=phase.harness in GEMM_ALL_REDUCE_HARNESSES,
+        )  # fmt: skip
         # tokens each decoding sequence emits per step (speculative decoding's acceptance)
         accept = phase.spec_accept if phase.spec_tokens else 1.0
         overlap = engine_overlaps_host(phase.engine, phase.engine_date, phase.async_scheduling)
@@ -1047,6 +1084,7 @@ class EngineStepTimer:
         *,
         spec_tokens: int = 0,
         spec_method: str = "mtp",
+        gemm_all_reduce: bool = False,
     ) -> None:
         check_serving_plan(plan, serve.chip, serve.spec)
         self.serve = serve
@@ -1070,9 +1108,20 @@ class EngineStepTimer:
         # again (its bisections, the prefill and decode halves of a cycle); about two in
         # three of an SLO search's asks repeat one already made on this timer
         self._device: dict[tuple[float, float, float, float, float | None], float] = {}
+        # TensorRT-LLM's GEMM + all-reduce kernel (GEMM_ALL_REDUCE_HARNESSES): an NVIDIA
+        # tensor-parallel replica's row-parallel GEMMs, NVLink SHARP within one domain
+        self.gemm_all_reduce = (
+            gemm_all_reduce
+            and serve.chip.vendor == "nvidia"
+            and plan.tp > 1
+            and not plan.adp
+            and not self.groups["tp"].crosses_domains
+        )
         # the layer ops as the engine runs them at this plan's tp (TensorRT-LLM's norms
-        # inside the all-reduce: gpu.TP_FUSED_OPS)
-        self._layer_model = serve.model.with_tp_fusion(self.shard.tp)
+        # inside the all-reduce: gpu.TP_FUSED_OPS; not beside the GEMM + all-reduce kernel,
+        # which takes that all-reduce)
+        tp_fused = 1 if self.gemm_all_reduce else self.shard.tp
+        self._layer_model = serve.model.with_tp_fusion(tp_fused)
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1213,8 +1262,34 @@ class EngineStepTimer:
         cached = self._comms.get(key)
         if cached is None:
             n_bytes = key * self.serve.spec.d_model * self.act_bytes
-            cached = self._comms[key] = self.serve._comm(self.plan, self.groups, n_bytes)
+            cached = self.serve._comm(self.plan, self.groups, n_bytes)
+            if self.gemm_all_reduce:
+                cached -= self._gemm_hidden_all_reduce_s(key, n_bytes)
+            self._comms[key] = cached
         return cached
+
+    def _gemm_hidden_all_reduce_s(self, tokens: int, n_bytes: float) -> float:
+        """Seconds of the step's all-reduces that TensorRT-LLM's GEMM + all-reduce kernel
+        hides behind its row-parallel GEMMs (``GEMM_ALL_REDUCE_HARNESSES``): a tile's
+        reduction runs while the GEMM computes the tiles after it, so of each all-reduce
+        only what outlasts its GEMM, and at least the last wave of tiles' share, stays."""
+        sv = self.serve
+        all_reduce = sv._tp_all_reduce_s(n_bytes, self.groups["tp"])
+        units = max(1, sv.chip.units)
+        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
+        hidden = 0.0
+        for moe, sliding, count in self.kinds:
+            ops = layer_ops(sv.spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
+            for op in ops:
+                if op.name not in GEMM_ALL_REDUCE_OPS or op.mnk is None or op.routed_expert:
+                    continue
+                gemm = sv.cost((op,), model=self._layer_model).total_s
+                m, n, _ = op.mnk
+                tm, tn = GEMM_ALL_REDUCE_TILE
+                waves = math.ceil(math.ceil(m / tm) * math.ceil(n / tn) / units)
+                exposed = max(all_reduce - gemm, all_reduce / waves)
+                hidden += count * (all_reduce - exposed)
+        return hidden
 
     def step_s(
         self,
