@@ -76,7 +76,9 @@ the tails come from queueing theory. The model, per replica:
   of others) - no queue forms, as bunches come spaced out.
 * **TPOT** of a request = ``t(b, 0) + (t(b, c) - t(b, 0)) K / L_out`` with ``K`` ~
   Binomial(``L_out``, ``f``) chunks met during its decode: mean ``t``, p99 from the normal
-  approximation, mixed over output lengths.
+  approximation, mixed over output lengths. Under Poisson arrivals (``rps``) the share
+  ``f`` itself varies over a request's decode window with the prompt work that arrives in
+  it (compound Poisson, ``_step_quantiles``): a second, independent spread.
 * **Lockstep replicas.** Attention-data-parallel ranks (``Plan.adp``) each run this loop on
   their own requests, but every MoE layer's all-gather and reduce-scatter joins them, so a
   step lasts as long as the slowest rank's: with ``n`` ranks each carrying a chunk in a share
@@ -1182,7 +1184,11 @@ class Engine:
         else:
             p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         ttft_mean, p50, p99 = (t + self.client_s for t in (ttft_mean, p50, p99))
-        tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept)
+        # an open loop's prompts arrive at random: the prefill a request's decode meets
+        # varies with how many arrive while it decodes (``_step_quantiles``)
+        open_loop = load == "rps" and not saturated and not self.disaggregated
+        arrivals = x if open_loop and self.lockstep == 1 and not gated and not windowed else 0.0
+        tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept, arrivals, inputs)
         in_engine = es + resid + wait_mean + decode_s
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
         return EngineState(
@@ -1457,22 +1463,50 @@ def _mixed_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: 
     return _bisect_quantiles(tail, top, qs)
 
 
-def _tpot_quantiles(rate: Rate, lens: Lengths, accept: float = 1.0) -> tuple[float, float]:
+def _tpot_quantiles(
+    rate: Rate,
+    lens: Lengths,
+    accept: float = 1.0,
+    arrivals: float = 0.0,
+    inputs: FloatArray | None = None,
+) -> tuple[float, float]:
     """Median and p99 of a request's mean time per output token (chunks met ~ binomial
-    over its decode steps, ``accept`` output tokens a step)."""
-    p50, p99 = _step_quantiles(rate, lens, accept)
+    over its decode steps, ``accept`` output tokens a step; ``arrivals``: an open loop's
+    Poisson rate of prompts ``inputs`` long, whose count varies over a request's decode)."""
+    p50, p99 = _step_quantiles(rate, lens, accept, arrivals, inputs)
     return p50 / accept, p99 / accept
 
 
-def _step_quantiles(rate: Rate, lens: Lengths, accept: float) -> tuple[float, float]:
-    """Median and p99 of a request's mean step over its ``L_out / accept`` decode steps."""
+def _step_quantiles(
+    rate: Rate,
+    lens: Lengths,
+    accept: float,
+    arrivals: float = 0.0,
+    inputs: FloatArray | None = None,
+) -> tuple[float, float]:
+    """Median and p99 of a request's mean step over its ``L_out / accept`` decode steps.
+
+    Two sources of spread, independent: which of the steps carry a chunk (Binomial over
+    the request's steps at the share ``f``), and, under Poisson arrivals at ``arrivals``
+    prompts a second, how much prefill there is to carry while the request decodes: the
+    prompt tokens arriving in its window of ``n`` steps (``n t`` seconds) are compound
+    Poisson, mean ``x n t E[L]``, variance ``x n t E[L^2]``, so the share of chunked steps
+    over that window (``c`` tokens a chunk) varies by ``x t E[L^2] / (c^2 n)`` (a window
+    of 65 arrivals: ~10-14 % of the share, against the Binomial's ~3 % at 685 steps). A
+    closed loop's arrivals follow its completions and do not fluctuate so."""
     delta = rate.t1_s - rate.t0_s
     mean = rate.step_s
     if delta <= 0 or rate.f <= 0 or rate.f >= 1:
         return mean, mean
     outs, index = np.unique(np.maximum(1.0, lens.outputs / accept), return_inverse=True)
     weights = np.bincount(index, weights=lens.weights)
-    sd = delta * np.sqrt(rate.f * (1 - rate.f) / outs)
+    var = rate.f * (1 - rate.f) / outs
+    if arrivals > 0 and inputs is not None and rate.chunk > 0:
+        # prompt tokens arriving over n steps: variance x n t E[L^2]; over the n steps'
+        # n c chunk tokens, the share's variance x t E[L^2] / (c^2 n)
+        m2 = float(lens.weights @ (inputs * inputs))
+        var = var + arrivals * mean * m2 / (rate.chunk**2 * outs)
+    sd = delta * np.sqrt(var)
     if outs.size == 1:
         return mean, min(rate.t1_s, mean + _Z99 * float(sd[0]))
     lo, hi = rate.t0_s, rate.t1_s
