@@ -70,13 +70,17 @@ class ExpertRouting:
     """How a routed-expert GEMM's rows reach its experts: ``tokens`` tokens (over every
     expert-parallel rank) each choose ``topk`` of ``experts`` experts, ``local`` of which this
     rank holds; ``balanced``: every expert gets the mean load (the kernel benchmarks'
-    forced-balanced routing), else each token's choice is uniform at random."""
+    forced-balanced routing), else each token's choice is uniform at random. ``shared``:
+    always-routed experts in the same grid (a serving engine's fused shared experts), each
+    taking all ``shared_rows`` of this rank's tokens."""
 
     tokens: int
     topk: int
     experts: int
     local: int
     balanced: bool = False
+    shared: int = 0
+    shared_rows: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -504,7 +504,16 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
             r, t = w4a16_expert_rows(n, architecture)
         rows += w * r
         slices += w * t
-    return routing.local * rows, routing.local * slices
+    rows, slices = routing.local * rows, routing.local * slices
+    if routing.shared and routing.shared_rows:
+        # fused shared experts: every token's rows, padded on their own
+        if pow2:
+            t = _ceil_div(routing.shared_rows, block)
+            r = t * block
+        else:
+            r, t = w4a16_expert_rows(routing.shared_rows, architecture)
+        rows, slices = rows + routing.shared * r, slices + routing.shared * t
+    return rows, slices
 
 
 @lru_cache(maxsize=CACHE_ENTRIES)
@@ -519,7 +528,8 @@ def routed_row_tiles(routing: ExpertRouting, tile_m: int) -> float:
     loads = expert_loads(routing)
     # normalised: the truncated pmf's weights sum to 1 only within rounding
     tiles = sum(w * _ceil_div(n, tile_m) for n, w in loads) / sum(w for _, w in loads)
-    return routing.local * tiles
+    # fused shared experts: every token's rows, padded on their own
+    return routing.local * tiles + routing.shared * _ceil_div(routing.shared_rows, tile_m)
 
 
 def marlin_rows(m: int) -> int:

@@ -443,9 +443,53 @@ def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
     ]
 
 
+# Where SGLang folds a DeepSeek-V3/R1 layer's shared expert into its fused MoE as one more,
+# always-routed expert (``num_fused_shared_experts``: the experts grid gets E + 1 experts and
+# top-k + 1, and no ``shared_experts`` MLP is built). DeepseekV2ForCausalLM.
+# determine_num_fused_shared_experts (python/sglang/srt/models/deepseek_v2.py; the ROCm
+# branch from sglang PR #12201 "[FEAT][ROCM] enable fused shared expert for Rocm", reviewed
+# 2025-11-06) keeps it on for a DeepseekV3ForCausalLM checkpoint of 256 routed experts and 1
+# shared expert unless --disable-shared-experts-fusion, a DeepEP all-to-all or a w4afp8
+# checkpoint: on ROCm at compute capability >= 9.4 (gfx942: MI300X/MI325X; gfx950: MI355X)
+# under any expert parallelism; on CUDA at capability >= 8.0 and ep = 1 only, and not under
+# --moe-runner-backend flashinfer_trtllm (server_args._handle_moe_kernel_config then sets
+# --disable-shared-experts-fusion), which SGLang picks by itself on sm100 for a DeepSeek
+# fp8/fp4 checkpoint with no all-to-all (_handle_model_specific_adjustments: "Use
+# flashinfer_trtllm as MoE runner backend on sm100 for DeepseekV3ForCausalLM"; the
+# InferenceMAX B200 fp8 launches also pass it). Hopper's default Triton fused MoE fuses.
+SGLANG_SHARED_FUSION_ROCM = frozenset({"cdna3", "cdna4"})
+SGLANG_SHARED_FUSION_CUDA = frozenset(
+    {"ampere", "ampere-ga10x", "ada", "hopper", "blackwell", "blackwell-rtx"}
+)
+# sm100 parts whose default MoE runner for a DeepSeek fp8/fp4 checkpoint is flashinfer_trtllm
+SGLANG_TRTLLM_MOE_ARCHITECTURES = frozenset({"blackwell"})
+SGLANG_TRTLLM_MOE_PRECISIONS = frozenset({"fp8", "fp4"})
+SGLANG_SHARED_FUSION_EXPERTS = (256, 1)  # (routed, shared) experts of DeepSeek-V3/R1
+
+
+def sglang_fuses_shared_experts(spec: TransformerSpec, *, engine: str, architecture: str,
+                                precision: str, ep: int) -> bool:  # fmt: skip
+    """Whether ``engine`` on a chip of ``architecture`` runs ``spec``'s shared expert inside
+    the fused MoE at ``precision`` and expert parallelism ``ep`` (module comment above)."""
+    if engine != "sglang" or not (spec.is_moe and spec.uses_mla):
+        return False
+    if (spec.n_experts, spec.n_shared_experts) != SGLANG_SHARED_FUSION_EXPERTS:
+        return False
+    if architecture in SGLANG_SHARED_FUSION_ROCM:
+        return True
+    if architecture not in SGLANG_SHARED_FUSION_CUDA or ep > 1:
+        return False
+    return not (
+        architecture in SGLANG_TRTLLM_MOE_ARCHITECTURES
+        and precision in SGLANG_TRTLLM_MOE_PRECISIONS
+    )
+
+
 def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
-            moe: bool) -> list[Op]:  # fmt: skip
-    """Norm, dense MLP or MoE (router, dispatch, experts, shared experts), residual add."""
+            moe: bool, fused_shared: bool = False) -> list[Op]:  # fmt: skip
+    """Norm, dense MLP or MoE (router, dispatch, experts, shared experts), residual add;
+    ``fused_shared``: the shared experts run as always-routed experts of the fused MoE
+    (``sglang_fuses_shared_experts``), not as dense GEMMs of their own."""
     d = spec.d_model
     t = b * s
     t_sp = max(1, t // shard.tp)
@@ -468,13 +512,17 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         # touch E (1 - (1 - k/E)^t) distinct experts in expectation, and only those
         # experts' weights are read (grouped GEMMs skip empty groups).
         active = active_experts(local_experts, routed * shard.ep, k, e)
-        per_expert = max(1, round(routed * k / active))
+        # fused shared experts: each is one more expert of the grid that every token this
+        # rank routes picks (its weights split over etp like a routed expert's, read once)
+        shared_n = spec.n_shared_experts if fused_shared else 0
+        pairs = routed * (k + shared_n)
+        per_expert = max(1, round(pairs / (active + shared_n)))
         # router logits in the activation dtype (Megatron's default moe_router_dtype)
         ops.append(_matmul("router", t, e, d, Dtypes(matmul=dt.act, act=dt.act)))
         ops.append(_memop("router_topk", OpKind.SORT, t * e, 1, 0.1, dt.act, 4))
         # dispatch: an indexed gather of each token's k copies into expert order; combine: a
         # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
-        permute = _memop("moe_permute", OpKind.GATHER, routed * k * d, 1, 1, dt.act, 0)
+        permute = _memop("moe_permute", OpKind.GATHER, pairs * d, 1, 1, dt.act, 0)
         # the experts' stored weight dtype: a W4A16 fused-MoE kernel that gathers its rows in
         # the up-projection's prologue writes no permuted copy (gpu.py _W4A16_FUSED_OPS)
         ops.append(replace(permute, weight=expert_dtypes(spec, dt).weight))
@@ -485,11 +533,12 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             _split(width, etp, "moe_d_ff"),
             spec.gated_mlp,
             expert_dtypes(spec, dt),
-            batch=active,
+            batch=active + shared_n,
         )
         # the expert GEMMs carry the routing that loads them (the kernels pad each
         # expert's rows to their row tile: gpu.py)
-        routing = ExpertRouting(tokens=routed * shard.ep, topk=k, experts=e, local=local_experts)
+        routing = ExpertRouting(tokens=routed * shard.ep, topk=k, experts=e, local=local_experts,
+                                shared=shared_n, shared_rows=routed)  # fmt: skip
         experts = [
             replace(op, routing=routing) if op.kind is OpKind.MATMUL else op for op in experts
         ]
@@ -500,8 +549,8 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
                 else op for op in experts
             ]  # fmt: skip
         ops += experts
-        ops.append(_memop("moe_unpermute", OpKind.SCATTER, routed * k * d, 1, 1, dt.act, 1))
-        if spec.n_shared_experts:
+        ops.append(_memop("moe_unpermute", OpKind.SCATTER, pairs * d, 1, 1, dt.act, 1))
+        if spec.n_shared_experts and not shared_n:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)
     ops += post_norm_ops("mlp_post_norm", spec, t_sp, dt)
@@ -609,11 +658,13 @@ def expert_dtypes(spec: TransformerSpec, dt: Dtypes) -> Dtypes:
 
 def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, precision: str,
               moe: bool, sliding: bool | None = None,
-              flash: bool = True, serving: bool = False) -> tuple[Op, ...]:  # fmt: skip
+              flash: bool = True, serving: bool = False,
+              fused_shared: bool = False) -> tuple[Op, ...]:  # fmt: skip
     """Forward ops of one decoder layer for a micro-batch of ``b`` sequences on one chip;
     ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's);
     ``flash`` False runs the attention core unfused (``unfused_attention``); ``serving``:
-    as a serving engine runs the layer (``attention_ops`` fused_qkv_a)."""
+    as a serving engine runs the layer (``attention_ops`` fused_qkv_a); ``fused_shared``:
+    the shared experts inside the fused MoE (``sglang_fuses_shared_experts``)."""
     if seq_len % shard.cp:
         raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
     dt = Dtypes.for_precision(precision)
@@ -624,7 +675,7 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
                         s_kv=seq_len, window=window, flash=flash,
                         fused_qkv_a=serving)  # fmt: skip
-    ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe)
+    ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe, fused_shared=fused_shared)
     return block_scaled_ops(spec, ops)
 
 
@@ -772,7 +823,8 @@ def norm_act_recompute_ops(forward: tuple[Op, ...]) -> tuple[Op, ...]:
 
 def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: Shard,
                      precision: str, kv_dtype: str, moe: bool,
-                     sliding: bool | None = None) -> tuple[Op, ...]:  # fmt: skip
+                     sliding: bool | None = None,
+                     fused_shared: bool = False) -> tuple[Op, ...]:  # fmt: skip
     """One decode step of one layer: ``batch`` new tokens attending to ``context`` cached
     tokens each (at most the window in a sliding layer). Projections are skinny GEMMs
     (M = batch) that read every weight; attention reads the layer's whole KV cache."""
@@ -783,7 +835,7 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
                         fused_qkv_a=True)  # fmt: skip
     ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
            OpKind.ATTENTION else op for op in ops]  # fmt: skip
-    ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe)
+    ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe, fused_shared=fused_shared)
     return block_scaled_ops(spec, ops)
 
 

@@ -67,6 +67,7 @@ from chipwise.perf.ops.layers import (
     layer_ops,
     layer_window,
     projection_op,
+    sglang_fuses_shared_experts,
 )
 from chipwise.perf.plan.memory import (
     RESERVE_FIXED_BYTES,
@@ -484,6 +485,14 @@ class ServeModel(StepTimer):
     ) -> list[OpTime]:
         return time_ops(ops, model or self.model, sustained=sustained, compute_bound_only=True)
 
+    def fuses_shared(self, shard: Shard) -> bool:
+        """Whether the engine runs the shared expert as one more expert of the fused MoE
+        at ``shard``'s expert parallelism (``sglang_fuses_shared_experts``)."""
+        return sglang_fuses_shared_experts(
+            self.spec, engine=self.engine, architecture=self.chip.architecture,
+            precision=self.precision, ep=shard.ep,
+        )  # fmt: skip
+
     def _time(self, ops: tuple[Op, ...], *, sustained: bool = True) -> Cost:
         return self.cost(ops, sustained=sustained)
 
@@ -507,10 +516,12 @@ class ServeModel(StepTimer):
 
         # prefill: one forward over b x input_len tokens
         kinds = [(moe, sliding) for moe, sliding, _ in stage_layer_kinds(spec, spec.n_layers, 1)]
+        fused = self.fuses_shared(shard)
         pre_ops = {
-            (moe, sliding): layer_ops(spec, moe=moe, sliding=sliding, serving=True, **kw)  # type: ignore[arg-type]
+            (moe, sliding): layer_ops(spec, moe=moe, sliding=sliding, serving=True,
+                                      fused_shared=fused, **kw)  # type: ignore[arg-type]
             for moe, sliding in kinds
-        }
+        }  # fmt: skip
         pre = self._layers(pre_ops, sustained=True)
         head = head_ops(spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
         ends = embedding_ops(spec, **kw) + head  # type: ignore[arg-type]
@@ -524,7 +535,8 @@ class ServeModel(StepTimer):
         dec_ops = {
             (moe, sliding): decode_layer_ops(spec, batch=b, context=context, shard=shard,
                                              precision=self.precision, kv_dtype=kv_dtype,
-                                             moe=moe, sliding=sliding)
+                                             moe=moe, sliding=sliding,
+                                             fused_shared=fused)
             for moe, sliding in kinds
         }  # fmt: skip
         dec = self._layers(dec_ops, sustained=True)
@@ -589,6 +601,7 @@ class ServeModel(StepTimer):
             precision=self.precision,
             moe=moe,
             serving=True,
+            fused_shared=self.fuses_shared(shard),
         )
         decode = decode_layer_ops(
             spec,
@@ -598,6 +611,7 @@ class ServeModel(StepTimer):
             precision=self.precision,
             kv_dtype=kv_dtype_for(self.precision),
             moe=moe,
+            fused_shared=self.fuses_shared(shard),
         )
         return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
@@ -1145,11 +1159,13 @@ class EngineStepTimer:
         (``moe_only``: the MoE layers alone)."""
         sv, spec = self.serve, self.serve.spec
         kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
+        fused = sv.fuses_shared(self.shard)
         total = Cost()
         for moe, sliding, count in self.kinds:
             if moe_only and not moe:
                 continue
-            ops = layer_ops(spec, moe=moe, sliding=sliding, serving=True, **kw)  # type: ignore[arg-type]
+            ops = layer_ops(spec, moe=moe, sliding=sliding, serving=True,
+                            fused_shared=fused, **kw)  # type: ignore[arg-type]  # fmt: skip
             kept = tuple(op for op in ops if keep(op))
             total = total + sv.cost(kept, model=self._layer_model).scaled(count)
         return total.total_s
@@ -1222,6 +1238,7 @@ class EngineStepTimer:
         block = decode_layer_ops(
             spec, batch=seqs, context=context, shard=self.shard, precision=precision,
             kv_dtype=self.kv_dtype, moe=mtp and spec.is_moe, sliding=False,
+            fused_shared=sv.fuses_shared(self.shard),
         )  # fmt: skip
         # its share of the step's collectives: one layer's all-reduces (or, under adp, one
         # MoE layer's all-gather and reduce-scatter)
