@@ -337,7 +337,8 @@ ENGINE_FUSED_OPS: dict[str, frozenset[str]] = {
 # and modeling_gpt_oss.py, the layers' forward under tp > 1; read 2026-12-06), so the norm
 # launches nothing of its own and writes only its output (``fused_traffic``). The all-reduce
 # itself stays as measured without fusion (AIConfigurator times it with fusion_op NONE).
-TP_FUSED_OPS: dict[str, frozenset[str]] = {"trtllm": frozenset({"attn_norm", "mlp_norm"})}
+_NORM_IN_ALL_REDUCE = frozenset({"attn_norm", "mlp_norm"})
+TP_FUSED_OPS: dict[str, frozenset[str]] = {"trtllm": _NORM_IN_ALL_REDUCE}
 # Sort on GPU: CUB's onesweep radix sort makes one pass per 8-bit digit over the keys
 # (Adinets & Merrill 2022), 4 passes for 32-bit keys.
 RADIX_SORT_PASSES = 4
@@ -401,7 +402,7 @@ def fused_traffic(op: Op) -> float:
         return op.bytes_read / 2 + op.bytes_written
     if op.name in _QK_NORM_FUSION:
         return op.bytes_read + op.bytes_written
-    if op.name in ("attn_norm", "mlp_norm"):
+    if op.name in _NORM_IN_ALL_REDUCE:
         # inside the all-reduce (``TP_FUSED_OPS``): the normed activations written
         return op.bytes_written
     return 0.0
@@ -493,25 +494,25 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
     largest, pow2 = _W4A16_EXPERT_TILE.get(architecture, (MARLIN_MAX_M, False))
     mean = max(1, routing.tokens * routing.topk // routing.experts)
     block = max(MARLIN_M_BLOCK, min(1 << (mean - 1).bit_length(), largest)) if pow2 else 0
+
+    def padded(n: int) -> tuple[int, int]:
+        """(rows computed, row slices) of one expert with ``n`` rows under this launch."""
+        if pow2:
+            tiles = _ceil_div(n, block)
+            return tiles * block, tiles
+        return w4a16_expert_rows(n, architecture)
+
     rows = slices = 0.0
     for n, w in expert_loads(routing):
         if n == 0:
             continue
-        if pow2:
-            tiles = _ceil_div(n, block)
-            r, t = tiles * block, tiles
-        else:
-            r, t = w4a16_expert_rows(n, architecture)
+        r, t = padded(n)
         rows += w * r
         slices += w * t
     rows, slices = routing.local * rows, routing.local * slices
     if routing.shared and routing.shared_rows:
         # fused shared experts: every token's rows, padded on their own
-        if pow2:
-            t = _ceil_div(routing.shared_rows, block)
-            r = t * block
-        else:
-            r, t = w4a16_expert_rows(routing.shared_rows, architecture)
+        r, t = padded(routing.shared_rows)
         rows, slices = rows + routing.shared * r, slices + routing.shared * t
     return rows, slices
 

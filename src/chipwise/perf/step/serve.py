@@ -593,6 +593,7 @@ class ServeModel(StepTimer):
         shard = rank_shard(plan)
         b = -(-batch // rank_plan(plan).dp)  # requests per replica, as ``serve`` counts them
         moe = spec.is_moe
+        fused = self.fuses_shared(shard)
         prefill = layer_ops(
             spec,
             b=b,
@@ -601,7 +602,7 @@ class ServeModel(StepTimer):
             precision=self.precision,
             moe=moe,
             serving=True,
-            fused_shared=self.fuses_shared(shard),
+            fused_shared=fused,
         )
         decode = decode_layer_ops(
             spec,
@@ -611,7 +612,7 @@ class ServeModel(StepTimer):
             precision=self.precision,
             kv_dtype=kv_dtype_for(self.precision),
             moe=moe,
-            fused_shared=self.fuses_shared(shard),
+            fused_shared=fused,
         )
         return tuple(self.time_ops(prefill)), tuple(self.time_ops(decode))
 
@@ -1136,6 +1137,8 @@ class EngineStepTimer:
         # which takes that all-reduce)
         tp_fused = 1 if self.gemm_all_reduce else self.shard.tp
         self._layer_model = serve.model.with_tp_fusion(tp_fused)
+        # the shared expert inside the fused MoE at this plan's ep (ServeModel.fuses_shared)
+        self._fused_shared = serve.fuses_shared(self.shard)
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1157,18 +1160,21 @@ class EngineStepTimer:
     ) -> float:
         """Seconds of the layers' ops that ``keep`` selects, for ``tokens`` tokens in the step
         (``moe_only``: the MoE layers alone)."""
-        sv, spec = self.serve, self.serve.spec
-        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
-        fused = sv.fuses_shared(self.shard)
         total = Cost()
         for moe, sliding, count in self.kinds:
             if moe_only and not moe:
                 continue
-            ops = layer_ops(spec, moe=moe, sliding=sliding, serving=True,
-                            fused_shared=fused, **kw)  # type: ignore[arg-type]  # fmt: skip
-            kept = tuple(op for op in ops if keep(op))
-            total = total + sv.cost(kept, model=self._layer_model).scaled(count)
+            kept = tuple(op for op in self._layer_ops(tokens, moe, sliding) if keep(op))
+            total = total + self.serve.cost(kept, model=self._layer_model).scaled(count)
         return total.total_s
+
+    def _layer_ops(self, tokens: int, moe: bool, sliding: bool | None) -> tuple[Op, ...]:
+        """One layer's ops for ``tokens`` tokens in the step, as the engine runs them (its
+        fused MLA down-projection, the shared expert inside the fused MoE where it is)."""
+        sv = self.serve
+        return layer_ops(sv.spec, b=1, seq_len=tokens, shard=self.shard, precision=sv.precision,
+                         moe=moe, sliding=sliding, serving=True,
+                         fused_shared=self._fused_shared)  # fmt: skip
 
     def attention_s(self, seqs: float, context: int, *, decode: bool, dense: bool = False) -> float:
         """Attention of ``seqs`` decode tokens at ``context`` cached tokens each (a KV-cache
@@ -1238,7 +1244,7 @@ class EngineStepTimer:
         block = decode_layer_ops(
             spec, batch=seqs, context=context, shard=self.shard, precision=precision,
             kv_dtype=self.kv_dtype, moe=mtp and spec.is_moe, sliding=False,
-            fused_shared=sv.fuses_shared(self.shard),
+            fused_shared=self._fused_shared,
         )  # fmt: skip
         # its share of the step's collectives: one layer's all-reduces (or, under adp, one
         # MoE layer's all-gather and reduce-scatter)
@@ -1293,11 +1299,9 @@ class EngineStepTimer:
         sv = self.serve
         all_reduce = sv._tp_all_reduce_s(n_bytes, self.groups["tp"])
         units = max(1, sv.chip.units)
-        kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
         hidden = 0.0
         for moe, sliding, count in self.kinds:
-            ops = layer_ops(sv.spec, moe=moe, sliding=sliding, **kw)  # type: ignore[arg-type]
-            for op in ops:
+            for op in self._layer_ops(tokens, moe, sliding):
                 if op.name not in GEMM_ALL_REDUCE_OPS or op.mnk is None or op.routed_expert:
                     continue
                 gemm = sv.cost((op,), model=self._layer_model).total_s
