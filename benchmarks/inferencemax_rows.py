@@ -10,7 +10,7 @@ notes; the flags below are what they set and this script checks they are still t
 
 Selection (mechanical, stated in docs/performance.md): gpt-oss entries with ``disagg`` false,
 ``spec_decoding`` none, single node, for hw b200 (vLLM), b200-trt (TensorRT-LLM), h100 and h200
-(vLLM) and mi355x (ATOM: kept usable=no, chipwise has no ATOM engine). For each (hw, framework,
+(vLLM) and mi355x (ATOM, engine "atom" since 2026-12-06; usable=no before). For each (hw, framework,
 tp, ep, dp_attention, isl, osl, concurrency) the entry of the latest run (largest run id) that
 has it; per (hw, framework, tp, ep, dp_attention, isl, osl) the concurrencies in ``CONCS`` that
 it has plus its largest; per point three rows: output tokens/s of the deployment
@@ -262,10 +262,13 @@ def notes(e: dict, run: int, rev: str, metric_text: str) -> str:
         engine = (
             f"Engine ({SCRIPTS[hw]} at {rev[:10]}): AMD ATOM (python3 -m "
             f"atom.entrypoints.openai_server -tp {tp} --kv_cache_dtype fp8 --block-size 16), "
-            f"image {e['image']}. Marked usable=no: chipwise models vLLM, SGLang, TensorRT-LLM "
-            "and JetStream engines, not ATOM (AMD's own engine on aiter kernels, with its own "
-            "scheduler, batch limits and CUDA-graph sizes); running these rows as vLLM would "
-            "score a different engine. "
+            f"image {e['image']}; ATOM_GPT_OSS_MODEL=1 (prefill attention's block tables for "
+            "the sink/sliding-window layers); no --max-num-seqs, --max-num-batched-tokens or "
+            "--gpu-memory-utilization: ATOM's defaults 512, 16384 and 0.9 (atom/model_engine/"
+            "arg_utils.py at ROCm/ATOM@8ccc65c0, 2026-01-14; chipwise engine 'atom'); decode "
+            "steps in CUDA graphs of 1-256 sequences. Usable=no until 2026-12-06, when chipwise "
+            "gained the ATOM engine (whole prompts in prefill-only steps, vLLM's memory rule, "
+            "AITER's fused MoE); first scored then, before any tuning. "
         )
     tail = (
         "openai/gpt-oss-120b: MoE expert weights MXFP4, attention/embeddings bf16. "
@@ -308,7 +311,7 @@ def rows(raw: Path, repo: Path) -> list[dict[str, str]]:
                 "input_len": str(LENGTH_MEANS[e["isl"]]),
                 "output_len": str(LENGTH_MEANS[e["osl"]]), "plan": plan_of(e),
                 "metric": metric, "value": f"{values[metric]:.6g}",
-                "usable": "no" if hw == "mi355x" else "yes",
+                "usable": "yes",
                 "notes": notes(e, run, rev, text.format(gpus=gpus)),
                 "source": f"github:{MANTILE}:{MANTILE_RAW}/run_{run}/agg_bmk.json",
                 "url": f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}",
@@ -318,7 +321,7 @@ def rows(raw: Path, repo: Path) -> list[dict[str, str]]:
                 if hw != "mi355x" else "",
                 "max_num_tokens": {"b200-trt": "20000", "mi355x": ""}.get(hw, "8192"),
                 "date": RUN_TIMES[run][:10],
-                "engine": {"vllm": "vllm", "trt": "trtllm", "atom": ""}[e["framework"]],
+                "engine": {"vllm": "vllm", "trt": "trtllm", "atom": "atom"}[e["framework"]],
                 "lengths": f"lengths/inferencemax-random-{e['isl']}-{e['osl']}-r0.8.csv",
                 "num_requests": str(10 * e["conc"]), "harness": "api",
                 "async_scheduling": "yes" if vllm else "",

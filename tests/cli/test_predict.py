@@ -180,6 +180,15 @@ def test_engine_names_are_taken_in_any_case() -> None:
     assert result.exit_code != 0
 
 
+def test_the_atom_engine_serves_on_amd_gpus_and_says_so_elsewhere() -> None:
+    base = ["gpt-oss-120b", "--phase", "infer", "--precision", "fp4", "--engine", "atom",
+            "--concurrency", "4", "--input-len", "1024", "--output-len", "256"]  # fmt: skip
+    assert _json([*base, "--chip", "mi355x"])["output_tokens_per_s"] > 0
+    result = runner.invoke(app, ["predict", *base, "--chip", "h100"])
+    assert result.exit_code != 0
+    assert "runs on AMD GPUs only" in result.output and "Traceback" not in result.output
+
+
 def test_engine_date_picks_the_vllm_release_whose_batch_limit_applies() -> None:
     base = ["llama3-8b", "--chip", "h100", "--phase", "infer", "--max-throughput"]
     old = _json([*base, "--engine-date", "2024-10-10"])  # vLLM V0: 256 sequences

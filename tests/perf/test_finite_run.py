@@ -52,7 +52,7 @@ def test_the_sample_keeps_the_distributions_mean_and_reaches_its_tail() -> None:
     assert np.flatnonzero(o == 1200.0).min() < 500
 
 
-@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm", "atom"])
 def test_every_request_finishes_once_and_its_clock_runs_forward(scheduler: str) -> None:
     run = _run(TAILED, 600, cap=60_000, scheduler=scheduler)
     assert run is not None
@@ -63,7 +63,7 @@ def test_every_request_finishes_once_and_its_clock_runs_forward(scheduler: str) 
     assert 0 < run.mean_decode_batch <= 256
 
 
-@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang", "trtllm", "atom"])
 def test_a_finite_run_is_never_faster_than_the_steady_state(scheduler: str) -> None:
     """The steady state holds the batch at its limit for ever; a finite run starts empty and
     drains at the end, so it never moves more requests per second."""
@@ -122,6 +122,32 @@ def test_sglang_runs_its_prefill_batches_alone_so_decodes_wait() -> None:
     vllm = _run(TAILED, 800, scheduler="vllm")
     assert sgl is not None and vllm is not None
     assert np.quantile(sgl.tpot_s, 0.99) > np.quantile(vllm.tpot_s, 0.99)
+
+
+def test_atom_prefills_whole_prompts_in_steps_of_their_own() -> None:
+    """ATOM admits a waiting prompt only if all of it fits the step's token budget, and runs
+    that prefill batch without the decodes: two 3000-token prompts under a 4096-token budget
+    take a step each, the first answering after its own prompt alone; SGLang chunks the
+    second into the first step (so the first answers later) and finishes it in the next."""
+    i, o = np.array([3000.0, 3000.0]), np.array([4.0, 4.0])
+
+    def run(scheduler: str):  # type: ignore[no-untyped-def]
+        return simulate_run(
+            _step, i, o, prefill_fraction=1.0, max_num_seqs=8, max_num_tokens=4096,
+            kv_capacity_tokens=1e6, context=3000.0, scheduler=scheduler,
+        )  # fmt: skip
+
+    atom, sgl = run("atom"), run("sglang")
+    assert atom is not None and sgl is not None
+    whole = _step(0, 0, 3000, 0)
+    assert sorted(atom.ttft_s) == pytest.approx([whole, 2 * whole])
+    assert min(sgl.ttft_s) == pytest.approx(_step(0, 0, 4096, 0))
+    # a prompt longer than the whole budget still runs (alone, in chunks), never stalls
+    long = simulate_run(
+        _step, np.array([9000.0]), np.array([4.0]), prefill_fraction=1.0, max_num_seqs=8,
+        max_num_tokens=4096, kv_capacity_tokens=1e6, context=9000.0, scheduler="atom",
+    )  # fmt: skip
+    assert long is not None and long.requests == 1
 
 
 def test_the_simulation_is_bounded() -> None:

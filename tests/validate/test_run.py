@@ -191,7 +191,9 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
             {1024: 922, 8192: 7373}[isl],
             {1024: 922, 8192: 7373}[osl],
         ), c.id
-        assert c.usable == (c.chip != "mi355x"), c.id  # ATOM: no engine model
+        assert c.usable, c.id
+        # the MI355X runs are AMD's ATOM (chipwise engine "atom" since 2026-12-06)
+        assert (c.engine == "atom") == (c.chip == "mi355x"), c.id
     # IMX-070..072: TensorRT-LLM 1.2.0rc2 on one B200 at 128 clients, 1k/1k
     row = rows["IMX-070"]
     assert (row.chip, row.chips, row.plan, row.engine) == ("b200", 1, "tp=1", "trtllm")
@@ -213,10 +215,10 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     for c in rows.values():
         assert c.moe_backend == ("trtllm-gen" if c.chip == "b200" else ""), c.id
     # the memory share each launch script states: vLLM --gpu-memory-utilization 0.9,
-    # TensorRT-LLM free_gpu_memory_fraction 0.85 (ATOM's, unusable rows, is not stated)
+    # TensorRT-LLM free_gpu_memory_fraction 0.85; ATOM's launch states none (its default)
     for c in rows.values():
-        if c.usable:
-            assert c.memory_fraction == (0.85 if c.engine == "trtllm" else 0.9), c.id
+        want = {"trtllm": 0.85, "atom": 0.0}.get(c.engine, 0.9)
+        assert c.memory_fraction == want, c.id
     result = run_case(row)
     assert result.predicted is not None
 

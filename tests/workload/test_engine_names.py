@@ -22,6 +22,8 @@ from chipwise.workload.ir import ENGINES
         ("SGLang 0.4.9.post2", "sglang"),
         ("jetstream-pytorch", "jetstream"),
         ("MaxText JetStream", "jetstream"),
+        ("AMD ATOM", "atom"),
+        ("ATOM 0.1.1", "atom"),
     ],
 )
 def test_published_spellings_resolve(written: str, engine: str) -> None:

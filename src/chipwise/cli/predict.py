@@ -104,6 +104,7 @@ class EngineChoice(StrEnum):
     sglang = "sglang"
     trtllm = "trtllm"
     jetstream = "jetstream"
+    atom = "atom"
 
 
 class SpecMethodChoice(StrEnum):
@@ -259,7 +260,8 @@ def predict_command(
         help="Infer: serving engine, for how it sizes its KV cache (vllm, sglang: a share of "
         "total HBM; trtllm: a share of the HBM free after the weights) and its default "
         "batch limits; jetstream: fixed decode slots (--max-num-seqs), each prompt "
-        "prefilled alone at a padded power-of-two length (TPU).",
+        "prefilled alone at a padded power-of-two length (TPU); atom: AMD's ATOM (AMD "
+        "GPUs; whole prompts in prefill-only steps, 512 sequences / 16384 tokens).",
     ),
     engine_date: str = typer.Option(
         "",

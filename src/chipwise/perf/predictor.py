@@ -56,6 +56,7 @@ from chipwise.perf.step.engine import MAX_THROUGHPUT_MAX_SEQS
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import DATA_PARALLEL_OVERLAP, StepModel
 from chipwise.workload.ir import (
+    ENGINE_VENDORS,
     Graph,
     Inference,
     NonMLKind,
@@ -249,6 +250,12 @@ class Predictor:
         if self._serve is None:
             spec = self._spec()
             self.chip.peak_flops_per_s(compute_dtype(self.precision))
+            vendor = ENGINE_VENDORS.get(self._engine())
+            if vendor is not None and self.chip.vendor != vendor:
+                raise PlanError(
+                    f"the {self._engine()} engine runs on {vendor.upper()} GPUs only, not on "
+                    f"{self.chip.id} ({self.chip.vendor}); choose another --engine"
+                )
             # the per-op model as the engine runs the ops (its fused-MoE kernel)
             perf = self.perf_model.for_engine(self._engine()).with_moe_backend(self._moe_backend())
             self._serve = ServeModel(

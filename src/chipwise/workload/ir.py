@@ -503,7 +503,8 @@ class Inference:
     serving engine, for how it sizes its KV cache: ``vllm`` and ``sglang`` take a share of
     the GPU's total memory, ``trtllm`` a share of what is free after the weights load, and
     for its default batch limits; ``jetstream`` runs fixed decode slots, ``max_num_seqs``,
-    and prefills each prompt alone at a padded length), ``engine_date`` (YYYY-MM[-DD]: the
+    and prefills each prompt alone at a padded length; ``atom``, AMD's ATOM, on AMD GPUs
+    only), ``engine_date`` (YYYY-MM[-DD]: the
     engine release of that date, whose defaults apply; "" = the newest).
     """
 
@@ -710,7 +711,11 @@ LOADS = ("batch", "concurrency", "rps", "max_throughput", "server")
 # Serving engines whose KV-cache sizing rule the engine model knows (``perf/step/engine.py``).
 # "jetstream": google/JetStream's fixed decode slots with bucketed one-prompt prefills
 # (perf/step/jetstream.py), as served on TPUs with MaxText or jetstream-pytorch models.
-ENGINES = ("vllm", "sglang", "trtllm", "jetstream")
+# "atom": AMD's ATOM (ROCm/ATOM, a nano-vLLM-shaped engine on aiter kernels, AMD Instinct
+# GPUs only): whole prompts in prefill-only steps, vLLM's memory rule (perf/step/engine.py).
+ENGINES = ("vllm", "sglang", "trtllm", "jetstream", "atom")
+# Engines that run on one GPU vendor only (the engine model refuses other chips).
+ENGINE_VENDORS = {"atom": "amd"}
 # ``Inference.moe_backend``: "" = the engine's default MoE kernels
 MOE_BACKENDS = ("", "trtllm-gen")
 # How publications and configs spell them, lower-cased with punctuation and a release
@@ -722,6 +727,7 @@ _ENGINE_SPELLINGS = {
     "tensorrtllmserve": "trtllm",
     "jetstream": "jetstream", "jetstreampytorch": "jetstream", "maxtextjetstream": "jetstream",
     "jetstreammaxtext": "jetstream",
+    "atom": "atom", "rocmatom": "atom", "amdatom": "atom",
 }  # fmt: skip
 _RELEASE = re.compile(r"(?<![a-z])v?\d+(?:\.\d+)*(?:\.?(?:rc|post|dev)\d*)?(?![a-z])")
 

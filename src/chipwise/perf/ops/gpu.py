@@ -248,8 +248,10 @@ TE_GEMM_STREAMS = 4
 # Triton fused_moe (vllm/model_executor/layers/fused_moe/fused_moe.py: one launch over the
 # tokens sorted by expert, each expert's rows padded to BLOCK_SIZE_M by
 # moe_align_block_size; sglang/srt/layers/moe/fused_moe_triton the same kernel). TensorRT-
-# LLM runs its own MoE op (TRTLLM_MOE_ENGINE below).
-FUSED_MOE_ENGINES = frozenset({"vllm", "sglang"})
+# LLM runs its own MoE op (TRTLLM_MOE_ENGINE below). AMD's ATOM runs AITER's fused MoE
+# (aiter fused_moe / rocm_aiter_fused_moe: one grid over the sorted, padded tokens; ROCm/ATOM
+# atom/model_ops/moe.py at 8ccc65c0), the kernel vLLM's and SGLang's ROCm builds call.
+FUSED_MOE_ENGINES = frozenset({"vllm", "sglang", "atom"})
 # AITER's Triton block-scale fp8 GEMM's default ("any") config on gfx942 at the images of
 # Dec 2025 - Jan 2026 (aiter/ops/triton/configs/gemm/gfx942-GEMM-A8W8_BLOCKSCALE.json,
 # ROCm/aiter@3b97805, 2025-12-30): BLOCK_SIZE_M = BLOCK_SIZE_N = 128, NUM_KSPLIT 1.
@@ -320,7 +322,8 @@ FUSED_MOE_FP8_INPUT_QUANT = 1
 #   kernels" after qkv_proj for Qwen3 until Inductor's combo kernels merged them into one
 #   qk-norm and one rope kernel), and the GPUStack vLLM rows ran v0.11.0; the later merge
 #   is not keyed by version here.
-# Not modelled here: TensorRT-LLM's all-reduce + residual + RMSNorm fusion under tp > 1, the
+# Not modelled here: ATOM's all-reduce + RMSNorm fusion in DeepSeek layers under tp > 1
+# (ATOM_ENABLE_ALLREDUCE_RMSNORM_FUSION=1; atom/models/deepseek_v2.py at 8ccc65c0), the
 # fused-MoE kernels' own fusions (their fitted values time the MoE block's separate ops:
 # MXFP4-MOE, W4A16-MOE) and fp8 activation quantisation fused into the norm.
 _RESIDUAL_FUSION = frozenset({"attn_residual", "mlp_residual"})
@@ -329,6 +332,10 @@ ENGINE_FUSED_OPS: dict[str, frozenset[str]] = {
     "vllm": _RESIDUAL_FUSION,
     "sglang": _RESIDUAL_FUSION | _QK_NORM_FUSION,
     "trtllm": _RESIDUAL_FUSION | {"rope"} | _QK_NORM_FUSION,
+    # ATOM: AITER's rmsnorm2d_fwd_with_add (atom/model_ops/layernorm.py) and, by default,
+    # one qk-norm + RoPE kernel (ATOM_ENABLE_QK_NORM_ROPE_FUSION=1, atom/utils/envs.py;
+    # both at 8ccc65c0)
+    "atom": _RESIDUAL_FUSION | _QK_NORM_FUSION,
 }
 # Under tensor parallelism TensorRT-LLM also runs each RMSNorm inside the all-reduce before
 # it: its decoder layers pass AllReduceParams(fusion_op=AllReduceFusionOp.RESIDUAL_RMS_NORM,

@@ -457,6 +457,10 @@ def _mlp(prefix: str, t: int, d: int, width: int, gated: bool, dt: Dtypes,
 # fp8/fp4 checkpoint with no all-to-all (_handle_model_specific_adjustments: "Use
 # flashinfer_trtllm as MoE runner backend on sm100 for DeepseekV3ForCausalLM"; the
 # InferenceMAX B200 fp8 launches also pass it). Hopper's default Triton fused MoE fuses.
+# AMD's ATOM always does, for any checkpoint with shared experts: FusedMoE counts
+# ``config.n_shared_experts`` as fused experts whenever is_rocm_aiter_fusion_shared_expert_
+# enabled(), which returns True (ROCm/ATOM atom/model_ops/moe.py and topK.py at 8ccc65c0,
+# 2026-01-14).
 SGLANG_SHARED_FUSION_ROCM = frozenset({"cdna3", "cdna4"})
 SGLANG_SHARED_FUSION_CUDA = frozenset(
     {"ampere", "ampere-ga10x", "ada", "hopper", "blackwell", "blackwell-rtx"}
@@ -471,6 +475,8 @@ def sglang_fuses_shared_experts(spec: TransformerSpec, *, engine: str, architect
                                 precision: str, ep: int) -> bool:  # fmt: skip
     """Whether ``engine`` on a chip of ``architecture`` runs ``spec``'s shared expert inside
     the fused MoE at ``precision`` and expert parallelism ``ep`` (module comment above)."""
+    if engine == "atom":
+        return spec.is_moe and spec.n_shared_experts > 0
     if engine != "sglang" or not (spec.is_moe and spec.uses_mla):
         return False
     if (spec.n_experts, spec.n_shared_experts) != SGLANG_SHARED_FUSION_EXPERTS:

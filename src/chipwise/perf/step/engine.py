@@ -144,6 +144,9 @@ LockstepStepFn = Callable[[float, float, float, float, float], float]
 #   chunked_prefill_size is not modelled (MAX_NUM_TOKENS_DEFAULT).
 # * TensorRT-LLM: max_batch_size 2048 and max_num_tokens 8192 (LLM API / trtllm-serve
 #   BuildConfig defaults) under any load; trtllm-bench and MLPerf submissions run there.
+# * ATOM (AMD's engine, ROCm/ATOM atom/model_engine/arg_utils.py and atom/config.py at
+#   8ccc65c0, 2026-01-14, the atom 0.1.1 image's month): --max-num-seqs 512,
+#   --max-num-batched-tokens 16384, under any load.
 MAX_NUM_SEQS_DEFAULT = 256
 MAX_THROUGHPUT_MAX_SEQS = 2048
 # * JetStream: a fixed number of decode slots, jetstream-pytorch's --batch_size default
@@ -152,10 +155,12 @@ ENGINE_MAX_NUM_SEQS = {
     "trtllm": MAX_THROUGHPUT_MAX_SEQS,
     "sglang": 2048,
     "jetstream": JETSTREAM_DEFAULT_SLOTS,
+    "atom": 512,
 }
 # Tokens per engine step (prefill chunks + decode tokens): TensorRT-LLM's max_num_tokens
 # default 8192; vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs, 8192.
 MAX_NUM_TOKENS_DEFAULT = 8192
+ENGINE_MAX_NUM_TOKENS = {"atom": 16384}
 VLLM_V1_DEFAULT_DATE = "2025-03-18"  # v0.8.0: the V1 engine on by default
 VLLM_BY_MEMORY_DATE = "2025-04-23"  # PR #17073: >= 70 GiB, not a GPU list
 VLLM_NOT_A100_DATE = "2025-05-09"  # PR #17885: A100 back to the small values
@@ -191,7 +196,7 @@ def engine_batch_defaults(
     names it, ``kind`` gpu or tpu), with the engine of ``date`` (YYYY-MM[-DD]; "" = newest)."""
     if engine != "vllm":
         seqs = ENGINE_MAX_NUM_SEQS.get(engine, MAX_NUM_SEQS_DEFAULT)
-        return BatchDefaults(seqs, MAX_NUM_TOKENS_DEFAULT)
+        return BatchDefaults(seqs, ENGINE_MAX_NUM_TOKENS.get(engine, MAX_NUM_TOKENS_DEFAULT))
     if released_before(date, VLLM_V1_DEFAULT_DATE) or kind != "gpu":
         return BatchDefaults(MAX_NUM_SEQS_DEFAULT, MAX_NUM_TOKENS_DEFAULT)
     offline = load == "max_throughput"
@@ -216,7 +221,10 @@ def engine_batch_defaults(
 #   it after the weights and the profiled activation peak (docs.vllm.ai, Engine Arguments).
 #   SGLang's --mem-fraction-static is the same kind of share of total memory (weights + KV
 #   pool, the activations and CUDA graphs reserved outside it); its default is picked at
-#   start-up from the GPU's memory and TP (``sglang_mem_fraction_static``).
+#   start-up from the GPU's memory and TP (``sglang_mem_fraction_static``). ATOM's
+#   --gpu-memory-utilization (default 0.9) is vLLM's rule: its KV blocks are
+#   ``total x 0.9 - used - peak + current`` after a profiling run (atom/model_engine/
+#   model_runner.py at 8ccc65c0).
 # * TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction (default 0.9) is the share of the
 #   memory still FREE after the weights and activations are allocated ("TensorRT LLM will
 #   try to allocate 90% of free GPU memory for KV cache": nvidia.github.io/TensorRT-LLM,

@@ -32,8 +32,13 @@ things the balance equations cannot hold set the run's numbers:
 * **Prefill at the start.** All ``N`` prompts are queued at once: the first steps are
   prompt chunks (vLLM, TensorRT-LLM: mixed with the decodes within the token budget;
   SGLang runs a waiting prefill batch on its own, its decodes wait: ``get_next_batch_to_run``
-  tries ``get_new_batch_prefill`` first, mixed chunks only with ``--enable-mixed-chunk``),
-  and each request's TTFT counts from the run's start.
+  tries ``get_new_batch_prefill`` first, mixed chunks only with ``--enable-mixed-chunk``;
+  AMD's ATOM likewise, and whole prompts only: its ``Scheduler.schedule`` admits waiting
+  prompts while their tokens fit ``max_num_batched_tokens`` and returns that batch before
+  looking at the decodes, allocating the prompt's blocks only and preempting the newest
+  running request when a decode finds no block, as vLLM does: ROCm/ATOM atom/model_engine/
+  scheduler.py at 8ccc65c0, 2026-01-14), and each request's TTFT counts from the run's
+  start.
 
 **Why a simulation here and not an analytic correction.** The drain tail depends on the
 joint order of admission times and output lengths, and preemption on the running set's
@@ -179,7 +184,7 @@ def simulate_run(
     verify_tokens: float = 1.0,
 ) -> RunResult | None:
     """Run ``len(inputs)`` requests queued at once through ``scheduler``'s loop (vllm |
-    sglang | trtllm; any other runs vLLM's) on one replica; ``None`` when the run is beyond
+    sglang | trtllm | atom; any other runs vLLM's) on one replica; ``None`` when the run is beyond
     the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
     in the cache. Speculative decoding: a decoding request emits ``tokens_per_step``
     tokens a step (the mean acceptance length, its last step only what is left) and takes
@@ -195,7 +200,9 @@ def simulate_run(
     budget = float(max(1, max_num_tokens))
     if cap <= 0 or float((prompt + out).max()) > cap:
         return None  # no engine admits a request its cache cannot hold
-    mixed = scheduler != "sglang"
+    # SGLang and ATOM run a prefill batch on its own; ATOM admits whole prompts only
+    mixed = scheduler not in ("sglang", "atom")
+    whole = scheduler == "atom"
     # share of its output each engine reserves when admitting (see the module doc)
     if scheduler == "trtllm":
         ratio, ratio_min, decay = 1.0, 1.0, 0.0
@@ -292,6 +299,8 @@ def simulate_run(
             reserve = ratio * float((out[run] - gen[run]).sum()) if ratio > 0 else 0.0
             while waiting and room > 0 and run.size + len(added) < max_num_seqs:
                 j = waiting[-1]
+                if whole and pre[j] > room and room < budget:
+                    break  # the next prefill step takes it whole (one too long runs alone)
                 c = min(pre[j], room)
                 hold = cached[j] + c
                 if ratio > 0:
@@ -314,7 +323,7 @@ def simulate_run(
         if added:
             run = np.concatenate([run, np.asarray(added, dtype=np.int64)])
         if not mixed and chunk > 0:
-            decoding = decoding[:0]  # SGLang: a prefill batch runs on its own
+            decoding = decoding[:0]  # SGLang, ATOM: a prefill batch runs on its own
             n_dec = 0.0
         # 3. time: one step with a chunk, or a stretch of decode-only steps up to the next
         # event (a finish, a full cache, SGLang's ratio letting the next one in)

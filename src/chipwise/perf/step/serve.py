@@ -189,7 +189,11 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # measured 33 % of V0's time for Llama-3-8B on an H100 (blog.vllm.ai/2024/09/05/perf-update).
 # Prompt tokenisation (~10 us per token with a fast BPE tokenizer, tt-inference-server issue
 # #2173) is left in the constant: ~2 ms at these prompts' lengths.
-API_REQUEST_S = {"vllm": 0.020, "sglang": 0.014, "trtllm": 0.032}
+# ATOM's has not been measured: its OpenAI server has vLLM V1's shape (a FastAPI/uvicorn
+# process that renders and tokenises the request and detokenises each streamed chunk, the
+# engine core in a process of its own behind ZMQ queues: ROCm/ATOM atom/entrypoints/
+# openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's is taken.
+API_REQUEST_S = {"vllm": 0.020, "sglang": 0.014, "trtllm": 0.032, "atom": 0.020}
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
@@ -960,10 +964,12 @@ class ServeModel(StepTimer):
     def _tp_all_reduce_s(self, n_bytes: float, group: Group) -> float:
         """One tensor-parallel all-reduce of ``n_bytes``: the engine's custom all-reduce
         within a scale-up domain below ``CUSTOM_ALL_REDUCE_MAX_BYTES``, else the library's."""
-        # vLLM's and SGLang's kernels take strictly smaller messages; TensorRT-LLM picks its
-        # own strategy by size (no source for its bound here: the same size, inclusive)
+        # vLLM's and SGLang's kernels take strictly smaller messages (ATOM's, AITER's port of
+        # vLLM's custom all-reduce, the same); TensorRT-LLM picks its own strategy by size
+        # (no source for its bound here: the same size, inclusive)
         limit = CUSTOM_ALL_REDUCE_MAX_BYTES
-        beyond = n_bytes >= limit if self.engine in ("vllm", "sglang") else n_bytes > limit
+        strict = self.engine in ("vllm", "sglang", "atom")
+        beyond = n_bytes >= limit if strict else n_bytes > limit
         if beyond or group.crosses_domains or self.chip.kind == "tpu":
             return self._collective_s("all_reduce", n_bytes, group)
         # the engine's own kernel, timed on this chip (bf16 activations; kernels.py)
