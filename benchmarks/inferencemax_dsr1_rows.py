@@ -8,7 +8,8 @@ Selection (mechanical, stated in docs/performance.md): single-node, disagg false
 spec_decoding none, framework sglang, DeepSeek-R1-0528 checkpoints; per (hw, framework,
 precision, tp, ep, dp_attention, isl, osl, conc) the latest run's entry; per config the
 concurrencies 4, 16, 64 and the config's largest; per entry output tokens/s per GPU, median
-TPOT and median TTFT. ATOM entries (mi355x) are left out: chipwise has no ATOM engine.
+TPOT and median TTFT. The MI355X ATOM entries (framework atom) follow by the same rule,
+appended after the SGLang rows (chipwise engine "atom" since 2026-12-06; left out before).
 """
 
 from __future__ import annotations
@@ -264,13 +265,13 @@ def run_day(run: int) -> str:
     raise ValueError(run)
 
 
-def select(raw: Path) -> list[tuple[int, dict]]:
+def select(raw: Path, framework: str = "sglang") -> list[tuple[int, dict]]:
     latest: dict[tuple, tuple[int, dict]] = {}
     runs = sorted(raw.glob("run_*/agg_bmk.json"), key=lambda p: int(p.parent.name[4:]))
     for path in runs:
         run = int(path.parent.name[4:])
         for e in json.loads(path.read_text()):
-            if e["model"] not in WORKLOAD or e["framework"] != "sglang":
+            if e["model"] not in WORKLOAD or e["framework"] != framework:
                 continue
             if e["disagg"] or e["spec_decoding"] != "none" or e.get("is_multinode"):
                 continue
@@ -317,102 +318,189 @@ def harness_of(flags: str, conc: int) -> str:
     return "api"
 
 
+def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
+    """One SGLang entry's notes (before the metric) and its engine columns."""
+    s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
+    tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
+    seqs = s["seqs"] or (512 if (isl, osl) == (1024, 1024) else 256)
+    tokens = s["tokens"](isl, osl, conc)
+    prompts = (
+        _b200_prompts(e["model"], osl, conc)
+        if e["hw"] == "b200"
+        else (conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10)
+    )
+    plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
+    src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
+    url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
+    lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
+    lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
+    moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
+    m = e["model"]
+    share = stated_memory_fraction(s["flags"])
+    if not share:  # every setup states one
+        raise SystemExit(f"no --mem-fraction-static in {s['flags']!r}")
+    parts = [
+        "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
+        f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
+        f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
+        f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
+        f"Entry: hw {e['hw']}, framework sglang, image {e['image']}, model {m},",
+        f"precision {e['precision']}, tp {tp}, ep {ep}, dp_attention {e['dp_attention']},",
+        f"disagg false, spec_decoding none, isl {isl}, osl {osl}, conc {conc}.",
+        f"Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
+        f"tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT",
+        f"{e['median_ttft'] * 1e3:.1f}/{e['p99_ttft'] * 1e3:.1f} ms, median/p99 TPOT",
+        f"{e['median_tpot'] * 1e3:.2f}/{e['p99_tpot'] * 1e3:.2f} ms,",
+        f"median E2EL {e['median_e2el']:.2f} s.",
+        "Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving",
+        "benchmark_serving.py --backend vllm --dataset-name random",
+        f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
+        "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
+        f"--num-prompts {prompts} ({s['prompts_why']}) --max-concurrency {conc}",
+        f"--request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths uniform",
+        f"integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
+        f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
+        f"means {lin}/{lout}).",
+        f"Server: python3 -m sglang.launch_server ({IMX} {s['script']} at",
+        f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
+        f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
+        f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']});",
+        f"memory_fraction {share} (--mem-fraction-static as launched).",
+        f"Plan {plan}: attention TP {tp}{moe}, no attention DP.",
+        CHECKPOINT[m],
+        "Date: the run's day, interpolated from its run id between five runs whose",
+        "creation times mantile records (reconcile/by_model/openai_GPT-OSS-120B/",
+        "inferencemax.csv; +-1 day); the image's SGLang release is later than every dated",
+        "SGLang default chipwise applies (2025-09-27).",
+        "Selection: every single-node sglang DeepSeek-R1 config's latest entry at",
+        "concurrency 4, 16, 64 and the config's largest (docs/performance.md).",
+        "Scored before any model change on 2026-12-06.",
+    ]
+    base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
+    base = base.replace("raw/ run_", "raw/run_")
+    return base, {
+        "workload": WORKLOAD[e["model"]],
+        "chips": tp,
+        "input_len": lin,
+        "output_len": lout,
+        "plan": plan,
+        "source": src,
+        "url": url,
+        "concurrency": conc,
+        "kv_dtype": s["kv"],
+        "max_num_seqs": seqs,
+        "max_num_tokens": tokens,
+        "date": run_day(run),
+        "engine": "sglang",
+        "lengths": lengths,
+        "num_requests": prompts,
+        "harness": harness_of(s["flags"], conc),
+        "memory_fraction": share,
+    }
+
+
+# AMD's ATOM (chipwise engine "atom" since 2026-12-06): the MI355X entries of run 21012127808
+# (2026-01-14, image rocm/atom:...-atom0.1.1-MI350x), launched by
+# benchmarks/dsr1_{fp4,fp8}_mi355x_atom_slurm.sh at this InferenceX commit (the last before
+# the run), whose only ATOM flags are these; NUM_PROMPTS from runners/launch_mi355x-amd.sh
+ATOM_COMMIT = "2be3de60fdfd4a7bc9ebecf66decb0c24a3377cc"
+ATOM_FLAGS = (
+    "python3 -m atom.entrypoints.openai_server -tp $TP --kv_cache_dtype fp8 --block-size 16 "
+    "(--max-model-len 10240 unless ISL/OSL is 1024/1024; --enable-expert-parallel only at "
+    "EP > 1); no --max-num-seqs, --max-num-batched-tokens or --gpu-memory-utilization: "
+    "ATOM's defaults 512, 16384 and 0.9 (ROCm/ATOM atom/model_engine/arg_utils.py at "
+    "8ccc65c0, 2026-01-14)"
+)
+
+
+def atom_entry(run: int, e: dict) -> tuple[str, dict]:
+    """One ATOM entry's notes (before the metric) and its engine columns."""
+    tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
+    prompts = conc * (20 if osl == 8192 else 50)
+    plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
+    src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
+    url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
+    lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
+    lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
+    m = e["model"]
+    script = f"benchmarks/dsr1_{e['precision']}_mi355x_atom_slurm.sh"
+    parts = [
+        "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
+        f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
+        f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
+        f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
+        f"Entry: hw {e['hw']}, framework atom (AMD's ATOM engine), image {e['image']},",
+        f"model {m}, precision {e['precision']}, tp {tp}, ep {ep}, dp_attention",
+        f"{e['dp_attention']}, disagg false, spec_decoding none, isl {isl}, osl {osl}, conc",
+        f"{conc}. Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
+        f"tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT",
+        f"{e['median_ttft'] * 1e3:.1f}/{e['p99_ttft'] * 1e3:.1f} ms, median/p99 TPOT",
+        f"{e['median_tpot'] * 1e3:.2f}/{e['p99_tpot'] * 1e3:.2f} ms,",
+        f"median E2EL {e['median_e2el']:.2f} s.",
+        "Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving",
+        "benchmark_serving.py --backend vllm --dataset-name random",
+        f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
+        "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
+        f"--num-prompts {prompts} ({P50_20} (runners/launch_mi355x-amd.sh)) --max-concurrency",
+        f"{conc} --request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths",
+        f"uniform integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
+        f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
+        f"means {lin}/{lout}).",
+        f"Server ({IMX} {script} at {ATOM_COMMIT[:9]}): {ATOM_FLAGS}.",
+        f"Plan {plan}: attention TP {tp}, MoE TP (ep {ep}), no attention DP.",
+        CHECKPOINT[m],
+        "Date: the run's day, interpolated from its run id as for the SGLang rows.",
+        "Selection: every single-node atom DeepSeek-R1 config's latest entry at",
+        "concurrency 4, 16, 64 and the config's largest, the SGLang rows' rule; left out",
+        "until 2026-12-06 (no ATOM engine in chipwise), then appended after IMX-D-246 and",
+        "first scored before any tuning.",
+    ]
+    base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
+    base = base.replace("raw/ run_", "raw/run_")
+    return base, {
+        "workload": WORKLOAD[m],
+        "chips": tp,
+        "input_len": lin,
+        "output_len": lout,
+        "plan": plan,
+        "source": src,
+        "url": url,
+        "concurrency": conc,
+        "kv_dtype": "fp8",
+        "max_num_seqs": "",
+        "max_num_tokens": "",
+        "date": run_day(run),
+        "engine": "atom",
+        "lengths": lengths,
+        "num_requests": prompts,
+        "harness": "api",
+        "memory_fraction": "",
+    }
+
+
 def main() -> None:
     raw = Path(sys.argv[1])
     w = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     n = 0
-    for run, e in select(raw):
-        s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
-        tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
-        seqs = s["seqs"] or (512 if (isl, osl) == (1024, 1024) else 256)
-        tokens = s["tokens"](isl, osl, conc)
-        prompts = (
-            _b200_prompts(e["model"], osl, conc)
-            if e["hw"] == "b200"
-            else (conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10)
-        )
-        plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
-        src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
-        url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
-        lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
-        lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
-        moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
-        m = e["model"]
-        share = stated_memory_fraction(s["flags"])
-        if not share:  # every setup states one
-            raise SystemExit(f"no --mem-fraction-static in {s['flags']!r}")
-        parts = [
-            "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
-            f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
-            f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
-            f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
-            f"Entry: hw {e['hw']}, framework sglang, image {e['image']}, model {m},",
-            f"precision {e['precision']}, tp {tp}, ep {ep}, dp_attention {e['dp_attention']},",
-            f"disagg false, spec_decoding none, isl {isl}, osl {osl}, conc {conc}.",
-            f"Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
-            f"tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT",
-            f"{e['median_ttft'] * 1e3:.1f}/{e['p99_ttft'] * 1e3:.1f} ms, median/p99 TPOT",
-            f"{e['median_tpot'] * 1e3:.2f}/{e['p99_tpot'] * 1e3:.2f} ms,",
-            f"median E2EL {e['median_e2el']:.2f} s.",
-            "Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving",
-            "benchmark_serving.py --backend vllm --dataset-name random",
-            f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
-            "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
-            f"--num-prompts {prompts} ({s['prompts_why']}) --max-concurrency {conc}",
-            f"--request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths uniform",
-            f"integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
-            f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
-            f"means {lin}/{lout}).",
-            f"Server: python3 -m sglang.launch_server ({IMX} {s['script']} at",
-            f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
-            f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
-            f"max_num_tokens {tokens} ({s['tokens_why']}); KV {s['kv']} ({s['kv_why']});",
-            f"memory_fraction {share} (--mem-fraction-static as launched).",
-            f"Plan {plan}: attention TP {tp}{moe}, no attention DP.",
-            CHECKPOINT[m],
-            "Date: the run's day, interpolated from its run id between five runs whose",
-            "creation times mantile records (reconcile/by_model/openai_GPT-OSS-120B/",
-            "inferencemax.csv; +-1 day); the image's SGLang release is later than every dated",
-            "SGLang default chipwise applies (2025-09-27).",
-            "Selection: every single-node sglang DeepSeek-R1 config's latest entry at",
-            "concurrency 4, 16, 64 and the config's largest (docs/performance.md).",
-            "Scored before any model change on 2026-12-06.",
-        ]
-        base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
-        base = base.replace("raw/ run_", "raw/run_")
-        for metric, field, what in METRICS:
-            n += 1
-            w.writerow(
-                {
+    # the SGLang rows first, then ATOM's (appended: no SGLang row's id moves)
+    for framework, entry in (("sglang", sglang_entry), ("atom", atom_entry)):
+        for run, e in select(raw, framework):
+            base, cols = entry(run, e)
+            for metric, field, what in METRICS:
+                n += 1
+                row = {
                     "id": f"IMX-D-{n:03d}",
-                    "workload": WORKLOAD[e["model"]],
                     "phase": "infer",
                     "chip": CHIP[e["hw"]],
-                    "chips": tp,
                     "precision": e["precision"],
-                    "input_len": lin,
-                    "output_len": lout,
-                    "plan": plan,
                     "metric": metric,
                     "value": f"{e[field]:.6g}",
                     "usable": "yes",
                     "notes": base + f" This row: {what}.",
-                    "source": src,
-                    "url": url,
                     "load": "concurrency",
-                    "concurrency": conc,
-                    "kv_dtype": s["kv"],
-                    "max_num_seqs": seqs,
-                    "max_num_tokens": tokens,
-                    "date": run_day(run),
-                    "engine": "sglang",
-                    "lengths": lengths,
-                    "num_requests": prompts,
-                    "harness": harness_of(s["flags"], conc),
-                    "memory_fraction": share,
                 }
-            )
+                w.writerow({**row, **cols})
 
 
 if __name__ == "__main__":

@@ -245,7 +245,7 @@ def test_an_inferencemax_dsr1_row_states_its_closed_loop_load_and_parallelism() 
     # --num-continuous-decode-steps 4; the H200 script sets neither
     assert row.harness == "api-sglang-recv-10"
     for c in rows.values():
-        if not c.id.startswith("IMX-D-"):
+        if not c.id.startswith("IMX-D-") or c.engine == "atom":
             continue
         if c.chip == "b200":
             recv = 30 if c.concurrency >= 16 and c.plan != "tp=4" else 10
@@ -260,6 +260,14 @@ def test_an_inferencemax_dsr1_row_states_its_closed_loop_load_and_parallelism() 
                and c.precision == "fp8" and c.plan == "tp=4"]  # fmt: skip
     assert fp8_tp4 and all(c.memory_fraction == 0.95 for c in fp8_tp4)
     assert all(c.memory_fraction == 0.8 for c in amd)
+    # AMD's ATOM runs on MI355X (appended from IMX-D-247): the engine's own defaults, its
+    # launch stating only an fp8 KV cache; x50 prompts (x20 at OSL 8192) from the runner
+    atom = [c for c in rows.values() if c.id.startswith("IMX-D-") and c.engine == "atom"]
+    assert len(atom) == 81 and min(c.id for c in atom) == "IMX-D-247"
+    for c in atom:
+        assert (c.chip, c.harness, c.kv_dtype, c.usable) == ("mi355x", "api", "fp8", True), c.id
+        assert (c.max_num_seqs, c.max_num_tokens, c.memory_fraction) == (0, 0, 0.0), c.id
+        assert c.num_requests == c.concurrency * (20 if c.output_len > 1024 else 50), c.id
     # one publication with the gpt-oss InferenceMAX rows: the mantile copy of the artifacts
     assert {publication(c) for c in rows.values() if c.id.startswith("IMX-D-")} == {
         "github:gminneci/mantile"
