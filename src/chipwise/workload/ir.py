@@ -504,8 +504,8 @@ class Inference:
     the GPU's total memory, ``trtllm`` a share of what is free after the weights load, and
     for its default batch limits; ``jetstream`` runs fixed decode slots, ``max_num_seqs``,
     and prefills each prompt alone at a padded length; ``atom``, AMD's ATOM, on AMD GPUs
-    only), ``engine_date`` (YYYY-MM[-DD]: the
-    engine release of that date, whose defaults apply; "" = the newest).
+    only), ``engine_date`` (YYYY-MM[-DD]: the engine release of that date, whose defaults
+    apply; "" = the newest).
     """
 
     batch: int = 1

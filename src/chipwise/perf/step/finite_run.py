@@ -184,8 +184,8 @@ def simulate_run(
     verify_tokens: float = 1.0,
 ) -> RunResult | None:
     """Run ``len(inputs)`` requests queued at once through ``scheduler``'s loop (vllm |
-    sglang | trtllm | atom; any other runs vLLM's) on one replica; ``None`` when the run is beyond
-    the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
+    sglang | trtllm | atom; any other runs vLLM's) on one replica; ``None`` when the run is
+    beyond the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
     in the cache. Speculative decoding: a decoding request emits ``tokens_per_step``
     tokens a step (the mean acceptance length, its last step only what is left) and takes
     ``verify_tokens`` of the step's token budget."""
