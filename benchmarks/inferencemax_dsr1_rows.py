@@ -318,6 +318,13 @@ def harness_of(flags: str, conc: int) -> str:
     return "api"
 
 
+def moe_backend_of(flags: str) -> str:
+    """The row's MoE backend: "trtllm-gen" where the launch flags pick SGLang's
+    --moe-runner-backend flashinfer_trtllm (FlashInfer's TRT-LLM-Gen fused MoE:
+    trtllm_fp8_block_scale_moe / trtllm_fp4_block_scale_moe), "" for the engine's default."""
+    return "trtllm-gen" if "--moe-runner-backend flashinfer_trtllm" in flags else ""
+
+
 def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
     """One SGLang entry's notes (before the metric) and its engine columns."""
     s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
@@ -396,6 +403,7 @@ def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
         "num_requests": prompts,
         "harness": harness_of(s["flags"], conc),
         "memory_fraction": share,
+        "moe_backend": moe_backend_of(s["flags"]),
     }
 
 

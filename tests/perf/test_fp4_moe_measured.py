@@ -91,9 +91,10 @@ def test_trtllm_gen_mxfp4_moe_blocks_match_their_kernels_under_that_backend() ->
         assert all(g < c for g, c in zip(gen, cutlass, strict=True))
 
 
-def test_the_trtllm_gen_values_leave_nvfp4_experts_and_other_backends_alone() -> None:
-    """Only an MXFP4 checkpoint's experts under the TRT-LLM-Gen backend move: NVFP4 experts
-    (DeepSeek-R1's) and the engines' default backends time as before."""
+def test_the_trtllm_gen_values_leave_the_other_backends_alone() -> None:
+    """Under the TRT-LLM-Gen backend an MXFP4 checkpoint's experts take the mxfp4_expert_*
+    values and NVFP4 experts (DeepSeek-R1's) TRT-LLM-Gen's own (TG-NVFP4-MOE, checked in
+    test_trtllm_gen_moe_measured.py); the engines' default backends time as before."""
     for m in _rows():
         if m.chip != "b200" or m.ep != 1:
             continue
@@ -101,7 +102,7 @@ def test_the_trtllm_gen_values_leave_nvfp4_experts_and_other_backends_alone() ->
         base = modelled_us(m, "fp4", engine="vllm", expert_quant=quant, balanced=True)
         gen = modelled_us(m, "fp4", engine="vllm", expert_quant=quant, balanced=True,
                           moe_backend="trtllm-gen")  # fmt: skip
-        assert (gen < base) if quant == "mxfp4" else (gen == base), m
+        assert (gen < base) if quant == "mxfp4" else (gen != base), m
 
 
 def test_a_dense_fp4_gemv_keeps_the_dense_stream_rate() -> None:

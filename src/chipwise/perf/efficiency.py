@@ -69,6 +69,12 @@ PARAMETERS: tuple[str, ...] = (
     "mxfp4_expert_peak_fraction",
     "mxfp4_expert_hbm_fraction",
     "mxfp4_expert_latency_s",
+    "trtllm_gen_fp4_expert_peak_fraction",
+    "trtllm_gen_fp4_expert_hbm_fraction",
+    "trtllm_gen_fp4_expert_latency_s",
+    "trtllm_gen_fp8_expert_peak_fraction",
+    "trtllm_gen_fp8_expert_hbm_fraction",
+    "trtllm_gen_fp8_expert_latency_s",
     "w4a16_expert_dequant_fraction",
     "w4a16_expert_latency_s",
     "trtllm_fp8_expert_peak_fraction",
@@ -76,6 +82,7 @@ PARAMETERS: tuple[str, ...] = (
     "gemm_overlap_exponent",
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
+    "mla_prefill_attention_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -93,6 +100,8 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "blockscale_expert_k_latency_s",
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
+    "trtllm_gen_fp4_expert_latency_s",
+    "trtllm_gen_fp8_expert_latency_s",
     "w4a16_expert_latency_s",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
@@ -112,9 +121,12 @@ _OPTIONAL = frozenset(
      "blockscale_expert_k_latency_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
+     "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
+     "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp8_expert_peak_fraction",
+     "trtllm_gen_fp8_expert_hbm_fraction", "trtllm_gen_fp8_expert_latency_s",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
-     "trtllm_attention_tile_blocks"}
+     "trtllm_attention_tile_blocks", "mla_prefill_attention_peak_fraction"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -125,7 +137,10 @@ _ZERO_OK = frozenset(
      "marlin_relative_rate",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
-     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
+     "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
+     "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
+     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction",
+     "mla_prefill_attention_peak_fraction"}
 )  # fmt: skip
 
 
@@ -241,6 +256,15 @@ class Efficiency:
             the activations quantised to MXFP8, the token dimension the MMA's narrow side)
             rather than the CUTLASS NVFP4 grouped GEMM the ``fp4_expert_*`` values time;
             0 = not measured, as the ``fp4_expert_*`` ones. Serving only.
+        trtllm_gen_fp4_expert_peak_fraction, trtllm_gen_fp4_expert_hbm_fraction,
+        trtllm_gen_fp4_expert_latency_s: the same three for an NVFP4 checkpoint's experts
+            under TRT-LLM-Gen's fused MoE (``Inference.moe_backend`` "trtllm-gen": SGLang's
+            --moe-runner-backend flashinfer_trtllm, FlashInfer trtllm_fp4_block_scale_moe),
+            of the fp4 peak; 0 = not measured, as the ``fp4_expert_*`` ones. Serving only.
+        trtllm_gen_fp8_expert_peak_fraction, trtllm_gen_fp8_expert_hbm_fraction,
+            trtllm_gen_fp8_expert_latency_s: the same for a block-scaled fp8 checkpoint's
+            experts under that backend (FlashInfer trtllm_fp8_block_scale_moe), of the fp8
+            peak; 0 = not measured: the engine's fused-MoE fp8 values apply.
         w4a16_expert_dequant_fraction: a serving engine's fused-MoE kernel with 4-bit
             experts and bf16 math (W4A16: MXFP4/INT4 weights dequantised in registers, on
             chips without fp4 tensor cores): weights it dequantises per second as a share
@@ -271,6 +295,11 @@ class Efficiency:
             (its FMHA with the QKV/RoPE/KV-cache-append kernel), whose fixed work per tile
             is 1.6-4.5x theirs; it replaces ``attention_tile_blocks`` under that engine
             (``GpuModel.for_engine``); 0 = not measured (``attention_tile_blocks`` applies).
+        mla_prefill_attention_peak_fraction: MLA's prefill (context) attention on its
+            non-absorbed heads (192-dim query and key, 128-dim value: DeepSeek-V3/R1, Kimi)
+            as a share of the dense peak, in place of ``attention_peak_fraction`` (the
+            engines' MLA prefill kernels, e.g. SGLang's trtllm_mla FMHA on Blackwell, run
+            below their 128-dim GQA kernels); 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -309,6 +338,12 @@ class Efficiency:
     mxfp4_expert_peak_fraction: float = 0.0
     mxfp4_expert_hbm_fraction: float = 0.0
     mxfp4_expert_latency_s: float = 0.0
+    trtllm_gen_fp4_expert_peak_fraction: float = 0.0
+    trtllm_gen_fp4_expert_hbm_fraction: float = 0.0
+    trtllm_gen_fp4_expert_latency_s: float = 0.0
+    trtllm_gen_fp8_expert_peak_fraction: float = 0.0
+    trtllm_gen_fp8_expert_hbm_fraction: float = 0.0
+    trtllm_gen_fp8_expert_latency_s: float = 0.0
     w4a16_expert_dequant_fraction: float = 0.0
     w4a16_expert_latency_s: float = 0.0
     trtllm_fp8_expert_peak_fraction: float = 0.0
@@ -316,6 +351,7 @@ class Efficiency:
     gemm_overlap_exponent: float = 0.0
     attention_tile_blocks: float = 0.0
     trtllm_attention_tile_blocks: float = 0.0
+    mla_prefill_attention_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -353,7 +389,13 @@ class Efficiency:
         one where measured, 4-bit experts on fp4 tensor cores (``expert``, any serving
         engine) their fused-MoE kernel's, fp8 experts under TensorRT-LLM's MoE
         (``trtllm_moe``) its own where measured, else as ``gemm_fraction``; ``dtype`` "mxfp4":
-        fp4 math on an MXFP4 checkpoint's experts (``mxfp4_expert_peak_fraction``)."""
+        fp4 math on an MXFP4 checkpoint's experts (``mxfp4_expert_peak_fraction``); "tg-fp4" /
+        "tg-fp8": NVFP4 / block-scaled fp8 experts under TRT-LLM-Gen's fused MoE
+        (``trtllm_gen_fp4_expert_peak_fraction`` / ``trtllm_gen_fp8_expert_peak_fraction``)."""
+        if dtype == "tg-fp4" and self.trtllm_gen_fp4_expert_peak_fraction:
+            return self.trtllm_gen_fp4_expert_peak_fraction
+        if dtype == "tg-fp8" and self.trtllm_gen_fp8_expert_peak_fraction:
+            return self.trtllm_gen_fp8_expert_peak_fraction
         if expert and dtype == "mxfp4" and self.mxfp4_expert_peak_fraction:
             return self.mxfp4_expert_peak_fraction
         if expert and dtype in ("fp4", "mxfp4") and self.fp4_expert_peak_fraction:
@@ -373,7 +415,12 @@ class Efficiency:
     def gemm_memory_fraction(self, dtype: str = "", *, expert: bool = False) -> float:
         """The achievable share of HBM bandwidth for the operand and output traffic of a
         GEMM whose math runs in ``dtype`` ("" = not fp4; "mxfp4": fp4 math on an MXFP4
-        checkpoint's experts); ``expert``: a serving engine's fused-MoE expert GEMM."""
+        checkpoint's experts; "tg-fp4" / "tg-fp8": TRT-LLM-Gen's fused MoE on NVFP4 /
+        block-scaled fp8 experts); ``expert``: a serving engine's fused-MoE expert GEMM."""
+        if dtype == "tg-fp4" and self.trtllm_gen_fp4_expert_hbm_fraction:
+            return self.trtllm_gen_fp4_expert_hbm_fraction
+        if dtype == "tg-fp8" and self.trtllm_gen_fp8_expert_hbm_fraction:
+            return self.trtllm_gen_fp8_expert_hbm_fraction
         if expert and dtype == "mxfp4" and self.mxfp4_expert_hbm_fraction:
             return self.mxfp4_expert_hbm_fraction
         if expert and dtype in ("fp4", "mxfp4") and self.fp4_expert_hbm_fraction:
@@ -382,8 +429,12 @@ class Efficiency:
             return self.fp4_gemm_hbm_fraction
         return self.gemm_hbm_fraction or self.hbm_fraction
 
-    def attention_fraction(self, *, backward: bool) -> float:
-        """The achievable share of the dense peak for fused attention, forward or backward."""
+    def attention_fraction(self, *, backward: bool, mla_prefill: bool = False) -> float:
+        """The achievable share of the dense peak for fused attention, forward or backward;
+        ``mla_prefill``: MLA's prefill attention on its non-absorbed heads (192-dim query
+        and key, 128-dim value), at ``mla_prefill_attention_peak_fraction`` where measured."""
+        if mla_prefill and not backward and self.mla_prefill_attention_peak_fraction:
+            return self.mla_prefill_attention_peak_fraction
         ratio = self.attention_backward_ratio if backward else 1.0
         return self.attention_peak_fraction * ratio
 
@@ -457,6 +508,12 @@ class _Entry(_Frozen):
     mxfp4_expert_peak_fraction: _Value | None = None
     mxfp4_expert_hbm_fraction: _Value | None = None
     mxfp4_expert_latency_s: _Value | None = None
+    trtllm_gen_fp4_expert_peak_fraction: _Value | None = None
+    trtllm_gen_fp4_expert_hbm_fraction: _Value | None = None
+    trtllm_gen_fp4_expert_latency_s: _Value | None = None
+    trtllm_gen_fp8_expert_peak_fraction: _Value | None = None
+    trtllm_gen_fp8_expert_hbm_fraction: _Value | None = None
+    trtllm_gen_fp8_expert_latency_s: _Value | None = None
     w4a16_expert_dequant_fraction: _Value | None = None
     w4a16_expert_latency_s: _Value | None = None
     trtllm_fp8_expert_peak_fraction: _Value | None = None
@@ -464,6 +521,7 @@ class _Entry(_Frozen):
     gemm_overlap_exponent: _Value | None = None
     attention_tile_blocks: _Value | None = None
     trtllm_attention_tile_blocks: _Value | None = None
+    mla_prefill_attention_peak_fraction: _Value | None = None
     note: str = ""
 
 

@@ -880,6 +880,20 @@ class GpuModel(PerfModel):
             per_k = eff.blockscale_gemm_k_latency_s
         return per_k * k / 1024.0
 
+    def _trtllm_gen_dtype(self, op: Op) -> str:
+        """ "tg-fp4" / "tg-fp8" where ``op`` (a routed expert GEMM) runs in TRT-LLM-Gen's
+        fused MoE (``Inference.moe_backend`` "trtllm-gen") on an NVFP4 / block-scaled fp8
+        checkpoint's experts and the architecture has that kernel's measured values; ""
+        elsewhere (an MXFP4 checkpoint's experts take the ``mxfp4_expert_*`` values)."""
+        eff = self.efficiency
+        if not self.trtllm_gen_moe or op.weight == "mxfp4":
+            return ""
+        if op.dtype == "fp4" and eff.trtllm_gen_fp4_expert_peak_fraction:
+            return "tg-fp4"
+        if op.dtype == "fp8" and op.block_scaled and eff.trtllm_gen_fp8_expert_peak_fraction:
+            return "tg-fp8"
+        return ""
+
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
 
@@ -1001,8 +1015,12 @@ class GpuModel(PerfModel):
                 # fp8 rate (B300's larger fp4 rate is FP4 x FP4 only)
                 peak = chip.peak_flops_per_s("fp8")
             trtllm = self.trtllm_moe and expert and op.block_scaled
-            # the kernel's rates by its dtype ("mxfp4": the MXFP4-checkpoint expert kernel)
-            kernel_dtype = "mxfp4" if mx4 else op.dtype
+            # an NVFP4 or block-scaled fp8 checkpoint's experts under TRT-LLM-Gen's fused MoE
+            # (SGLang's flashinfer_trtllm runner) at its own measured values where fitted
+            tg = self._trtllm_gen_dtype(op) if expert and not mx4 else ""
+            # the kernel's rates by its dtype ("mxfp4": the MXFP4-checkpoint expert kernel;
+            # "tg-fp4" / "tg-fp8": TRT-LLM-Gen's NVFP4 / block-scaled fp8 one)
+            kernel_dtype = "mxfp4" if mx4 else (tg or op.dtype)
             frac = eff.grouped_gemm_fraction(
                 kernel_dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
@@ -1080,9 +1098,26 @@ class GpuModel(PerfModel):
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
             overhead = launches * eff.launch_overhead_s
             expert_lat = eff.mxfp4_expert_latency_s if mx4 else eff.fp4_expert_latency_s
-            if expert4 and (expert_lat or mx4):
+            if tg:
+                expert_lat = (
+                    eff.trtllm_gen_fp4_expert_latency_s
+                    if tg == "tg-fp4"
+                    else eff.trtllm_gen_fp8_expert_latency_s
+                )
+            if tg == "tg-fp8":
                 overhead += expert_lat
-                kernel = "TRT-LLM-Gen MXFP4 x MXFP8" if mx4 else "fused-MoE fp4"
+                notes.append(
+                    f"TRT-LLM-Gen block-scaled fp8 experts: {expert_lat * 1e6:.1f} us fixed, "
+                    f"{frac:.0%} of the fp8 peak, weights at "
+                    f"{eff.gemm_memory_fraction(mem_dtype, expert=True):.0%} of HBM"
+                )
+            elif expert4 and (expert_lat or mx4 or tg):
+                overhead += expert_lat
+                kernel = (
+                    "TRT-LLM-Gen MXFP4 x MXFP8"
+                    if mx4
+                    else ("TRT-LLM-Gen NVFP4" if tg else "fused-MoE fp4")
+                )
                 notes.append(
                     f"{kernel} experts: {expert_lat * 1e6:.1f} us fixed, "
                     f"{frac:.0%} of the fp4 peak, weights at "
@@ -1113,7 +1148,7 @@ class GpuModel(PerfModel):
             )
         elif op.tensor_op:
             frac = (
-                eff.attention_fraction(backward=op.backward)
+                eff.attention_fraction(backward=op.backward, mla_prefill=is_mla_prefill(op))
                 if op.kind is OpKind.ATTENTION
                 else eff.gemm_fraction(op.dtype)
             )
@@ -1207,6 +1242,26 @@ class GpuModel(PerfModel):
                 source="estimate: one K step of HBM latency + one of epilogue per tile",
             ),
         )
+
+
+# MLA's non-absorbed query/key heads are 192 wide (128 no-RoPE + 64 RoPE, DeepSeek-V3 and
+# Kimi K2 config.json); its absorbed form (576 = 512 latent + 64 RoPE, a speculative verify
+# step's) is far wider and runs the decode kernels.
+MLA_PREFILL_MAX_HEAD_DIM = 256
+
+
+def is_mla_prefill(op: Op) -> bool:
+    """A prefill (context) attention op on MLA's non-absorbed heads: query/key head dim
+    (``op.mnk[2]``, 192 for DeepSeek-V3) above the value head dim (``op.shape[-1]``, 128);
+    GQA/MHA ops have the two equal, MLA's absorbed decode form has 576 / 512 and is decode."""
+    return (
+        op.kind is OpKind.ATTENTION
+        and not op.backward
+        and op.mnk is not None
+        and bool(op.shape)
+        and not is_decode_attention(op)
+        and op.shape[-1] < op.mnk[2] <= MLA_PREFILL_MAX_HEAD_DIM
+    )
 
 
 def attention_tile_flops(op: Op, eff: Efficiency) -> float:
