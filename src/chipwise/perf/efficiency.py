@@ -82,7 +82,6 @@ PARAMETERS: tuple[str, ...] = (
     "gemm_overlap_exponent",
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
-    "mla_prefill_attention_peak_fraction",
 )
 
 _FRACTIONS = frozenset(PARAMETERS) - {
@@ -126,7 +125,7 @@ _OPTIONAL = frozenset(
      "trtllm_gen_fp8_expert_hbm_fraction", "trtllm_gen_fp8_expert_latency_s",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
-     "trtllm_attention_tile_blocks", "mla_prefill_attention_peak_fraction"}
+     "trtllm_attention_tile_blocks"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -139,8 +138,7 @@ _ZERO_OK = frozenset(
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
-     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction",
-     "mla_prefill_attention_peak_fraction"}
+     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
 )  # fmt: skip
 
 
@@ -295,11 +293,6 @@ class Efficiency:
             (its FMHA with the QKV/RoPE/KV-cache-append kernel), whose fixed work per tile
             is 1.6-4.5x theirs; it replaces ``attention_tile_blocks`` under that engine
             (``GpuModel.for_engine``); 0 = not measured (``attention_tile_blocks`` applies).
-        mla_prefill_attention_peak_fraction: MLA's prefill (context) attention on its
-            non-absorbed heads (192-dim query and key, 128-dim value: DeepSeek-V3/R1, Kimi)
-            as a share of the dense peak, in place of ``attention_peak_fraction`` (the
-            engines' MLA prefill kernels, e.g. SGLang's trtllm_mla FMHA on Blackwell, run
-            below their 128-dim GQA kernels); 0 = not measured.
     """
 
     gemm_peak_fraction: float
@@ -351,7 +344,6 @@ class Efficiency:
     gemm_overlap_exponent: float = 0.0
     attention_tile_blocks: float = 0.0
     trtllm_attention_tile_blocks: float = 0.0
-    mla_prefill_attention_peak_fraction: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -429,12 +421,8 @@ class Efficiency:
             return self.fp4_gemm_hbm_fraction
         return self.gemm_hbm_fraction or self.hbm_fraction
 
-    def attention_fraction(self, *, backward: bool, mla_prefill: bool = False) -> float:
-        """The achievable share of the dense peak for fused attention, forward or backward;
-        ``mla_prefill``: MLA's prefill attention on its non-absorbed heads (192-dim query
-        and key, 128-dim value), at ``mla_prefill_attention_peak_fraction`` where measured."""
-        if mla_prefill and not backward and self.mla_prefill_attention_peak_fraction:
-            return self.mla_prefill_attention_peak_fraction
+    def attention_fraction(self, *, backward: bool) -> float:
+        """The achievable share of the dense peak for fused attention, forward or backward."""
         ratio = self.attention_backward_ratio if backward else 1.0
         return self.attention_peak_fraction * ratio
 
@@ -521,7 +509,6 @@ class _Entry(_Frozen):
     gemm_overlap_exponent: _Value | None = None
     attention_tile_blocks: _Value | None = None
     trtllm_attention_tile_blocks: _Value | None = None
-    mla_prefill_attention_peak_fraction: _Value | None = None
     note: str = ""
 
 

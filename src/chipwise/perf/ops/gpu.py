@@ -104,7 +104,12 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   fused MoE, as TensorRT-LLM's TRTLLM MoE backend and vLLM's FlashInfer MXFP4 x MXFP8
   backend run them on Blackwell) take the ``mxfp4_expert_*`` values where the architecture
   has them: its small token tiles keep the weight stream the bound at decode loads where
-  the CUTLASS tiles pay their padding (1.3-1.8x the kernel's time at ep 1).
+  the CUTLASS tiles pay their padding (1.3-1.8x the kernel's time at ep 1). Under the same
+  backend an NVFP4 checkpoint's experts (DeepSeek-R1-FP4) and a block-scaled fp8
+  checkpoint's (DeepSeek-R1), as SGLang's --moe-runner-backend flashinfer_trtllm runs them
+  (FlashInfer trtllm_fp4_block_scale_moe / trtllm_fp8_block_scale_moe), take that kernel's
+  own measured values, ``trtllm_gen_fp4_expert_*`` / ``trtllm_gen_fp8_expert_*``, where the
+  architecture has them (TG-NVFP4-MOE, TG-FP8-MOE in data/efficiency.toml).
 - **4-bit experts with bf16 math** (``op.weight`` MXFP4/INT4 on an expert GEMM: gpt-oss on
   Hopper and Ampere, which have no fp4 tensor cores), under any serving engine, on the
   architectures with a ``w4a16_expert_dequant_fraction``: the engines' W4A16 fused-MoE kernel
@@ -263,7 +268,8 @@ TRITON_BLOCKSCALE_TILE = 128
 TRTLLM_MOE_ENGINE = "trtllm"
 # ``Inference.moe_backend`` naming TRT-LLM-Gen's fused MoE (TensorRT-LLM moe_config backend
 # TRTLLM; vLLM's FlashInfer MXFP4 x MXFP8 backend, VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1;
-# SGLang --moe-runner-backend flashinfer_trtllm). Each engine's default is its own kernels:
+# SGLang --moe-runner-backend flashinfer_trtllm, which also runs NVFP4 and block-scaled fp8
+# experts on it: ``GpuModel._trtllm_gen_dtype``). Each engine's default is its own kernels:
 # TensorRT-LLM's CUTLASS MoE, vLLM's FlashInfer MXFP4 x BF16 on Blackwell, which the
 # CUTLASS-fitted fp4_expert_* values time within the tables' spread (efficiency.toml
 # MXFP4-MOE).
@@ -1148,7 +1154,7 @@ class GpuModel(PerfModel):
             )
         elif op.tensor_op:
             frac = (
-                eff.attention_fraction(backward=op.backward, mla_prefill=is_mla_prefill(op))
+                eff.attention_fraction(backward=op.backward)
                 if op.kind is OpKind.ATTENTION
                 else eff.gemm_fraction(op.dtype)
             )
@@ -1242,26 +1248,6 @@ class GpuModel(PerfModel):
                 source="estimate: one K step of HBM latency + one of epilogue per tile",
             ),
         )
-
-
-# MLA's non-absorbed query/key heads are 192 wide (128 no-RoPE + 64 RoPE, DeepSeek-V3 and
-# Kimi K2 config.json); its absorbed form (576 = 512 latent + 64 RoPE, a speculative verify
-# step's) is far wider and runs the decode kernels.
-MLA_PREFILL_MAX_HEAD_DIM = 256
-
-
-def is_mla_prefill(op: Op) -> bool:
-    """A prefill (context) attention op on MLA's non-absorbed heads: query/key head dim
-    (``op.mnk[2]``, 192 for DeepSeek-V3) above the value head dim (``op.shape[-1]``, 128);
-    GQA/MHA ops have the two equal, MLA's absorbed decode form has 576 / 512 and is decode."""
-    return (
-        op.kind is OpKind.ATTENTION
-        and not op.backward
-        and op.mnk is not None
-        and bool(op.shape)
-        and not is_decode_attention(op)
-        and op.shape[-1] < op.mnk[2] <= MLA_PREFILL_MAX_HEAD_DIM
-    )
 
 
 def attention_tile_flops(op: Op, eff: Efficiency) -> float:
