@@ -279,6 +279,22 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        # the open loop's M/G/1 wait distribution: a fixed FFT grid, whatever the prompts
+        "--rps with 100k-token prompts of spread 200k",
+        lambda t: _predict(
+            "llama3-8b",
+            "--phase",
+            "infer",
+            "--rps",
+            "1",
+            "--input-len",
+            "100000",
+            "--input-len-std",
+            "200000",
+        ),
+        exit_code=0,
+    ),
+    Case(
         # SGLang's ROCm block-scale GEMM: waves of tiles over a user-sized M, closed form
         "sglang mi300x deepseek at the token and concurrency bounds",
         lambda t: [

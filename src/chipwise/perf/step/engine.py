@@ -1498,8 +1498,8 @@ def _mg1_wait_cdf(work: FloatArray, w: FloatArray, rho: float) -> tuple[FloatArr
     residual = np.diff(area) / es
     size = 2 * _WAIT_GRID
     wait = np.fft.irfft((1.0 - rho) / (1.0 - rho * np.fft.rfft(residual, size)), size)
-    cdf = np.clip(np.cumsum(wait[:_WAIT_GRID]), 0.0, 1.0)
-    return np.arange(_WAIT_GRID) * h, cdf
+    cdf = np.clip(np.cumsum(wait[:_WAIT_GRID]), 0.0, 1.0).astype(np.float64)
+    return (np.arange(_WAIT_GRID) * h).astype(np.float64), cdf
 
 
 def _mg1_quantiles(service: FloatArray, w: FloatArray, grid: FloatArray, cdf: FloatArray,
