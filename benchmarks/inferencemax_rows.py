@@ -244,8 +244,8 @@ def notes(e: dict, run: int, rev: str, metric_text: str) -> str:
     elif hw == "b200-trt":
         adp = (
             " enable_attention_dp true with attention_dp_config enable_balance true (timeout and "
-            "batching-wait iterations not set: TensorRT-LLM's defaults; the balance gate is not "
-            "modelled for these rows, whose harness column states the API client);"
+            "batching-wait iterations not set: TensorRT-LLM's defaults 50 and 10; harness "
+            "api-trtllm-adp-50-10, the API client behind that balance gate, since 2026-12-06);"
             if str(e["dp_attention"]).lower() == "true"
             else " enable_attention_dp false;"
         )
@@ -323,7 +323,10 @@ def rows(raw: Path, repo: Path) -> list[dict[str, str]]:
                 "date": RUN_TIMES[run][:10],
                 "engine": {"vllm": "vllm", "trt": "trtllm", "atom": "atom"}[e["framework"]],
                 "lengths": f"lengths/inferencemax-random-{e['isl']}-{e['osl']}-r0.8.csv",
-                "num_requests": str(10 * e["conc"]), "harness": "api",
+                "num_requests": str(10 * e["conc"]),
+                # the API client, behind TensorRT-LLM's ADP balance where the launch sets it
+                "harness": "api-trtllm-adp-50-10"
+                if hw == "b200-trt" and str(e["dp_attention"]).lower() == "true" else "api",
                 "async_scheduling": "yes" if vllm else "",
                 # TRT-LLM-Gen's MXFP4 x MXFP8 MoE: the B200 vLLM runs set
                 # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, the TensorRT-LLM runs moe_config

@@ -185,7 +185,10 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     for c in rows.values():
         assert c.load == "concurrency" and c.concurrency >= 1, c.id
         assert c.num_requests == 10 * c.concurrency, c.id
-        assert c.harness == "api", c.id
+        # the API client; TensorRT-LLM's attention-DP launches set enable_balance at its
+        # default iterations (engine.HARNESS_ADMISSION_GATES)
+        adp = c.engine == "trtllm" and "adp=1" in c.plan
+        assert c.harness == ("api-trtllm-adp-50-10" if adp else "api"), c.id
         isl, osl = (int(x) for x in c.lengths.split("random-")[1].split("-r0.8")[0].split("-"))
         assert (c.input_len, c.output_len) == (
             {1024: 922, 8192: 7373}[isl],

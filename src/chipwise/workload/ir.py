@@ -564,7 +564,8 @@ class Inference:
     # DeepSeek-R1 so); "api-sglang-recv-N" / "api-sglang-decode-steps-N": an API client
     # (below) timing SGLang run with --scheduler-recv-interval N or
     # --num-continuous-decode-steps N, whose scheduler takes new requests only every N decode
-    # steps (the same gates); "api":
+    # steps (the same gates); "api-trtllm-adp-50-10": an API client timing trtllm-serve
+    # under its attention-DP balance at the default iterations (the same gates); "api":
     # a client that times each request through the engine's OpenAI-compatible HTTP server,
     # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency
@@ -768,6 +769,7 @@ HARNESSES = (
     "api-sglang-recv-10",
     "api-sglang-recv-30",
     "api-sglang-decode-steps-4",
+    "api-trtllm-adp-50-10",
 )
 # API clients (``Inference.harness``): "api" and "api-<gate>", an HTTP client timing an engine
 # whose scheduler admits new requests only every few steps (``HARNESS_ADMISSION_GATES``)

@@ -364,6 +364,13 @@ class AdmissionGate:
 #   SchedulerRecvSkipper has counted N decode forwards (a prefill forward weighs past the
 #   threshold, so the loop polls right after one): sgl-project/sglang python/sglang/srt/
 #   managers/scheduler_recv_skipper.py, SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DECODE 1.
+# * "api-trtllm-adp-50-10": an HTTP client timing trtllm-serve run with attention DP and
+#   attention_dp_config enable_balance true at TensorRT-LLM's default timeout_iters 50 and
+#   batching_wait_iters 10 (AttentionDpConfig in tensorrt_llm/llmapi/llm_args.py, the same
+#   defaults in every stored version read, e.g. NVIDIA/TensorRT-LLM@00043967; the balance as
+#   for "nvidia-mlperf-adp-T-W"): InferenceMAX's B200 gpt-oss TensorRT-LLM launches with
+#   dp-attention (benchmarks/gptoss_fp4_b200_trt_slurm.sh: enable_balance true, neither
+#   iteration count set).
 # * "api-sglang-decode-steps-N": the same client timing SGLang run with
 #   --num-continuous-decode-steps N (InferenceMAX's MI300X/MI325X/MI355X scripts: 4), which
 #   runs N decode forwards back to back before its loop takes new requests.
@@ -382,6 +389,7 @@ HARNESS_ADMISSION_GATES = {
     "api-sglang-recv-10": AdmissionGate(steps=10),
     "api-sglang-recv-30": AdmissionGate(steps=30),
     "api-sglang-decode-steps-4": AdmissionGate(steps=4),
+    "api-trtllm-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
 }
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
