@@ -48,6 +48,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_gemm_peak_fraction",
     "decode_attention_hbm_fraction",
     "decode_attention_floor_s",
+    "mla_decode_attention_floor_s",
     "decode_attention_element_s",
     "fp8_kv_attention_peak_fraction",
     "gemm_hbm_fraction",
@@ -88,6 +89,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "launch_overhead_s",
     "collective_latency_s",
     "decode_attention_floor_s",
+    "mla_decode_attention_floor_s",
     "decode_attention_element_s",
     "fp8_gemm_latency_s",
     "fp4_gemm_latency_s",
@@ -111,7 +113,7 @@ _OPTIONAL = frozenset(
     {"nvls_fraction", "sustained_tensor_fraction", "serving_fp8_sustained_fraction",
      "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
-     "decode_attention_floor_s", "decode_attention_element_s",
+     "decode_attention_floor_s", "mla_decode_attention_floor_s", "decode_attention_element_s",
      "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
@@ -181,6 +183,10 @@ class Efficiency:
         decode_attention_floor_s: the time of one decode-attention op that reads almost no
             cache (batch 1, context 1): its kernel launches (KV append, split-KV partials,
             combine) and their dependent DRAM round trips; 0 = one launch overhead.
+        mla_decode_attention_floor_s: the same for an absorbed-MLA decode attention (the
+            query heads read one shared latent, ``gpu.is_latent_decode_attention``) where
+            its own kernel was timed apart (CDNA: AITER's assembly MLA decode, a split-KV
+            stage and a reduce kernel); 0 = as ``decode_attention_floor_s``.
         decode_attention_element_s: the kernel's per-sequence work (its CTAs per sequence
             and KV head: set-up, query load, KV append, partial and combine) in seconds per
             element of one cached token's K/V row (per layer, per rank): a sequence of a GQA
@@ -310,6 +316,7 @@ class Efficiency:
     fp4_gemm_peak_fraction: float = 0.0
     decode_attention_hbm_fraction: float = 0.0
     decode_attention_floor_s: float = 0.0
+    mla_decode_attention_floor_s: float = 0.0
     decode_attention_element_s: float = 0.0
     fp8_kv_attention_peak_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
@@ -475,6 +482,7 @@ class _Entry(_Frozen):
     fp4_gemm_peak_fraction: _Value | None = None
     decode_attention_hbm_fraction: _Value | None = None
     decode_attention_floor_s: _Value | None = None
+    mla_decode_attention_floor_s: _Value | None = None
     decode_attention_element_s: _Value | None = None
     fp8_kv_attention_peak_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None

@@ -66,7 +66,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   the engines' kernels at GB-sized caches), else at ``hbm_fraction``. Its fixed cost is
   ``decode_attention_floor_s`` where set, not one launch: the op is several kernels (KV
   append, split-KV partials, the combine), each waiting on its DRAM round trips, measured at
-  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch). Beyond the floor
+  batch 1 and context 1 (~9-15 us on A100-B200, against a 3 us launch); an absorbed-MLA
+  op (``is_latent_decode_attention``) takes ``mla_decode_attention_floor_s`` instead where
+  its own kernel was timed (CDNA: AITER's assembly MLA decode and its reduce kernel, 12-16
+  us at batch 1, short context). Beyond the floor
   each sequence costs SM work (CTA set-up, query load, KV append, combine) of
   ``decode_attention_element_s`` per element of a cached token's K/V row, which overlaps the
   cache read (the op takes the longer): ~0.1 us per sequence of a GQA 32/8 model on B200,
@@ -1194,9 +1197,13 @@ class GpuModel(PerfModel):
                 notes.append(
                     f"decode attention on an fp8 cache: fp8 MMAs at {frac:.0%} of the fp8 peak"
                 )
-            if is_decode_attention(op) and eff.decode_attention_floor_s > overhead_s:
+            floor_s = eff.decode_attention_floor_s
+            if is_latent_decode_attention(op) and eff.mla_decode_attention_floor_s:
+                # the architecture's own MLA decode kernel, timed apart (AITER-MLA)
+                floor_s = eff.mla_decode_attention_floor_s
+            if is_decode_attention(op) and floor_s > overhead_s:
                 # a split-KV decode kernel's fixed cost: KV append, partials, combine (DAF)
-                overhead_s = eff.decode_attention_floor_s
+                overhead_s = floor_s
                 notes.append(
                     f"decode attention: {overhead_s * 1e6:.1f} us fixed (launches, KV append, "
                     f"split-KV combine) before the cache read"
@@ -1297,6 +1304,15 @@ def attention_critical_flops(op: Op, eff: Efficiency, units: int) -> float:
     keys = min(s_kv, op.window + FLASH_BLOCK) if op.window else s_kv
     blocks = _ceil_div(keys, FLASH_BLOCK) + eff.attention_tile_blocks
     return units * blocks * 2.0 * FLASH_BLOCK * FLASH_BLOCK * (qk_dim + op.shape[-1])
+
+
+def is_latent_decode_attention(op: Op) -> bool:
+    """An absorbed-MLA decode attention (``layers._decode_attention``): every query head reads
+    the one shared latent row (K = kv_lora_rank + rope, 576 for DeepSeek-V3), wider than the
+    head it writes (v_head_dim, 128); a GQA/MHA op reads and writes heads of one width."""
+    if not is_decode_attention(op) or op.mnk is None or len(op.shape) != 4:
+        return False
+    return op.mnk[2] > op.shape[3]
 
 
 def decode_attention_sequence_s(op: Op, eff: Efficiency) -> float:

@@ -1,0 +1,107 @@
+"""CDNA decode-path ops against AMD's own kernel tables (efficiency.toml BS-K4, FP4-MOE-CDNA4,
+AITER-MLA): a block-scaled fp8 dense GEMM at decode M on CDNA4 (AITER's CK kernels have no
+split-K, so ~20 us at K = 7168 whatever N, as on CDNA3), the MXFP4 fused-MoE expert block of
+DeepSeek-R1 TP8 at decode token counts, and the MLA decode op's fixed cost."""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from chipwise.hardware.catalog import chip
+from chipwise.perf.efficiency import efficiency_for
+from chipwise.perf.ops.gpu import GpuModel
+from chipwise.workload.ir import Op, OpKind
+
+DATA = Path(__file__).parent / "data"
+GEMMS = DATA / "aiter-blockscale-gemm-cdna4.csv"
+FMOE = DATA / "aiter-fmoe-fp4-dsv3-cdna4.csv"
+MXFP4_DSR1 = (
+    Path(__file__).parents[2]
+    / "src/chipwise/validate/data/configs/amd-deepseek-r1-0528-mxfp4-preview.json"
+)
+
+
+def _table(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _op(m: int, n: int, k: int, *, block_scaled: bool = True) -> Op:
+    return Op(name="proj", kind=OpKind.MATMUL, dtype="fp8", mnk=(m, n, k),
+              block_scaled=block_scaled)  # fmt: skip
+
+
+def test_the_gemm_table_holds_ten_deepseek_shapes() -> None:
+    rows = _table(GEMMS)
+    assert len(rows) == 46
+    assert len({(r["n"], r["k"]) for r in rows}) == 10
+
+
+def test_block_scaled_fp8_gemms_at_decode_m_run_at_the_cdna4_kernels_time() -> None:
+    model = GpuModel(chip("mi355x"))
+    rows = [(int(r["m"]), int(r["n"]), int(r["k"]), float(r["us"]) * 1e-6) for r in _table(GEMMS)]
+    ratios = [model.op_time(_op(m, n, k)).seconds / s for m, n, k, s in rows]
+    assert 0.95 <= statistics.median(ratios) <= 1.05
+    assert statistics.mean(abs(math.log(r)) for r in ratios) < 0.08
+    # the bare weight stream took about half the kernels' time
+    bare = [model.op_time(_op(m, n, k, block_scaled=False)).seconds / s for m, n, k, s in rows]
+    assert statistics.median(bare) < 0.6
+    assert efficiency_for(chip("mi355x")).blockscale_gemm_k_latency_s == pytest.approx(2.6e-6)
+
+
+def _expert_block_s(tokens: int) -> float:
+    """The per-op model's routed-expert block (up, activation, down) of one layer of the MXFP4
+    DeepSeek-R1 checkpoint at TP8 under SGLang on MI355X at ``tokens`` decode tokens."""
+    from chipwise.perf.base import Plan
+    from chipwise.perf.predictor import Predictor
+    from chipwise.workload import load_workload_model
+    from chipwise.workload.ir import Inference, Workload
+
+    phase = Inference(batch=tokens, input_len=1000, output_len=2, engine="sglang")
+    model = load_workload_model(str(MXFP4_DSR1))
+    serve = Predictor(Workload(model=model, phase=phase), "mi355x", "fp4").serve_model()
+    _, decode = serve.layer_op_times(Plan(tp=8), batch=tokens, input_len=1000, output_len=2)
+    names = ("expert_up", "expert_act", "expert_down")
+    return sum(t.seconds for t in decode if t.op.name in names)
+
+
+def test_mxfp4_experts_at_decode_tokens_run_at_the_ck_kernels_time() -> None:
+    rows = [(int(r["tokens"]), float(r["us"]) * 1e-6) for r in _table(FMOE)]
+    assert [t for t, _ in rows][:10] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    ratios = {t: _expert_block_s(t) / s for t, s in rows if t <= 512}
+    # 1-4 tokens: the kernels' fixed cost (fp4_expert_latency_s per expert GEMM) sets the block
+    assert all(0.85 <= ratios[t] <= 1.15 for t in (1, 2, 4))
+    assert all(0.85 <= r <= 1.15 for r in ratios.values())
+    assert statistics.mean(abs(math.log(r)) for r in ratios.values()) < 0.07
+
+
+def _decode_attention(*, mla: bool) -> Op:
+    """One decode step's attention of 4 sequences at context 1384: DeepSeek-V3 MLA at TP8
+    (16 heads reading the 576-wide latent, writing 128-wide heads) or GQA (8 KV heads of 128)."""
+    width, heads, cache = (576, 16, 4 * 1384 * 576 * 2) if mla else (128, 8, 4 * 1384 * 2048 * 2)
+    out = 4 * heads * 128 * 2
+    return Op(name="attention", kind=OpKind.ATTENTION, dtype="bf16", flops=1.0,
+              bytes_read=cache + out, bytes_written=out, shape=(4, heads, 1, 128),
+              mnk=(1, 1384, width), batch=4 * heads)  # fmt: skip
+
+
+@pytest.mark.parametrize(("chip_id", "floor"), [("mi355x", 12.1e-6), ("mi300x", 15.5e-6)])
+def test_mla_decode_pays_the_aiter_kernels_fixed_cost_on_cdna(chip_id: str, floor: float) -> None:
+    eff = efficiency_for(chip(chip_id))
+    assert eff.mla_decode_attention_floor_s == pytest.approx(floor)
+    assert eff.decode_attention_floor_s == 0.0  # GQA decode on CDNA: one launch, as before
+    model = GpuModel(chip(chip_id))
+    assert model.op_time(_decode_attention(mla=True)).seconds >= floor
+    assert model.op_time(_decode_attention(mla=False)).seconds < floor
+
+
+def test_only_mla_ops_count_as_latent_decode_attention() -> None:
+    from chipwise.perf.ops.gpu import is_latent_decode_attention
+
+    assert is_latent_decode_attention(_decode_attention(mla=True))
+    assert not is_latent_decode_attention(_decode_attention(mla=False))
