@@ -325,33 +325,18 @@ def moe_backend_of(flags: str) -> str:
     return "trtllm-gen" if "--moe-runner-backend flashinfer_trtllm" in flags else ""
 
 
-def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
-    """One SGLang entry's notes (before the metric) and its engine columns."""
-    s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
+def _run_and_client(run: int, e: dict, framework: str, prompts: int, why: str) -> list[str]:
+    """The notes' run, entry, published figures and client, as every row states them."""
     tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
-    seqs = s["seqs"] or (512 if (isl, osl) == (1024, 1024) else 256)
-    tokens = s["tokens"](isl, osl, conc)
-    prompts = (
-        _b200_prompts(e["model"], osl, conc)
-        if e["hw"] == "b200"
-        else (conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10)
-    )
-    plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
-    src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
     url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
     lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
     lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
-    moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
-    m = e["model"]
-    share = stated_memory_fraction(s["flags"])
-    if not share:  # every setup states one
-        raise SystemExit(f"no --mem-fraction-static in {s['flags']!r}")
-    parts = [
+    return [
         "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
         f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
         f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
         f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
-        f"Entry: hw {e['hw']}, framework sglang, image {e['image']}, model {m},",
+        f"Entry: hw {e['hw']}, framework {framework}, image {e['image']}, model {e['model']},",
         f"precision {e['precision']}, tp {tp}, ep {ep}, dp_attention {e['dp_attention']},",
         f"disagg false, spec_decoding none, isl {isl}, osl {osl}, conc {conc}.",
         f"Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
@@ -363,11 +348,33 @@ def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
         "benchmark_serving.py --backend vllm --dataset-name random",
         f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
         "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
-        f"--num-prompts {prompts} ({s['prompts_why']}) --max-concurrency {conc}",
+        f"--num-prompts {prompts} ({why}) --max-concurrency {conc}",
         f"--request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths uniform",
         f"integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
         f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
         f"means {lin}/{lout}).",
+    ]
+
+
+def sglang_entry(run: int, e: dict) -> tuple[list[str], dict]:
+    """One SGLang entry's notes (before the metric) and its engine's columns."""
+    s = SETUPS.get((e["hw"], e["precision"], e["tp"])) or SETUPS[(e["hw"], e["precision"])]
+    tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
+    seqs = s["seqs"] or (512 if (isl, osl) == (1024, 1024) else 256)
+    tokens = s["tokens"](isl, osl, conc)
+    prompts = (
+        _b200_prompts(e["model"], osl, conc)
+        if e["hw"] == "b200"
+        else (conc * (20 if osl == 8192 else 50) if e["hw"] == "mi355x" else conc * 10)
+    )
+    plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
+    moe = f", MoE experts over {ep} ranks (--ep-size {ep})" if ep > 1 else ", MoE TP (ep 1)"
+    m = e["model"]
+    share = stated_memory_fraction(s["flags"])
+    if not share:  # every setup states one
+        raise SystemExit(f"no --mem-fraction-static in {s['flags']!r}")
+    parts = [
+        *_run_and_client(run, e, "sglang", prompts, s["prompts_why"]),
         f"Server: python3 -m sglang.launch_server ({IMX} {s['script']} at",
         f"{s['commit'][:9]}, the commit that ran this image): {s['flags']}.",
         f"Engine limits: max_num_seqs {seqs} ({s['seqs_why']});",
@@ -383,23 +390,11 @@ def sglang_entry(run: int, e: dict) -> tuple[str, dict]:
         "concurrency 4, 16, 64 and the config's largest (docs/performance.md).",
         "Scored before any model change on 2026-12-06.",
     ]
-    base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
-    base = base.replace("raw/ run_", "raw/run_")
-    return base, {
-        "workload": WORKLOAD[e["model"]],
-        "chips": tp,
-        "input_len": lin,
-        "output_len": lout,
-        "plan": plan,
-        "source": src,
-        "url": url,
-        "concurrency": conc,
+    return parts, {
         "kv_dtype": s["kv"],
         "max_num_seqs": seqs,
         "max_num_tokens": tokens,
-        "date": run_day(run),
         "engine": "sglang",
-        "lengths": lengths,
         "num_requests": prompts,
         "harness": harness_of(s["flags"], conc),
         "memory_fraction": share,
@@ -421,39 +416,17 @@ ATOM_FLAGS = (
 )
 
 
-def atom_entry(run: int, e: dict) -> tuple[str, dict]:
-    """One ATOM entry's notes (before the metric) and its engine columns."""
-    tp, ep, isl, osl, conc = e["tp"], e["ep"], e["isl"], e["osl"], e["conc"]
+def atom_entry(run: int, e: dict) -> tuple[list[str], dict]:
+    """One ATOM entry's notes (before the metric) and its engine's columns."""
+    tp, ep, osl, conc = e["tp"], e["ep"], e["osl"], e["conc"]
     prompts = conc * (20 if osl == 8192 else 50)
     plan = f"tp={tp}" + (f",ep={ep}" if ep > 1 else "")
-    src = f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json"
-    url = f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}"
-    lin, lout = mean_length(isl, RATIO), mean_length(osl, RATIO)
-    lengths = f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv"
     m = e["model"]
     script = f"benchmarks/dsr1_{e['precision']}_mi355x_atom_slurm.sh"
     parts = [
-        "SemiAnalysis InferenceMAX (now InferenceX) DeepSeek-R1-0528 single-node run,",
-        f"GitHub Actions run {run} ({url}); its agg_bmk.json artifact as copied by a third",
-        f"party into {MANTILE}@{MANTILE_COMMIT[:8]} reconcile/sources/inferencemax/raw/",
-        f"run_{run}/agg_bmk.json (a third-party copy of the official artifact).",
-        f"Entry: hw {e['hw']}, framework atom (AMD's ATOM engine), image {e['image']},",
-        f"model {m}, precision {e['precision']}, tp {tp}, ep {ep}, dp_attention",
-        f"{e['dp_attention']}, disagg false, spec_decoding none, isl {isl}, osl {osl}, conc",
-        f"{conc}. Published: output_tput_per_gpu {e['output_tput_per_gpu']:.2f} tok/s,",
-        f"tput_per_gpu {e['tput_per_gpu']:.2f}, median/p99 TTFT",
-        f"{e['median_ttft'] * 1e3:.1f}/{e['p99_ttft'] * 1e3:.1f} ms, median/p99 TPOT",
-        f"{e['median_tpot'] * 1e3:.2f}/{e['p99_tpot'] * 1e3:.2f} ms,",
-        f"median E2EL {e['median_e2el']:.2f} s.",
-        "Client (benchmarks/benchmark_lib.sh): kimbochen/bench_serving",
-        "benchmark_serving.py --backend vllm --dataset-name random",
-        f"--random-input-len {isl} --random-output-len {osl} --random-range-ratio {RATIO}",
-        "(benchmark-tmpl.yml's default; run-sweep.yml passes none)",
-        f"--num-prompts {prompts} ({P50_20} (runners/launch_mi355x-amd.sh)) --max-concurrency",
-        f"{conc} --request-rate inf --ignore-eos: a closed loop of {conc} clients; lengths",
-        f"uniform integers in [{int(isl * RATIO)}, {isl}] and [{int(osl * RATIO)}, {osl}]",
-        f"(lengths: {lengths}, see lengths/README.md; input_len/output_len state their",
-        f"means {lin}/{lout}).",
+        *_run_and_client(
+            run, e, "atom (AMD's ATOM engine)", prompts, f"{P50_20} (runners/launch_mi355x-amd.sh)"
+        ),
         f"Server ({IMX} {script} at {ATOM_COMMIT[:9]}): {ATOM_FLAGS}.",
         f"Plan {plan}: attention TP {tp}, MoE TP (ep {ep}), no attention DP.",
         CHECKPOINT[m],
@@ -463,26 +436,31 @@ def atom_entry(run: int, e: dict) -> tuple[str, dict]:
         "until 2026-12-06 (no ATOM engine in chipwise), then appended after IMX-D-246 and",
         "first scored before any tuning.",
     ]
-    base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
-    base = base.replace("raw/ run_", "raw/run_")
-    return base, {
-        "workload": WORKLOAD[m],
-        "chips": tp,
-        "input_len": lin,
-        "output_len": lout,
-        "plan": plan,
-        "source": src,
-        "url": url,
-        "concurrency": conc,
+    return parts, {
         "kv_dtype": "fp8",
         "max_num_seqs": "",
         "max_num_tokens": "",
-        "date": run_day(run),
         "engine": "atom",
-        "lengths": lengths,
         "num_requests": prompts,
         "harness": "api",
         "memory_fraction": "",
+    }
+
+
+def _common_columns(run: int, e: dict) -> dict:
+    """The columns every row of an entry states, whatever its engine."""
+    tp, isl, osl = e["tp"], e["isl"], e["osl"]
+    return {
+        "workload": WORKLOAD[e["model"]],
+        "chips": tp,
+        "input_len": mean_length(isl, RATIO),
+        "output_len": mean_length(osl, RATIO),
+        "plan": f"tp={tp}" + (f",ep={e['ep']}" if e["ep"] > 1 else ""),
+        "source": f"github:{MANTILE}@{MANTILE_COMMIT}:{RAW}/run_{run}/agg_bmk.json",
+        "url": f"https://github.com/InferenceMAX/InferenceMAX/actions/runs/{run}",
+        "concurrency": e["conc"],
+        "date": run_day(run),
+        "lengths": f"lengths/inferencemax-random-{isl}-{osl}-r{RATIO}.csv",
     }
 
 
@@ -494,7 +472,9 @@ def main() -> None:
     # the SGLang rows first, then ATOM's (appended: no SGLang row's id moves)
     for framework, entry in (("sglang", sglang_entry), ("atom", atom_entry)):
         for run, e in select(raw, framework):
-            base, cols = entry(run, e)
+            parts, cols = entry(run, e)
+            base = " ".join(parts).replace("/ inferencemax", "/inferencemax")
+            base = base.replace("raw/ run_", "raw/run_")
             for metric, field, what in METRICS:
                 n += 1
                 row = {
@@ -508,7 +488,7 @@ def main() -> None:
                     "notes": base + f" This row: {what}.",
                     "load": "concurrency",
                 }
-                w.writerow({**row, **cols})
+                w.writerow({**row, **_common_columns(run, e), **cols})
 
 
 if __name__ == "__main__":
