@@ -7,7 +7,7 @@ import pytest
 
 from chipwise.errors import PlanError
 from chipwise.hardware.catalog import chip
-from chipwise.perf.ops.layers import sglang_fuses_shared_experts
+from chipwise.perf.ops.layers import engine_fuses_shared_experts
 from chipwise.perf.predictor import Predictor
 from chipwise.perf.step.engine import BatchDefaults, engine_batch_defaults, kv_pool_bytes
 from chipwise.workload import load_workload_model
@@ -30,12 +30,12 @@ def test_atom_sizes_its_kv_cache_as_a_share_of_total_memory_like_vllm() -> None:
 
 def test_atom_runs_the_shared_experts_inside_the_fused_moe() -> None:
     deepseek = load_workload_model("deepseek-v3")
-    assert sglang_fuses_shared_experts(
+    assert engine_fuses_shared_experts(
         deepseek, engine="atom", architecture="cdna4", precision="fp8", ep=8
     )
     # a model without shared experts has none to fuse
     gpt_oss = load_workload_model("gpt-oss-120b")
-    assert not sglang_fuses_shared_experts(
+    assert not engine_fuses_shared_experts(
         gpt_oss, engine="atom", architecture="cdna4", precision="fp4", ep=1
     )
 

@@ -9,7 +9,7 @@ import pytest
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.ops.gpu import GpuModel, routed_row_tiles
-from chipwise.perf.ops.layers import Shard, decode_layer_ops, layer_ops, sglang_fuses_shared_experts
+from chipwise.perf.ops.layers import Shard, decode_layer_ops, engine_fuses_shared_experts, layer_ops
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload import load_workload_model
 from chipwise.workload.ir import ExpertRouting, Op
@@ -18,7 +18,7 @@ from chipwise.workload.ir import ExpertRouting, Op
 def _fuses(chip_id: str, engine: str = "sglang", precision: str = "fp8", ep: int = 1) -> bool:
     spec = load_workload_model("deepseek-v3")
     arch = chip(chip_id).architecture
-    return sglang_fuses_shared_experts(
+    return engine_fuses_shared_experts(
         spec, engine=engine, architecture=arch, precision=precision, ep=ep
     )
 
@@ -35,7 +35,7 @@ def test_where_sglang_fuses_the_shared_expert() -> None:
     assert not _fuses("mi300x", engine="vllm") and not _fuses("h200-sxm", engine="")
     # only DeepSeek-V3's 256 routed + 1 shared experts
     qwen = load_workload_model("qwen3-30b-a3b")
-    assert not sglang_fuses_shared_experts(
+    assert not engine_fuses_shared_experts(
         qwen, engine="sglang", architecture="cdna3", precision="fp8", ep=1
     )
 

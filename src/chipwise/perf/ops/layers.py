@@ -471,7 +471,7 @@ SGLANG_TRTLLM_MOE_PRECISIONS = frozenset({"fp8", "fp4"})
 SGLANG_SHARED_FUSION_EXPERTS = (256, 1)  # (routed, shared) experts of DeepSeek-V3/R1
 
 
-def sglang_fuses_shared_experts(spec: TransformerSpec, *, engine: str, architecture: str,
+def engine_fuses_shared_experts(spec: TransformerSpec, *, engine: str, architecture: str,
                                 precision: str, ep: int) -> bool:  # fmt: skip
     """Whether ``engine`` on a chip of ``architecture`` runs ``spec``'s shared expert inside
     the fused MoE at ``precision`` and expert parallelism ``ep`` (module comment above)."""
@@ -495,7 +495,7 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             moe: bool, fused_shared: bool = False) -> list[Op]:  # fmt: skip
     """Norm, dense MLP or MoE (router, dispatch, experts, shared experts), residual add;
     ``fused_shared``: the shared experts run as always-routed experts of the fused MoE
-    (``sglang_fuses_shared_experts``), not as dense GEMMs of their own."""
+    (``engine_fuses_shared_experts``), not as dense GEMMs of their own."""
     d = spec.d_model
     t = b * s
     t_sp = max(1, t // shard.tp)
@@ -670,7 +670,7 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     ``sliding`` picks a sliding-window or a global layer (``None``: the first layer's);
     ``flash`` False runs the attention core unfused (``unfused_attention``); ``serving``:
     as a serving engine runs the layer (``attention_ops`` fused_qkv_a); ``fused_shared``:
-    the shared experts inside the fused MoE (``sglang_fuses_shared_experts``)."""
+    the shared experts inside the fused MoE (``engine_fuses_shared_experts``)."""
     if seq_len % shard.cp:
         raise PlanError(f"cp={shard.cp} does not divide seq_len={seq_len}")
     dt = Dtypes.for_precision(precision)

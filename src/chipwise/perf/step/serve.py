@@ -61,13 +61,13 @@ from chipwise.perf.ops.layers import (
     attention_ops,
     decode_layer_ops,
     embedding_ops,
+    engine_fuses_shared_experts,
     head_ops,
     kv_bytes_per_token_per_layer,
     kv_cached_tokens,
     layer_ops,
     layer_window,
     projection_op,
-    sglang_fuses_shared_experts,
 )
 from chipwise.perf.plan.memory import (
     RESERVE_FIXED_BYTES,
@@ -491,8 +491,8 @@ class ServeModel(StepTimer):
 
     def fuses_shared(self, shard: Shard) -> bool:
         """Whether the engine runs the shared expert as one more expert of the fused MoE
-        at ``shard``'s expert parallelism (``sglang_fuses_shared_experts``)."""
-        return sglang_fuses_shared_experts(
+        at ``shard``'s expert parallelism (``engine_fuses_shared_experts``)."""
+        return engine_fuses_shared_experts(
             self.spec, engine=self.engine, architecture=self.chip.architecture,
             precision=self.precision, ep=shard.ep,
         )  # fmt: skip
