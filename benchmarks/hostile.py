@@ -119,6 +119,23 @@ CASES: tuple[Case, ...] = (
     ),
     Case("1e15 sliding window", lambda t: _predict(_config(t, "i", sliding_window=10**15))),
     Case(
+        "1e12 sparse-attention top-k",
+        lambda t: _predict(
+            _config(
+                t,
+                "dsa",
+                kv_lora_rank=512,
+                q_lora_rank=1536,
+                qk_rope_head_dim=64,
+                qk_nope_head_dim=128,
+                v_head_dim=128,
+                index_topk=10**12,
+                index_n_heads=64,
+                index_head_dim=128,
+            )
+        ),
+    ),
+    Case(
         "backtracking exclude regex",
         lambda t: _predict(
             _config(t, "redos", quantization_config={"ignore": ["re:(.*.*)*X", "lm_head"]})

@@ -177,3 +177,31 @@ def test_validation_configs_load(name: str) -> None:
     assert spec.name == name and not spec.gated_mlp  # explicit "gated_mlp": false
     assert (spec.head_dim, spec.d_ff) == (raw["head_dim"], raw["intermediate_size"])
     assert spec.tied_embeddings == raw["tie_word_embeddings"]
+
+
+def _dsa_config(**changes: Any) -> dict[str, Any]:
+    config = dict(preset_config("deepseek-v3.2"))
+    config.update(changes)
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def test_sparse_attention_keys_map_to_the_spec(tmp_path: Path) -> None:
+    spec = load_config(write(tmp_path, _dsa_config()), reader="builtin")
+    assert (spec.index_topk, spec.index_n_heads, spec.index_head_dim) == (2048, 64, 128)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"index_head_dim": None}, "needs all of"),
+        ({"kv_lora_rank": None, "q_lora_rank": None}, "needs MLA"),
+        ({"index_topk_freq": 4}, "shared across layers"),
+        ({"indexer_types": ["full", "shared"]}, "shared across layers"),
+    ],
+)
+def test_sparse_attention_chipwise_cannot_express_is_one_clear_error(
+    tmp_path: Path, changes: dict[str, Any], message: str
+) -> None:
+    # a partial indexer, one without MLA, or GLM-5's indexer shared over layers
+    with pytest.raises(WorkloadError, match=message):
+        load_config(write(tmp_path, _dsa_config(**changes)), reader="builtin")

@@ -324,10 +324,34 @@ def test_minimax_m2_is_gqa_moe_with_its_published_size() -> None:
     assert round(active / 1e9) == 10
 
 
-@pytest.mark.parametrize(
-    "name", ["deepseek-ai/DeepSeek-V3.2-Exp", "Qwen/Qwen3-Next-80B-A3B-Instruct"]
-)
+@pytest.mark.parametrize("name", ["Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"])
 def test_attention_chipwise_cannot_express_stays_out_of_the_zoo(name: str) -> None:
-    # V3.2's DeepSeek Sparse Attention and Qwen3-Next's linear attention are not aliases
+    # Qwen3-Next's linear attention (Gated DeltaNet) is not an alias of a dense-attention model
     with pytest.raises(WorkloadError):
         resolve_preset(name)
+
+
+def test_deepseek_v32_is_deepseek_v3_with_sparse_attention() -> None:
+    # V3.2-Exp "builds upon V3.1-Terminus by introducing DeepSeek Sparse Attention": the
+    # same MLA and MoE shapes, plus the indexer (inference/model.py ModelArgs)
+    v32, v3 = load_preset("deepseek-v3.2"), load_preset("deepseek-v3")
+    assert resolve_preset("deepseek-ai/DeepSeek-V3.2-Exp").id == "deepseek-v3.2"
+    assert (v32.index_topk, v32.index_n_heads, v32.index_head_dim) == (2048, 64, 128)
+    assert v32.uses_dsa and not v3.uses_dsa
+    same = (
+        "n_layers",
+        "d_model",
+        "n_heads",
+        "n_experts",
+        "experts_per_token",
+        "moe_d_ff",
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "vocab_size",
+    )
+    assert all(getattr(v32, k) == getattr(v3, k) for k in same)
+    # the indexer adds 61 x (1536 x 8192 + 7168 x 192) = 0.85B matmul weights
+    extra = accounting.params_total(v32) - accounting.params_total(v3)
+    assert extra == pytest.approx(61 * (1536 * 8192 + 7168 * 192))

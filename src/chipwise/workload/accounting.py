@@ -70,10 +70,20 @@ def attention_params_per_layer(spec: TransformerSpec) -> float:
         kv_down = d * (spec.kv_lora_rank + spec.qk_rope_head_dim)
         kv_up = spec.kv_lora_rank * h * (spec.qk_nope_head_dim + _v_head_dim(spec))
         out = h * _v_head_dim(spec) * d
-        return float(q + kv_down + kv_up + out)
+        return float(q + kv_down + kv_up + out) + indexer_params_per_layer(spec)
     qo = 2 * d * h * spec.head_dim
     kv = 2 * d * spec.n_kv_heads * spec.head_dim
     return float(qo + kv)
+
+
+def indexer_params_per_layer(spec: TransformerSpec) -> float:
+    """Matmul weights of one layer's sparse-attention indexer (DeepSeek-V3.2: wq_b from the
+    q latent, wk and weights_proj from the hidden state); 0 for dense attention."""
+    if not spec.uses_dsa:
+        return 0.0
+    heads, width = spec.index_n_heads, spec.index_head_dim
+    q_in = spec.q_lora_rank or spec.d_model
+    return float(q_in * heads * width + spec.d_model * (width + heads))
 
 
 def mlp_params(spec: TransformerSpec, width: int) -> float:

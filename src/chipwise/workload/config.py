@@ -19,7 +19,8 @@ experts_per_token``, ``moe_intermediate_size``, ``n_shared_experts``, and the fa
 layer pattern (``first_k_dense_replace``/``moe_layer_freq``, ``decoder_sparse_step``/
 ``mlp_only_layers``, ``interleave_moe_layer_step``/``moe_layers``), group-limited routing
 ``n_group``/``topk_group`` (DeepSeek-V2/V3). MLA: ``q_lora_rank``,
-``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``.
+``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``; DeepSeek
+Sparse Attention (DeepSeek-V3.2) ``index_topk``, ``index_n_heads``, ``index_head_dim``.
 
 Gated MLP (three matrices): an explicit ``"gated_mlp": true|false`` key wins; else the
 family decides (Llama, Mistral, Mixtral, Qwen, Gemma, DeepSeek, Kimi K2, GLM-4.5 MoE,
@@ -105,7 +106,8 @@ _FAMILIES: dict[str, _Family] = {
     **dict.fromkeys(
         (
             "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-            "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gpt_oss", "phi3", "olmo",
+            "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "gpt_oss",
+            "phi3", "olmo",
             "olmo2", "granite",
         ),
         _LLAMA_LIKE,
@@ -262,6 +264,9 @@ _COUNT_KEYS: dict[str, int] = {  # 0 allowed: "none" for these
     ),
     **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), MAX_WIDTH),
     **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), MAX_HEAD_DIM),
+    "index_topk": MAX_POSITIONS,
+    "index_n_heads": MAX_HEADS,
+    "index_head_dim": MAX_HEAD_DIM,
     **dict.fromkeys(
         (
             "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
@@ -409,6 +414,7 @@ def spec_from_config(
     else:
         head_dim = _optional_int(cfg, _HEAD_DIM, where) or d_model // n_heads
 
+    index = _sparse_attention(cfg, mla=bool(kv_lora_rank), where=where)
     moe = _moe_fields(cfg, model_type, family, n_layers, where)
     window, pattern = _sliding(cfg, family, n_layers, where)
     d_ff = _dense_width(cfg, family, d_model, moe, where)
@@ -437,6 +443,9 @@ def spec_from_config(
         qk_rope_head_dim=qk_rope,
         qk_nope_head_dim=qk_nope,
         v_head_dim=v_head_dim,
+        index_topk=index[0],
+        index_n_heads=index[1],
+        index_head_dim=index[2],
         n_encoder_layers=n_encoder_layers,
         causal=not family.encoder_only,
         sliding_window=window,
@@ -457,6 +466,29 @@ def spec_from_config(
 
 
 # --- pieces of the mapping --------------------------------------------------------------
+
+
+def _sparse_attention(cfg: Mapping[str, Any], *, mla: bool, where: str) -> tuple[int, int, int]:
+    """DeepSeek Sparse Attention's (index_topk, index_n_heads, index_head_dim), or zeros.
+
+    DeepSeek-V3.2 names them in config.json (deepseek-ai/DeepSeek-V3.2-Exp inference/
+    model.py ModelArgs: 2048, 64, 128). An indexer shared across layers (GLM-5's
+    ``index_topk_freq`` / ``indexer_types``) is another cost chipwise does not express."""
+    keys = ("index_topk", "index_n_heads", "index_head_dim")
+    values = tuple(_optional_int(cfg, (k,), where) or 0 for k in keys)
+    if not any(values):
+        return 0, 0, 0
+    if not all(values):
+        raise WorkloadError(f"config {where}: sparse attention needs all of {', '.join(keys)}")
+    if not mla:
+        raise WorkloadError(f"config {where}: sparse attention (index_topk) needs MLA")
+    shared = cfg.get("index_topk_freq", 1)
+    if cfg.get("indexer_types") is not None or shared not in (None, 1):
+        raise WorkloadError(
+            f"config {where}: an indexer shared across layers (index_topk_freq, "
+            "indexer_types) is not modelled"
+        )
+    return values[0], values[1], values[2]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -216,6 +216,12 @@ class TransformerSpec:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer of ``index_n_heads``
+    # heads of ``index_head_dim`` scores every cached token for each query, and the MLA
+    # attention reads only the ``index_topk`` best of them (0 = dense attention)
+    index_topk: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
     n_encoder_layers: int = 0  # encoder-decoder (T5): encoder layers; n_layers = decoder
     causal: bool = True  # False for encoders (BERT)
     sliding_window: int = 0
@@ -279,6 +285,14 @@ class TransformerSpec:
             raise WorkloadError(
                 f"{self.name}: sliding_window and sliding_window_pattern must be >= 0"
             )
+        dsa = (self.index_topk, self.index_n_heads, self.index_head_dim)
+        if min(dsa) < 0 or (any(dsa) and not all(dsa)):
+            raise WorkloadError(
+                f"{self.name}: index_topk, index_n_heads and index_head_dim go together "
+                "(all > 0 for sparse attention, all 0 for dense)"
+            )
+        if self.index_topk and not self.uses_mla:
+            raise WorkloadError(f"{self.name}: sparse attention (index_topk) needs MLA")
 
     @property
     def is_moe(self) -> bool:
@@ -287,6 +301,11 @@ class TransformerSpec:
     @property
     def uses_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def uses_dsa(self) -> bool:
+        """Whether attention is DeepSeek Sparse Attention (an indexer picks the keys)."""
+        return self.index_topk > 0
 
     def is_moe_layer(self, layer: int) -> bool:
         """Whether decoder layer ``layer`` (0-based) has routed experts."""

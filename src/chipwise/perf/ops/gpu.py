@@ -1161,6 +1161,9 @@ class GpuModel(PerfModel):
                 if op.kind is OpKind.ATTENTION
                 else eff.gemm_fraction(op.dtype)
             )
+            if op.name == "indexer" and op.weight == "fp8" and chip.supports("fp8"):
+                # sparse attention's indexer scores with fp8 MMAs (layers.indexer_ops)
+                peak = chip.peak_flops_per_s("fp8")
             blocks = block_overcount(op, FLASH_BLOCK)
             if blocks > 1.0001:
                 notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")

@@ -23,6 +23,7 @@ from functools import lru_cache
 from chipwise.errors import PlanError
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.units import DTYPE_BYTES, dtype_bytes
+from chipwise.workload.accounting import indexer_params_per_layer
 from chipwise.workload.ir import ExpertRouting, Op, OpKind, TransformerSpec
 
 # FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
@@ -372,6 +373,11 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         ops.append(
             _matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, kept("kv_up"))
         )
+        if spec.uses_dsa:
+            # DeepSeek Sparse Attention: the indexer picks each query's index_topk keys, so
+            # the attention sees at most that many (as a window of that width would)
+            ops += indexer_ops(spec, b=b, s=s, kv_len=kv_len, dt=dt, weights=kept("q_up"))
+            window = min(window, spec.index_topk) if window else spec.index_topk
         if flash:
             ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
         else:
@@ -395,6 +401,61 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
     ops += post_norm_ops("attn_post_norm", spec, t_sp, dt)
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
+
+
+# DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2; deepseek-ai/DeepSeek-V3.2-Exp
+# inference/model.py Indexer). Per token it projects the q latent to index_n_heads queries of
+# index_head_dim (wq_b) and the hidden state to one key (wk) and per-head weights
+# (weights_proj); the key is LayerNorm-ed and cached in fp8 with one fp32 scale per 128
+# values (vLLM's and SGLang's indexer caches: ue8m0 scales, quant block 128). Each query
+# then scores every cached key (ReLU(q.k) weighted over the heads: an fp8 MQA-logits
+# kernel, DeepGEMM fp8_mqa_logits / fp8_paged_mqa_logits), writing fp32 logits that a
+# top-k kernel reads back to choose index_topk keys. The serving engines replicate the
+# indexer on every tensor-parallel rank (vLLM and SGLang build wq_b, wk and weights_proj as
+# ReplicatedLinear: "no tensor parallel, just replicated"), so it is not split over tp.
+INDEX_SCALE_BYTES = 4  # one fp32 scale per INDEX_QUANT_BLOCK cached index-key values
+INDEX_QUANT_BLOCK = 128
+INDEX_LOGIT_BYTES = 4  # fp32 logits, written by the scorer and read by the top-k
+
+
+def index_cache_bytes_per_token(spec: TransformerSpec) -> float:
+    """Bytes of the indexer's key cache per token per layer (0 without sparse attention)."""
+    if not spec.uses_dsa:
+        return 0.0
+    groups = -(-spec.index_head_dim // INDEX_QUANT_BLOCK)
+    return float(spec.index_head_dim + groups * INDEX_SCALE_BYTES)
+
+
+def indexer_ops(spec: TransformerSpec, *, b: int, s: int, kv_len: int, dt: Dtypes,
+                weights: Dtypes) -> list[Op]:  # fmt: skip
+    """The lightning indexer for ``b`` sequences of ``s`` new tokens over ``kv_len`` keys
+    (see above): its projections in the checkpoint's ``weights`` dtypes, the key's norm,
+    and the scorer (``indexer``: an attention-kind op whose MMAs take fp8 operands, carried
+    on ``weight``; its logits pass HBM twice, written and read back by the top-k)."""
+    t = b * s
+    ih, idh = spec.index_n_heads, spec.index_head_dim
+    pairs = causal_pairs(s, kv_len, causal=spec.causal)
+    scorer = Op(
+        name="indexer",
+        kind=OpKind.ATTENTION,
+        dtype=dt.act,
+        weight="fp8",
+        # the q.k products of every head, then ReLU, the head weight and the sum over heads
+        flops=2.0 * b * ih * pairs * idh + 3.0 * b * ih * pairs,
+        bytes_read=b * (s * ih * idh + kv_len * index_cache_bytes_per_token(spec))
+        + b * pairs * INDEX_LOGIT_BYTES,
+        bytes_written=b * pairs * INDEX_LOGIT_BYTES,
+        shape=(b, ih, s, idh),  # (width as a head: not an MLA latent read, gpu.py)
+        mnk=(s, kv_len, idh),
+        batch=b * ih,
+        causal=spec.causal,
+    )
+    return [
+        _matmul("index_q_up", t, ih * idh, spec.q_lora_rank or spec.d_model, weights),
+        _matmul("index_k_proj", t, idh + ih, spec.d_model, weights),
+        _memop("index_k_norm", OpKind.NORM, t * idh, 1, 1, dt.act, 4),
+        scorer,
+    ]
 
 
 # The two ops of a qk-norm (``TransformerSpec.qk_norm``): the queries' and the keys' RMSNorm.
@@ -839,8 +900,9 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     ctx = min(context, window) if window else context
     ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx,
                         fused_qkv_a=True)  # fmt: skip
-    ops = [_decode_attention(op, spec, batch, ctx, shard, kv_dtype) if op.kind is
-           OpKind.ATTENTION else op for op in ops]  # fmt: skip
+    ops = [_decode_indexer(op, spec, batch, ctx) if op.name == "indexer" else
+           _decode_attention(op, spec, batch, _attended(spec, ctx), shard, kv_dtype)
+           if op.kind is OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe, fused_shared=fused_shared)
     return block_scaled_ops(spec, ops)
 
@@ -864,12 +926,38 @@ def kv_cached_tokens(spec: TransformerSpec, context: int, layers: int) -> float:
 
 
 def kv_bytes_per_token_per_layer(spec: TransformerSpec, tp: int, kv_dtype: str) -> float:
-    """KV-cache bytes one chip holds per token per layer (MLA caches the shared latent)."""
+    """KV-cache bytes one chip holds per token per layer (MLA caches the shared latent;
+    sparse attention adds its indexer's keys, ``index_cache_bytes_per_token``)."""
+    return attention_cache_bytes_per_token(spec, tp, kv_dtype) + index_cache_bytes_per_token(spec)
+
+
+def attention_cache_bytes_per_token(spec: TransformerSpec, tp: int, kv_dtype: str) -> float:
+    """The attention's own KV-cache bytes per token per layer on one chip."""
     b = dtype_bytes(kv_dtype)
     if spec.uses_mla:
         return (spec.kv_lora_rank + spec.qk_rope_head_dim) * b
     _, hkv = heads_per_rank(spec, tp)
     return 2 * hkv * spec.head_dim * b
+
+
+def _attended(spec: TransformerSpec, context: int) -> int:
+    """Cached tokens one decode query's attention reads: sparse attention's top-k at most."""
+    return min(context, spec.index_topk) if spec.uses_dsa else context
+
+
+def _decode_indexer(op: Op, spec: TransformerSpec, batch: int, context: int) -> Op:
+    """The indexer of a decode step: each sequence's one query scores its ``context``
+    cached index keys (a read of the index cache; the logits out and back for the top-k)."""
+    ih, idh = spec.index_n_heads, spec.index_head_dim
+    logits = batch * context * INDEX_LOGIT_BYTES
+    return replace(
+        op,
+        flops=(2.0 * idh + 3.0) * batch * ih * context,
+        bytes_read=batch * (ih * idh + context * index_cache_bytes_per_token(spec)) + logits,
+        bytes_written=logits,
+        mnk=(1, context, idh),
+        batch=batch * ih,
+    )
 
 
 def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, shard: Shard,
@@ -880,7 +968,7 @@ def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, s
     an fp8 cache may be multiplied in fp8, ``GpuModel``)."""
     h, _ = heads_per_rank(spec, shard.tp)
     ctx = context
-    cache = batch * ctx * kv_bytes_per_token_per_layer(spec, shard.tp, kv_dtype)
+    cache = batch * ctx * attention_cache_bytes_per_token(spec, shard.tp, kv_dtype)
     dh = spec.head_dim if not spec.uses_mla else spec.kv_lora_rank + spec.qk_rope_head_dim
     return replace(
         op,
@@ -889,6 +977,7 @@ def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, s
         mnk=(1, ctx, dh),
         batch=batch * h,
         weight=kv_dtype if kv_dtype != op.dtype else "",
+        window=0,  # the read is already cut to what the query attends to
     )
 
 
@@ -905,7 +994,7 @@ def attention_params(spec: TransformerSpec) -> float:
         q = (d * spec.q_lora_rank + spec.q_lora_rank * h * qk) if spec.q_lora_rank else d * h * qk
         kv = d * (spec.kv_lora_rank + spec.qk_rope_head_dim)
         kv += spec.kv_lora_rank * h * (spec.qk_nope_head_dim + v)
-        return float(q + kv + h * v * d)
+        return float(q + kv + h * v * d + indexer_params_per_layer(spec))
     dh = spec.head_dim
     return float(d * (spec.n_heads + 2 * spec.n_kv_heads) * dh + spec.n_heads * dh * d)
 

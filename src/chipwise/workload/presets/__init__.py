@@ -253,13 +253,19 @@ PRESETS: tuple[Preset, ...] = (
             "deepseek-r1",
             "deepseek-ai/DeepSeek-R1",
             # V3.1 / V3.1-Terminus: post-trained from the V3 base checkpoint (see _source);
-            # V3-0324 and R1-0528 resolve by their date tag. Not V3.2: sparse attention.
+            # V3-0324 and R1-0528 resolve by their date tag. Not V3.2: sparse attention
+            # (its own entry, deepseek-v3.2).
             "deepseek-v3.1",
             "deepseek-ai/DeepSeek-V3.1",
             "deepseek-ai/DeepSeek-V3.1-Base",
             "deepseek-v3.1-terminus",
             "deepseek-ai/DeepSeek-V3.1-Terminus",
         ),
+    ),
+    Preset(
+        id="deepseek-v3.2",
+        title="DeepSeek-V3.2-Exp 671B (sparse attention)",
+        aliases=("deepseek-v3.2-exp", "deepseek-ai/DeepSeek-V3.2-Exp"),
     ),
     Preset(
         id="deepseek-v2-lite",
