@@ -264,7 +264,7 @@ PRESETS: tuple[Preset, ...] = (
     ),
     Preset(
         id="deepseek-v3.2",
-        title="DeepSeek-V3.2-Exp 671B (sparse attention)",
+        title="DeepSeek-V3.2",
         aliases=("deepseek-v3.2-exp", "deepseek-ai/DeepSeek-V3.2-Exp"),
     ),
     Preset(
