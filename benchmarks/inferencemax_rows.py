@@ -330,12 +330,23 @@ def rows(raw: Path, repo: Path) -> list[dict[str, str]]:
                 "async_scheduling": "yes" if vllm else "",
                 # TRT-LLM-Gen's MXFP4 x MXFP8 MoE: the B200 vLLM runs set
                 # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, the TensorRT-LLM runs moe_config
-                # backend TRTLLM (both read from the launch script, FLAGS above)
-                "moe_backend": "trtllm-gen" if hw in ("b200", "b200-trt") else "",
+                # backend TRTLLM; Marlin-MoE: the H100/H200 vLLM runs set
+                # VLLM_MXFP4_USE_MARLIN=1 (all read from the launch script, EXPECT above)
+                "moe_backend": moe_backend(EXPECT[hw]),
                 # read from the flags checked above (ATOM's states none)
                 "memory_fraction": stated_memory_fraction(" ".join(EXPECT[hw])),
             })  # fmt: skip
     return out
+
+
+def moe_backend(flags: tuple[str, ...]) -> str:
+    """``Inference.moe_backend`` as a launch script's checked flags pick it: "trtllm-gen"
+    for TRT-LLM-Gen's MXFP4 x MXFP8 MoE, "marlin" for vLLM's Marlin-MoE, "" = default."""
+    if "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1" in flags or 'MOE_BACKEND="TRTLLM"' in flags:
+        return "trtllm-gen"
+    if "VLLM_MXFP4_USE_MARLIN=1" in flags:
+        return "marlin"
+    return ""
 
 
 def main() -> None:

@@ -232,6 +232,17 @@ def test_the_trtllm_gen_moe_backend_speeds_gpt_oss_decode_on_blackwell_only() ->
     assert bad.exit_code == 2
 
 
+def test_the_marlin_moe_backend_slows_gpt_oss_prefill_on_hopper() -> None:
+    """--moe-backend marlin: gpt-oss's MXFP4 experts on an H100 at Marlin-MoE's measured
+    rates (MARLIN-MOE), ~2x the Triton kernel's time at prefill sizes: an 8k-token prompt's
+    TTFT grows by a tenth or more."""
+    base = ["gpt-oss-120b", "--chip", "h100", "--chips", "2", "--phase", "infer",
+            "--precision", "fp4", "--concurrency", "4", "--input-len", "8192",
+            "--output-len", "1024"]  # fmt: skip
+    triton = _json(base)["ttft_s"]
+    assert _json([*base, "--moe-backend", "marlin"])["ttft_s"] > 1.1 * triton
+
+
 def test_a_stated_memory_fraction_sizes_the_kv_cache() -> None:
     """--memory-fraction replaces the engine's default share: a larger SGLang
     --mem-fraction-static leaves a larger KV pool (DeepSeek-R1 fp8 at TP 4 on B200, whose

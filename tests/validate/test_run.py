@@ -214,9 +214,10 @@ def test_an_inferencemax_row_states_its_closed_loop_load_and_random_lengths() ->
     assert h100.kv_dtype == "bf16" and h100.engine == "vllm"
     # TRT-LLM-Gen's MXFP4 x MXFP8 MoE: the B200 vLLM runs set
     # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 and the TensorRT-LLM runs moe_config backend
-    # TRTLLM; the Hopper runs keep their engines' W4A16 kernels
+    # TRTLLM; the H100/H200 vLLM runs set VLLM_MXFP4_USE_MARLIN=1 (Marlin-MoE); ATOM its own
+    want_backend = {"b200": "trtllm-gen", "h100-sxm": "marlin", "h200-sxm": "marlin"}
     for c in rows.values():
-        assert c.moe_backend == ("trtllm-gen" if c.chip == "b200" else ""), c.id
+        assert c.moe_backend == want_backend.get(c.chip, ""), c.id
     # the memory share each launch script states: vLLM --gpu-memory-utilization 0.9,
     # TensorRT-LLM free_gpu_memory_fraction 0.85; ATOM's launch states none (its default)
     for c in rows.values():

@@ -115,6 +115,7 @@ class SpecMethodChoice(StrEnum):
 class MoeBackendChoice(StrEnum):
     default = "default"
     trtllm_gen = "trtllm-gen"
+    marlin = "marlin"
 
 
 class KvDtypeChoice(StrEnum):
@@ -283,7 +284,9 @@ def predict_command(
         help="Infer: the engine's MoE kernels. default: its own (TensorRT-LLM's CUTLASS MoE, "
         "vLLM's and SGLang's); trtllm-gen: TRT-LLM-Gen's fused MoE (TensorRT-LLM moe_config "
         "backend TRTLLM, vLLM with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), which runs an "
-        "MXFP4 checkpoint's experts (gpt-oss) on Blackwell at its own measured rates.",
+        "MXFP4 checkpoint's experts (gpt-oss) on Blackwell at its own measured rates; "
+        "marlin: the Marlin-MoE kernel for 4-bit experts with bf16 math (vLLM with "
+        "VLLM_MXFP4_USE_MARLIN=1 on Hopper).",
     ),
     memory_fraction: float = typer.Option(
         0.0,

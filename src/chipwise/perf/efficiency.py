@@ -80,6 +80,8 @@ PARAMETERS: tuple[str, ...] = (
     "w4a16_expert_latency_s",
     "trtllm_fp8_expert_peak_fraction",
     "trtllm_w4a16_expert_peak_fraction",
+    "marlin_expert_peak_fraction",
+    "marlin_expert_dequant_fraction",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
@@ -126,7 +128,8 @@ _OPTIONAL = frozenset(
      "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp8_expert_peak_fraction",
      "trtllm_gen_fp8_expert_hbm_fraction", "trtllm_gen_fp8_expert_latency_s",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
-     "trtllm_w4a16_expert_peak_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
+     "trtllm_w4a16_expert_peak_fraction", "marlin_expert_peak_fraction",
+     "marlin_expert_dequant_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
      "trtllm_attention_tile_blocks"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
@@ -140,7 +143,8 @@ _ZERO_OK = frozenset(
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
-     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction"}
+     "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction",
+     "marlin_expert_peak_fraction", "marlin_expert_dequant_fraction"}
 )  # fmt: skip
 
 
@@ -283,6 +287,16 @@ class Efficiency:
         trtllm_w4a16_expert_peak_fraction: TensorRT-LLM's W4A16 MoE (4-bit experts, bf16
             math) runs its MMA at this share of the bf16 peak, in place of
             ``gemm_peak_fraction`` in the W4A16 expert model above; 0 = not measured.
+        marlin_expert_peak_fraction: the serving engines' Marlin-MoE kernel on 4-bit experts
+            with bf16 math where a run picks it (``Inference.moe_backend`` "marlin"; vLLM's
+            ``VLLM_MXFP4_USE_MARLIN=1`` on Hopper) runs its MMA (Ampere-style mma.sync on
+            slices of at most 64 rows, no warpgroup MMA) at this share of the bf16 peak, in
+            place of ``gemm_peak_fraction`` in the W4A16 expert model above; 0 = not
+            measured: the architecture's W4A16 kernel's values apply.
+        marlin_expert_dequant_fraction: that kernel's dequantisation (once per 64-row slice)
+            as a share of the FP32 vector FLOP/s, in place of
+            ``w4a16_expert_dequant_fraction``; its fixed time stays
+            ``w4a16_expert_latency_s``. Used only where ``marlin_expert_peak_fraction`` is set.
         gemm_overlap_exponent: how a GEMM's tensor time and operand stream combine
             (``roofline.combine``): 0 = the slower of the two (the kernel hides one under
             the other, as Hopper's TMA producer warps do); p > 0 = their p-norm, where the
@@ -348,6 +362,8 @@ class Efficiency:
     w4a16_expert_latency_s: float = 0.0
     trtllm_fp8_expert_peak_fraction: float = 0.0
     trtllm_w4a16_expert_peak_fraction: float = 0.0
+    marlin_expert_peak_fraction: float = 0.0
+    marlin_expert_dequant_fraction: float = 0.0
     gemm_overlap_exponent: float = 0.0
     attention_tile_blocks: float = 0.0
     trtllm_attention_tile_blocks: float = 0.0
@@ -514,6 +530,8 @@ class _Entry(_Frozen):
     w4a16_expert_latency_s: _Value | None = None
     trtllm_fp8_expert_peak_fraction: _Value | None = None
     trtllm_w4a16_expert_peak_fraction: _Value | None = None
+    marlin_expert_peak_fraction: _Value | None = None
+    marlin_expert_dequant_fraction: _Value | None = None
     gemm_overlap_exponent: _Value | None = None
     attention_tile_blocks: _Value | None = None
     trtllm_attention_tile_blocks: _Value | None = None

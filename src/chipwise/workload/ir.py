@@ -594,8 +594,10 @@ class Inference:
     # the engine's MoE kernels when the run chose other than its default: "trtllm-gen" =
     # TRT-LLM-Gen's fused MoE (TensorRT-LLM ``moe_config: backend: TRTLLM``; vLLM's FlashInfer
     # MXFP4 x MXFP8 backend, ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``), which runs an MXFP4
-    # checkpoint's experts (gpt-oss) on Blackwell at its own measured rates; "" = the
-    # engine's default (TensorRT-LLM's CUTLASS MoE, vLLM's and SGLang's own)
+    # checkpoint's experts (gpt-oss) on Blackwell at its own measured rates; "marlin" =
+    # the engine's Marlin-MoE kernel for 4-bit experts with bf16 math (vLLM
+    # ``VLLM_MXFP4_USE_MARLIN=1`` on Hopper, in place of triton_kernels' matmul_ogs); "" =
+    # the engine's default (TensorRT-LLM's CUTLASS MoE, vLLM's and SGLang's own)
     moe_backend: str = ""
     # The share of memory the engine was launched with, in its own rule (perf/step/engine.py
     # ``kv_pool_bytes``): vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static
@@ -737,7 +739,7 @@ ENGINES = ("vllm", "sglang", "trtllm", "jetstream", "atom")
 # Engines that run on one GPU vendor only (the engine model refuses other chips).
 ENGINE_VENDORS = {"atom": "amd"}
 # ``Inference.moe_backend``: "" = the engine's default MoE kernels
-MOE_BACKENDS = ("", "trtllm-gen")
+MOE_BACKENDS = ("", "trtllm-gen", "marlin")
 # How publications and configs spell them, lower-cased with punctuation and a release
 # ("v0.10.2", "1.0") dropped: the product, its ROCm build, its server or benchmark command.
 _ENGINE_SPELLINGS = {

@@ -125,7 +125,12 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   Hopper the kernel also gathers the routed rows in its prologue and applies the SwiGLU in
   its epilogue (``_W4A16_FUSED_OPS``). TensorRT-LLM's own MoE op (which permutes and
   activates in kernels of their own) runs the MMA at ``trtllm_w4a16_expert_peak_fraction``
-  of the bf16 peak where measured.
+  of the bf16 peak where measured. Under ``Inference.moe_backend`` "marlin" (``MARLIN_MOE``:
+  vLLM's Marlin-MoE, ``VLLM_MXFP4_USE_MARLIN=1`` on Hopper) the experts run Marlin's 64-row
+  slices at ``marlin_expert_peak_fraction`` of the bf16 peak (mma.sync, no warpgroup MMA)
+  and ``marlin_expert_dequant_fraction`` of the FP32 rate where measured, each slice's K loop
+  paying the pipeline fill ``K_FILL`` (the kernel's narrow-K down projections at moe_tp 8-16
+  run 12-27 % slower than the bare rates): ~2x the Triton kernel's time at prefill sizes.
 - **Weight-only dense GEMMs under a serving engine** (``op.weight``: W4A16/W8A16) on the
   architectures with a ``marlin_relative_rate`` (Ampere, Ada): vLLM and SGLang run them
   with Marlin, whose tile is 16 to 64 rows; a batch over 64 rows runs as ceil(M/64) 64-row
@@ -277,6 +282,18 @@ TRTLLM_MOE_ENGINE = "trtllm"
 # CUTLASS-fitted fp4_expert_* values time within the tables' spread (efficiency.toml
 # MXFP4-MOE).
 TRTLLM_GEN_MOE = "trtllm-gen"
+# ``Inference.moe_backend`` "marlin": the engines' Marlin-MoE kernel for 4-bit experts with
+# bf16 math where a run picks it over the architecture's own W4A16 kernel (vLLM
+# ``VLLM_MXFP4_USE_MARLIN=1`` on Hopper: vllm/model_executor/layers/quantization/mxfp4.py
+# get_mxfp4_backend returns MARLIN, and fused_marlin_moe runs the experts): Marlin's
+# 64-row tiles (``MARLIN_MAX_M``, not triton_kernels' block_m up to 128), each dequantising
+# the expert's weights again, and its activation as a kernel of its own
+# (``_W4A16_FUSED_OPS``); its MMA (Ampere-style mma.sync) and dequantisation run at its
+# own measured rates where the architecture has them (``marlin_expert_peak_fraction``,
+# ``marlin_expert_dequant_fraction``: Hopper, MARLIN-MOE in data/efficiency.toml), each
+# slice's K loop paying the pipeline fill (``K_FILL``), else at the architecture's W4A16
+# values. No validation row runs it yet (docs/performance.md, known issues).
+MARLIN_MOE = "marlin"
 # Under fp8 math (w8a8: DeepSeek-V3/R1's and Qwen3-*-FP8's block-scaled checkpoints) the
 # Triton fused_moe path quantises each expert GEMM's input with a kernel of its own: the
 # hidden states before the up/gate GEMM and the activated intermediate before the down GEMM
@@ -405,6 +422,9 @@ _W4A16_EXPERT_TILE: dict[str, tuple[int, bool]] = {
 # fitted with the gather timed as a pass (efficiency.toml), so it is left so. Read 2026-12-05.
 _W4A16_FUSED_OPS: dict[str, frozenset[str]] = {
     "hopper": frozenset({"moe_permute", "expert_act"}),
+    # vLLM's fused_marlin_moe: moe_align_block_size builds the sorted row index the Marlin
+    # GEMMs read through (no permuted copy); silu_and_mul runs as a kernel of its own
+    MARLIN_MOE: frozenset({"moe_permute"}),
 }
 
 
@@ -824,6 +844,8 @@ class GpuModel(PerfModel):
         # TRT-LLM-Gen's fused MoE chosen over the engine's default (``with_moe_backend``):
         # an MXFP4 checkpoint's experts at the mxfp4_expert_* values
         self.trtllm_gen_moe = False
+        # the engine's Marlin-MoE kernel for W4A16 experts (``MARLIN_MOE``)
+        self.marlin_moe = False
         # plan_gemm is pure in its numbers: a planner search meets the same GEMM shapes
         # (an expert's GEMM at each layout with the same tokens per expert) many times
         self._gemms: dict[
@@ -941,12 +963,35 @@ class GpuModel(PerfModel):
         return clone
 
     def with_moe_backend(self, backend: str) -> PerfModel:
-        if (backend == TRTLLM_GEN_MOE) == self.trtllm_gen_moe:
+        gen, marlin = backend == TRTLLM_GEN_MOE, backend == MARLIN_MOE
+        if gen == self.trtllm_gen_moe and marlin == self.marlin_moe:
             return self
         clone = copy.copy(self)
-        clone.trtllm_gen_moe = backend == TRTLLM_GEN_MOE
+        clone.trtllm_gen_moe, clone.marlin_moe = gen, marlin
         clone._gemms = {}
         return clone
+
+    def _w4a16_kernel(self) -> str:
+        """The key of the W4A16 fused-MoE kernel's row tiling and fused ops: Marlin-MoE's
+        under ``MARLIN_MOE``, else the architecture's own kernel's."""
+        return MARLIN_MOE if self.marlin_moe else self.chip.architecture
+
+    def _w4a16_weight(self, weight: str) -> bool:
+        """Whether experts stored as ``weight`` run this chip's W4A16 fused-MoE kernel model
+        (4-bit weights, bf16 math, its dequantisation measured)."""
+        return (
+            weight in DTYPE_BYTES
+            and dtype_bytes(weight) < 1
+            and self.efficiency.w4a16_expert_dequant_fraction > 0
+            and bool(self.chip.vector_flops_per_s)
+        )
+
+    def _marlin_measured(self) -> bool:
+        """Whether the W4A16 experts run Marlin-MoE at its own measured rates
+        (``marlin_expert_peak_fraction``, ``marlin_expert_dequant_fraction``)."""
+        return (
+            self._w4a16_kernel() == MARLIN_MOE and self.efficiency.marlin_expert_peak_fraction > 0
+        )
 
     def op_time(self, op: Op) -> OpTime:
         chip, eff = self.chip, self.efficiency
@@ -959,7 +1004,7 @@ class GpuModel(PerfModel):
         if (
             eff.w4a16_expert_dequant_fraction > 0
             and not self.trtllm_moe
-            and w4a16_fused_op(op, chip.architecture)
+            and w4a16_fused_op(op, self._w4a16_kernel())
         ):
             # done inside the W4A16 fused-MoE kernel's expert GEMMs (``_W4A16_FUSED_OPS``):
             # the gather leaves its index kernel's launch, the activation nothing
@@ -1037,13 +1082,7 @@ class GpuModel(PerfModel):
             fp4_lat = self._engine_fp4_latency_s(op)
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
             mem_dtype = "" if fp4_lat is not None else kernel_dtype
-            w4_expert = (
-                expert
-                and op.weight in DTYPE_BYTES
-                and dtype_bytes(op.weight) < 1
-                and eff.w4a16_expert_dequant_fraction > 0
-                and bool(chip.vector_flops_per_s)
-            )
+            w4_expert = expert and self._w4a16_weight(op.weight or "")
             # a fused-MoE grid (Triton fused_moe, TensorRT-LLM's CUTLASS MoE, the fp4 expert
             # kernels) pads each expert's rows on its own load under the op's routing
             # (``routed_row_tiles``); the W4A16 kernel counts its own (``w4a16_routed_rows``)
@@ -1069,23 +1108,36 @@ class GpuModel(PerfModel):
                 # a serving engine's W4A16 fused-MoE kernel (module doc): every row slice
                 # dequantises the expert's weights on the CUDA cores, then runs the MMA on
                 # its padded rows; the two add (the same warps do both)
+                kernel = self._w4a16_kernel()
                 if op.routing is not None:
                     # each expert's rows padded on their own under the routing's loads
-                    all_rows, all_slices = w4a16_routed_rows(op.routing, chip.architecture)
+                    all_rows, all_slices = w4a16_routed_rows(op.routing, kernel)
                 else:
-                    rows, slices = w4a16_expert_rows(m, chip.architecture)
+                    rows, slices = w4a16_expert_rows(m, kernel)
                     all_rows, all_slices = float(op.batch * rows), float(op.batch * slices)
-                dequant_rate = (chip.vector_flops_per_s or 0.0) * eff.w4a16_expert_dequant_fraction
+                marlin = self._marlin_measured()
+                dequant_rate = (chip.vector_flops_per_s or 0.0) * (
+                    eff.marlin_expert_dequant_fraction
+                    if marlin
+                    else eff.w4a16_expert_dequant_fraction
+                )
                 dequant_s = all_slices * n * k / dequant_rate
                 mma_frac = eff.gemm_fraction(op.dtype)
                 if self.trtllm_moe and eff.trtllm_w4a16_expert_peak_fraction:
                     # TensorRT-LLM's own W4A16 MoE op: its measured MMA rate (module doc)
                     mma_frac = eff.trtllm_w4a16_expert_peak_fraction
+                elif marlin:
+                    # Marlin-MoE's mma.sync slices: its measured rates (module doc)
+                    mma_frac = eff.marlin_expert_peak_fraction
                 mma_s = 2.0 * all_rows * n * k / (peak * mma_frac)
                 compute_s = dequant_s + mma_s
+                if marlin:
+                    # each slice's K loop pays the pipeline's prologue and epilogue
+                    compute_s *= (k + K_FILL) / k
                 notes.append(
-                    f"W4A16 fused-MoE experts ({op.weight}): {all_slices:.1f} row slices, "
-                    f"{all_rows:.0f} rows over {op.batch} experts; "
+                    f"W4A16 fused-MoE experts ({op.weight}"
+                    f"{', Marlin-MoE' if kernel == MARLIN_MOE else ''}): "
+                    f"{all_slices:.1f} row slices, {all_rows:.0f} rows over {op.batch} experts; "
                     f"dequant {dequant_s * 1e6:.1f} us + MMA {mma_s * 1e6:.1f} us, "
                     f"{eff.w4a16_expert_latency_s * 1e6:.1f} us fixed"
                 )
