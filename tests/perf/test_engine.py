@@ -212,6 +212,25 @@ def test_a_server_load_runs_at_the_highest_rate_within_its_p99_targets() -> None
         Inference(load="server")
 
 
+def test_a_server_load_with_a_stated_rate_is_timed_there_within_its_capacity() -> None:
+    """``Inference.rps`` on a server load: the searched deployment timed at that rate (an
+    MLPerf run's scheduled rate), with the wait for a free slot; a rate beyond the
+    searched capacity is timed at the capacity (a run that met its targets)."""
+    kw = {"input_len": 512, "output_len": 256, "load": "server", "tpot_p99_s": 0.03}
+    searched = predict(Workload(model=LLAMA8, phase=Inference(**kw)), H100, 1, "bf16")  # type: ignore[arg-type]
+    assert isinstance(searched, InferPrediction) and searched.engine is not None
+    cap = searched.engine.requests_per_s
+    light = predict(Workload(model=LLAMA8, phase=Inference(rps=cap / 2, **kw)), H100, 1, "bf16")  # type: ignore[arg-type]
+    over = predict(Workload(model=LLAMA8, phase=Inference(rps=cap * 2, **kw)), H100, 1, "bf16")  # type: ignore[arg-type]
+    assert isinstance(light, InferPrediction) and light.engine is not None
+    assert isinstance(over, InferPrediction) and over.engine is not None
+    assert light.engine.requests_per_s == pytest.approx(cap / 2)
+    assert light.plan == searched.plan
+    assert light.engine.tpot_p99_s < searched.engine.tpot_p99_s
+    assert over.engine.requests_per_s == pytest.approx(cap)
+    assert not over.engine.saturated
+
+
 def test_disaggregation_takes_prefill_out_of_the_decode_steps() -> None:
     s = _serve(LLAMA70, "fp8")
     kw = {"load": "rps", "rps": 4.0, "input_len": 4096, "output_len": 256}
@@ -904,3 +923,80 @@ def test_the_open_loop_wait_has_its_pollaczek_khinchine_mean_and_a_lighter_tail(
     grid, cdf = _mg1_wait_cdf(work, w, 0.65)
     p50, p99 = _mg1_quantiles(service, sw, grid, cdf, (0.5, 0.99))
     assert 0.5 <= p50 < p99 < 1.0 + 6.0
+
+
+@pytest.mark.parametrize(("servers", "offered"), [(1, 0.6), (10, 8.0), (100, 95.0), (896, 876.0)])
+def test_erlang_c_in_closed_form_matches_the_erlang_b_recursion(
+    servers: int, offered: float
+) -> None:
+    from chipwise.perf.step.engine import _erlang_c, _erlang_c_large
+
+    assert _erlang_c_large(servers, offered) == pytest.approx(_erlang_c(servers, offered), rel=1e-9)
+
+
+def test_erlang_c_of_a_million_slots_is_bounded_work() -> None:
+    """A user-sized slot count (max_num_seqs up to MAX_SERVE_BATCH) costs ~20 sqrt(c)
+    terms, not c: a million slots 1000 erlangs short of full answers at once."""
+    import time
+
+    from chipwise.limits import MAX_SERVE_BATCH
+    from chipwise.perf.step.engine import _erlang_c_large
+
+    start = time.perf_counter()
+    p = _erlang_c_large(MAX_SERVE_BATCH, MAX_SERVE_BATCH - 1000.0)
+    assert 0.0 < p < 1.0
+    assert _erlang_c_large(MAX_SERVE_BATCH, MAX_SERVE_BATCH / 2) == 0.0
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_slot_wait_alone_is_m_m_c_s_exponential_tail() -> None:
+    """With no prefill and no prefill queue, P(V > t) = C exp(-t / theta): the p99 is
+    theta ln(C / 0.01)."""
+    from chipwise.perf.step.engine import _bisect_quantiles, _slot_tail
+
+    c, theta = 0.4, 2.0
+    tail = _slot_tail(np.zeros(1), np.ones(1), 0.0, 0.0, c, theta)
+    (p99,) = _bisect_quantiles(tail, tail.top, (0.99,))
+    assert p99 == pytest.approx(theta * math.log(c / 0.01), rel=1e-6)
+
+
+def test_a_slot_wait_on_a_prefill_queue_is_their_hypoexponential_sum() -> None:
+    """Both waits certain (rho = C = 1): W + V is hypoexponential, whose tail is
+    (a e^(-t/a) - b e^(-t/b)) / (a - b); the grid form of the prefill wait agrees."""
+    from chipwise.perf.step.engine import _slot_tail, _slot_tail_grid
+
+    a, b, t = 0.3, 2.0, 1.7
+    closed = (a * math.exp(-t / a) - b * math.exp(-t / b)) / (a - b)
+    tail = _slot_tail(np.zeros(1), np.ones(1), 1.0, a, 1.0, b)
+    assert tail(t) == pytest.approx(closed, rel=1e-9)
+    grid = np.linspace(0.0, 20.0, 200001)
+    cdf = 1.0 - np.exp(-grid / a)
+    on_grid = _slot_tail_grid(np.zeros(1), np.ones(1), grid, cdf, 1.0, b)
+    assert on_grid(t) == pytest.approx(closed, rel=2e-3)
+
+
+def test_an_open_loop_near_its_slot_limit_waits_for_slots() -> None:
+    """Poisson arrivals whose running batch nears max_num_seqs queue for a slot: TTFT p99
+    grows steeply over the last few percent of the rate (MLPerf v6.0 B300 gpt-oss-120b:
+    0.32 s at 79.26 requests/s, 2.52 s at 88.45, SVM-190/194), while a light load is
+    untouched (its chance to wait is below _SLOT_WAIT_FLOOR)."""
+    s = _serve(LLAMA70, "fp8", chip("h100-sxm"))
+    plan = Plan(tp=8)
+    limits = {"max_num_seqs": 64, "max_num_tokens": 8192}
+    top = s.serve_engine(plan, Inference(input_len=512, output_len=256, load="max_throughput",
+                                         **limits))  # fmt: skip
+    assert top.engine is not None
+    cap = top.engine.requests_per_s
+    ttfts, plain = [], []
+    for share in (0.3, 0.9, 0.97):
+        load = Inference(input_len=512, output_len=256, load="rps", rps=share * cap, **limits)
+        pred = s.serve_engine(plan, load, slot_queue=True)
+        without = s.serve_engine(plan, load)
+        assert pred.engine is not None and not pred.engine.saturated
+        assert without.engine is not None
+        ttfts.append(pred.engine.ttft_p99_s)
+        plain.append(without.engine.ttft_p99_s)
+    assert ttfts[0] < ttfts[1] < ttfts[2]
+    assert ttfts[2] > 3 * ttfts[0]
+    assert ttfts[0] == pytest.approx(plain[0], rel=1e-12)  # a light load never waits
+    assert ttfts[2] > 2 * plain[2]

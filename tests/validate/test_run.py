@@ -408,6 +408,51 @@ def test_a_row_may_name_its_dataset_length_profile(tmp_path) -> None:  # type: i
     assert missing.predicted is None and "SVM-019 lengths" in missing.why
 
 
+def test_every_mlperf_server_row_states_the_rate_its_run_was_scheduled_at() -> None:
+    # the scheduled samples/s of mlperf_log_summary.txt (user.conf target_qps): a
+    # configuration of the run, copied from the notes by benchmarks/mlperf_scheduled_rps.py
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "mlperf_scheduled_rps.py"
+    spec = importlib.util.spec_from_file_location("mlperf_scheduled_rps", script)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [c for c in load_cases() if c.load == "server"]
+    assert len(rows) > 250
+    for c in rows:
+        stated = mod.scheduled_rps(c.notes)
+        assert c.scheduled_rps == (float(stated) if stated else 0.0), c.id
+    by_id = {c.id: c for c in rows}
+    assert (by_id["SVM-190"].scheduled_rps, by_id["SVM-194"].scheduled_rps) == (79.26, 88.45)
+    assert by_id["SVM-004"].scheduled_rps == 73.66  # v4.1: "scheduled samples/s 73.66"
+    # no other load states one
+    assert all(c.scheduled_rps == 0 for c in load_cases() if c.load != "server")
+
+
+def test_a_server_run_s_latency_rows_may_be_timed_at_its_scheduled_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # off by default (validate.run.LATENCY_AT_SCHEDULED_RATE, its figures there); on, a
+    # run's latency rows are timed at its scheduled rate while its tokens/s row keeps the
+    # rate search: two B300 gpt-oss-120b runs of one configuration scheduled at 79.26 and
+    # 88.45 requests/s then differ as measured (p99 TTFT 0.32 s and 2.52 s)
+    from chipwise.validate import run as validate_run
+
+    by_id = {c.id: c for c in load_cases()}
+    low, high = by_id["SVM-190"], by_id["SVM-194"]
+    assert validate_run._served_rps(high) == 0.0
+    searched = run_case(high).predicted
+    monkeypatch.setattr(validate_run, "LATENCY_AT_SCHEDULED_RATE", True)
+    assert validate_run._served_rps(high) == 88.45
+    assert validate_run._served_rps(by_id["SVM-193"]) == 0.0  # its tokens/s row
+    slow, fast = run_case(high).predicted, run_case(low).predicted
+    assert slow is not None and fast is not None and searched is not None
+    assert slow > 3 * fast
+    assert slow != searched
+
+
 def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets() -> None:
     # MLPerf Server reports the highest Poisson rate whose p99 TTFT/TPOT meet the targets and
     # the latencies at that rate: every Server row (tokens/s and latencies) is a server load
@@ -419,7 +464,7 @@ def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets
     ]
     assert len([c for c in rows if int(c.id[4:]) <= 36]) == 30  # the v4.1 rows
     for c in rows:
-        assert c.load == "server" and c.rps == 0, c.id
+        assert c.load == "server" and c.rps == 0 and c.scheduled_rps > 0, c.id
         # later rows state the loadgen targets of their run (Interactive's are tighter)
         stated = re.search(r"ttft_latency (\d+) ns, tpot_latency (\d+) ns", c.notes)
         targets = (int(stated[1]) / 1e9, int(stated[2]) / 1e9) if stated else (2.0, 0.2)

@@ -394,10 +394,12 @@ class Predictor:
             if phase.max_num_seqs
             else sorted({default, SERVER_TUNED_MAX_NUM_SEQS})
         )
+        # the search runs without the stated rate (``Inference.rps``), which only says
+        # where the chosen deployment is then timed
         choices = [
             plan_slo(
                 self.serve_model(),
-                replace(phase, max_num_seqs=limit),
+                replace(phase, max_num_seqs=limit, rps=0.0),
                 chips=chips,
                 ttft_p99_s=phase.ttft_p99_s or None,
                 tpot_p99_s=phase.tpot_p99_s or None,
@@ -413,7 +415,19 @@ class Predictor:
                 f"{self.workload.model.name} on {chips} x {self.chip.id}: no load meets the "
                 f"p99 targets ({choice.missed}); use more chips or looser --ttft/--tpot"
             )
-        return ServeChoice(prediction=choice.prediction, candidates=choice.candidates,
+        pred = choice.prediction
+        if phase.rps > 0:
+            # the run's stated rate (its scheduled one): the chosen deployment timed there,
+            # at most at the rate the model finds within the targets (a run that met them
+            # is no faster than the model's deployment at its own highest passing rate)
+            limit = limits[choices.index(choice)]
+            rate = min(phase.rps, choice.capacity_rps)
+            pred = self.serve_model().serve_engine(
+                pred.plan,
+                replace(phase, max_num_seqs=limit, load="rps", rps=rate),
+                slot_queue=True,
+            )
+        return ServeChoice(prediction=pred, candidates=choice.candidates,
                            fitting=choice.candidates, fixed=dict(plan_keys or {}))  # fmt: skip
 
     def serve_slo(

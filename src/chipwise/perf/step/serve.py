@@ -728,8 +728,11 @@ class ServeModel(StepTimer):
             chip_id=chip.id, kind=chip.kind, date=phase.engine_date,
         )  # fmt: skip
 
-    def serve_engine(self, plan: Plan, phase: Inference) -> InferPrediction:
-        """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``)."""
+    def serve_engine(
+        self, plan: Plan, phase: Inference, *, slot_queue: bool = False
+    ) -> InferPrediction:
+        """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``);
+        ``slot_queue``: an rps load also waits for a free sequence slot (``Engine._slot_wait``)."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
         timer = self.engine_timer(
@@ -827,6 +830,7 @@ class ServeModel(StepTimer):
                 # general.py, llmapi/llm_args.py SchedulerConfig's default)
                 reserves_output=phase.harness in TRTLLM_BENCH_HARNESSES,
                 lockstep_step=step.lockstep if isinstance(step, BatchingStep) else None,
+                slot_queue=slot_queue,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
