@@ -433,8 +433,9 @@ def _same_run(case: Case) -> Case:
 # Whether a server run's TTFT and TPOT rows are timed at its scheduled rate (``_served_rps``)
 # rather than at the highest rate the model finds within the targets. Off: tried
 # 2026-12-06 (h143) on the 263 predicted MLPerf Server rows (SVM, SVR) it moved their
-# median / p90 |error| from 15.9 / 62.9 % to 21.0 / 67.5 % (serving out of sample 14.0 /
-# 47.1 -> 14.8 / 53.0 %): right where the step time is (B300/GB300 gpt-oss-120b p99 TTFT
+# median / p90 |error| from 15.9 / 62.9 % to 22.6 / 73.2 % (serving out of sample 14.0 /
+# 47.1 -> 14.8 / 53.6 %; 21.0 / 67.5 % with the slot wait in the rate search too): right
+# where the step time is (B300/GB300 gpt-oss-120b p99 TTFT
 # 41 -> 11 %, p99 TPOT 19 -> 7 %; GB300 llama2-70b p99 TPOT +77 -> +2 %), but where the
 # model's capacity is too high (its tokens/s rows +26 % H100 llama2-70b, +30..42 %
 # MI355X gpt-oss-120b) the run's rate puts its engine at too light a batch and the
