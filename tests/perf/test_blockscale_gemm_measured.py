@@ -85,7 +85,9 @@ def _fmoe_rows() -> list[tuple[int, float]]:
 
 def _expert_block_s(chip_id: str, tokens: int) -> float:
     """The per-op model's routed-expert block (up, activation, down) of one DeepSeek-V3 TP8
-    decode layer under SGLang at ``tokens`` tokens."""
+    decode layer under SGLang at ``tokens`` tokens, without the launches of the activations'
+    fp8 quantisation kernels: AITER's tuner times the two stages on inputs it sorted and
+    quantised once (gpu.AITER_MOE_ENGINES)."""
     from chipwise.perf.base import Plan
     from chipwise.perf.predictor import Predictor
     from chipwise.workload import load_workload_model
@@ -96,7 +98,10 @@ def _expert_block_s(chip_id: str, tokens: int) -> float:
                       chip_id, "fp8").serve_model()  # fmt: skip
     _, decode = serve.layer_op_times(Plan(tp=8), batch=tokens, input_len=1000, output_len=2)
     names = ("expert_up", "expert_act", "expert_down")
-    return sum(t.seconds for t in decode if t.op.name in names)
+    launch = efficiency_for(chip(chip_id)).launch_overhead_s
+    quant = sum(any("fp8 input quantised" in n for n in t.notes) for t in decode)
+    assert quant == 2  # one block-fp8 quantisation kernel before each stage
+    return sum(t.seconds for t in decode if t.op.name in names) - quant * launch
 
 
 def test_the_fused_moe_table_holds_ten_token_counts() -> None:
@@ -107,5 +112,6 @@ def test_block_scaled_fp8_experts_at_few_tokens_take_the_k_serial_floor_on_cdna4
     ratios = {t: _expert_block_s("mi355x", t) / s for t, s in _fmoe_rows()}
     # 1-4 tokens: the first stage's K loop (~45 us at K = 7168) sets the block (BS-MOE)
     assert all(0.85 <= ratios[t] <= 1.15 for t in (1, 2, 4))
-    # 16-512 tokens: the weight stream, as before
-    assert all(0.85 <= ratios[t] <= 1.1 for t in (16, 32, 64, 128, 256, 512))
+    # 16-512 tokens: the weight stream, 0.84-0.94 of the two stages' time (16 tokens the
+    # lowest: its first stage reads 2.5 TB/s)
+    assert all(0.8 <= ratios[t] <= 1.1 for t in (16, 32, 64, 128, 256, 512))

@@ -64,6 +64,7 @@ PARAMETERS: tuple[str, ...] = (
     "blockscale_gemm_k_latency_s",
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
+    "aiter_moe_sorting_s",
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
@@ -101,6 +102,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "blockscale_gemm_k_latency_s",
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
+    "aiter_moe_sorting_s",
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
     "trtllm_gen_fp4_expert_latency_s",
@@ -121,7 +123,7 @@ _OPTIONAL = frozenset(
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
      "blockscale_gemm_k_latency_s", "sglang_blockscale_gemm_k_latency_s",
-     "blockscale_expert_k_latency_s", "fp4_expert_peak_fraction",
+     "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
@@ -247,6 +249,11 @@ class Efficiency:
             this rate); 0 = SGLang runs the architecture's ``blockscale_gemm_k_latency_s``.
         blockscale_expert_k_latency_s: the same for a fused-MoE engine's block-scaled fp8
             expert GEMMs (CDNA: AITER's CK two-stage fused MoE). 0 = not measured.
+        aiter_moe_sorting_s: device time of AITER's moe_sorting kernel at decode token
+            counts (it buckets the routed (token, expert) pairs by expert, pads each to the
+            kernel's row block and zeroes the output buffer the second stage accumulates
+            into), which the ROCm engines' fused MoE (SGLang, ATOM) runs before its expert
+            GEMMs in place of a gather of the tokens; 0 = not measured (one launch).
         fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
             fused-MoE kernel reaches with 4-bit expert weights on fp4 tensor cores (many
             small per-expert GEMMs, each padded to its tile, with the block scales applied);
@@ -346,6 +353,7 @@ class Efficiency:
     blockscale_gemm_k_latency_s: float = 0.0
     sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
+    aiter_moe_sorting_s: float = 0.0
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
@@ -514,6 +522,7 @@ class _Entry(_Frozen):
     blockscale_gemm_k_latency_s: _Value | None = None
     sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
+    aiter_moe_sorting_s: _Value | None = None
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None

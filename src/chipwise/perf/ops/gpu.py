@@ -265,6 +265,32 @@ TE_GEMM_STREAMS = 4
 # (aiter fused_moe / rocm_aiter_fused_moe: one grid over the sorted, padded tokens; ROCm/ATOM
 # atom/model_ops/moe.py at 8ccc65c0), the kernel vLLM's and SGLang's ROCm builds call.
 FUSED_MOE_ENGINES = frozenset({"vllm", "sglang", "atom"})
+# The ROCm engines whose fused MoE is AITER's for every checkpoint they serve here (SGLang's
+# ROCm MoE runner, ATOM's FusedMoE): aiter fused_moe_ -> fused_moe_2stages (aiter/fused_moe.py
+# at ROCm/aiter@3b97805, 2025-12-30, the release the Dec 2025 - Jan 2026 SGLang and ATOM ROCm
+# images ship) runs one MoE layer as these kernels, not as the per-op model's gather /
+# activation / combine passes (``_AITER_MOE_OPS``, ``GpuModel._aiter_moe_op_time``):
+# * moe_sorting (CK; ``aiter_moe_sorting_s``, AITER-SORT in data/efficiency.toml) buckets the
+#   routed (token, expert) pairs by expert, pads each expert's rows to the stage's row block
+#   and zeroes the output buffer; the first stage reads the tokens through the sorted ids, so
+#   no permuted copy is written (``moe_permute`` takes the sorting kernel's time);
+# * the activations' quantisation before each stage, a kernel of its own (block fp8:
+#   per-1x128 quant; MXFP4 a4w4, Quark's DeepSeek-R1 checkpoint: fused_dynamic_mxfp4_quant_
+#   moe_sort, which also sorts the 1x32 scales): one launch per expert GEMM
+#   (``FUSED_MOE_FP8_INPUT_QUANT``, ``AITER_MXFP4_INPUT_QUANT``); bf16 activations into
+#   MXFP4 weights (gpt-oss) are not quantised;
+# * stage 1, the gate/up GEMM with the SiLU in its epilogue (``expert_act`` is no kernel);
+# * stage 2, the down GEMM, which applies the routing weight and accumulates into that zeroed
+#   buffer (``moe_unpermute`` launches nothing; its bytes stay, the accumulation's reads and
+#   writes).
+# AITER's tuned fused-MoE tables (BS-MOE, FP4-MOE-CDNA4) time the two stages alone, on inputs
+# the tuner sorted and quantised once (hsa/gfx942/fmoe_2stages/tune.py gen_2stages_task ->
+# generate_data_2stages, the gfx950 tuner's parent), so those values exclude all three.
+# vLLM's ROCm build calls AITER's fused MoE only under VLLM_ROCM_USE_AITER=1, which the
+# rows do not state: it keeps the Triton fused_moe's ops. Read 2026-12-06.
+AITER_MOE_ENGINES = frozenset({"sglang", "atom"})
+_AITER_MOE_OPS = frozenset({"moe_permute", "expert_act", "moe_unpermute"})
+AITER_MXFP4_INPUT_QUANT = 1
 # AITER's Triton block-scale fp8 GEMM's default ("any") config on gfx942 at the images of
 # Dec 2025 - Jan 2026 (aiter/ops/triton/configs/gemm/gfx942-GEMM-A8W8_BLOCKSCALE.json,
 # ROCm/aiter@3b97805, 2025-12-30): BLOCK_SIZE_M = BLOCK_SIZE_N = 128, NUM_KSPLIT 1.
@@ -925,6 +951,37 @@ class GpuModel(PerfModel):
             return "tg-fp8"
         return ""
 
+    def _aiter_moe(self) -> bool:
+        """Whether the routed experts run as AITER's fused MoE (``AITER_MOE_ENGINES``) where
+        its sorting kernel was timed on this architecture."""
+        return (
+            self.fused_moe
+            and self.engine in AITER_MOE_ENGINES
+            and self.efficiency.aiter_moe_sorting_s > 0.0
+        )
+
+    def _aiter_moe_op_time(self, op: Op, peak: float) -> OpTime:
+        """The gather, activation and combine beside AITER's fused-MoE stages
+        (``AITER_MOE_ENGINES``): the gather is its moe_sorting kernel (the op's traffic at
+        the HBM rate after ``aiter_moe_sorting_s``), the activation runs in stage 1's
+        epilogue (nothing), the combine in stage 2's accumulation (its traffic, no launch)."""
+        chip, eff = self.chip, self.efficiency
+        bandwidth = chip.hbm_bytes_per_s * eff.hbm_fraction
+        n_bytes = op_bytes(op)
+        if op.name == "moe_permute":
+            r = Roof(compute_s=0.0, memory_s=n_bytes / bandwidth,
+                     overhead_s=eff.aiter_moe_sorting_s)  # fmt: skip
+            note = f"AITER moe_sorting: {eff.aiter_moe_sorting_s * 1e6:.1f} us fixed"
+        elif op.name == "expert_act":
+            n_bytes = 0.0
+            r = Roof(compute_s=0.0, memory_s=0.0, overhead_s=0.0)
+            note = "expert activation in AITER's stage-1 epilogue: no kernel of its own"
+        else:
+            r = Roof(compute_s=0.0, memory_s=n_bytes / bandwidth, overhead_s=0.0)
+            note = "combine accumulated by AITER's stage 2 into the zeroed buffer: no launch"
+        return timed(op, r, flops=0.0, n_bytes=n_bytes, peak=peak,
+                     bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
+
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
 
@@ -1015,6 +1072,8 @@ class GpuModel(PerfModel):
             note = f"{op.name} inside the W4A16 fused-MoE expert GEMMs: {what}"
             return timed(op, r, flops=0.0, n_bytes=0.0, peak=peak,
                          bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
+        if op.name in _AITER_MOE_OPS and self._aiter_moe():
+            return self._aiter_moe_op_time(op, peak)
         if op.name in self.fused_ops and not op.tensor_op:
             # run inside a neighbouring kernel by the engine (``ENGINE_FUSED_OPS``)
             added = fused_traffic(op)
@@ -1157,6 +1216,10 @@ class GpuModel(PerfModel):
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
+            elif fused and op.dtype == "fp4" and not op.weight and self._aiter_moe():
+                # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_MOE_ENGINES)
+                launches += AITER_MXFP4_INPUT_QUANT
+                notes.append("AITER MXFP4 MoE input quantised and sorted by its own kernel")
             overhead = launches * eff.launch_overhead_s
             expert_lat = eff.mxfp4_expert_latency_s if mx4 else eff.fp4_expert_latency_s
             if tg:
