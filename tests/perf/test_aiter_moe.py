@@ -1,4 +1,4 @@
-"""AITER's fused MoE under the ROCm engines (gpu.AITER_MOE_ENGINES): the gather beside the
+"""AITER's fused MoE under the ROCm engines (gpu.AITER_ENGINES): the gather beside the
 expert GEMMs is AITER's moe_sorting kernel (efficiency.toml AITER-SORT), the activation runs in
 stage 1's epilogue and the combine inside stage 2, and an MXFP4 (a4w4) checkpoint's experts
 quantise each stage's input with a kernel of their own."""
@@ -57,3 +57,30 @@ def test_only_4_bit_activations_pay_the_mxfp4_quantisation_kernel() -> None:
     # gpt-oss: MXFP4 weights with bf16 activations, nothing quantised
     w4a16 = _moe_ops("gpt-oss-120b", "mi355x", "fp4", "atom")
     assert not any("MXFP4 MoE input" in n for n in w4a16["expert_up"].notes)
+
+
+def test_aiter_bf16_gemms_at_decode_m_run_at_the_tuned_kernels_time() -> None:
+    import csv
+    import math
+    import statistics
+
+    from chipwise.hardware.catalog import chip
+    from chipwise.perf.ops.gpu import GpuModel
+    from chipwise.workload.ir import Op, OpKind
+
+    path = Path(__file__).parent / "data" / "aiter-bf16-gemm-cdna4.csv"
+    with path.open() as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    assert len(rows) == 40
+    model = GpuModel(chip("mi355x")).for_engine("atom")
+    plain = GpuModel(chip("mi355x")).for_engine("vllm")
+    ratios, bare = [], []
+    for r in rows:
+        op = Op(name="proj", kind=OpKind.MATMUL, dtype="bf16",
+                mnk=(int(r["m"]), int(r["n"]), int(r["k"])))  # fmt: skip
+        ratios.append(model.op_time(op).seconds / (float(r["us"]) * 1e-6))
+        bare.append(plain.op_time(op).seconds / (float(r["us"]) * 1e-6))
+    assert 0.95 <= statistics.median(ratios) <= 1.05
+    assert statistics.mean(abs(math.log(x)) for x in ratios) < 0.12
+    assert all(0.75 <= x <= 1.3 for x in ratios)
+    assert statistics.median(bare) < 0.65  # without it: a launch and the weight stream

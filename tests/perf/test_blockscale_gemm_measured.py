@@ -87,7 +87,7 @@ def _expert_block_s(chip_id: str, tokens: int) -> float:
     """The per-op model's routed-expert block (up, activation, down) of one DeepSeek-V3 TP8
     decode layer under SGLang at ``tokens`` tokens, without the launches of the activations'
     fp8 quantisation kernels: AITER's tuner times the two stages on inputs it sorted and
-    quantised once (gpu.AITER_MOE_ENGINES)."""
+    quantised once (gpu.AITER_ENGINES)."""
     from chipwise.perf.base import Plan
     from chipwise.perf.predictor import Predictor
     from chipwise.workload import load_workload_model

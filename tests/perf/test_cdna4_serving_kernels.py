@@ -58,7 +58,7 @@ def _expert_block_s(tokens: int) -> float:
     """The per-op model's routed-expert block (up, activation, down) of one layer of the MXFP4
     DeepSeek-R1 checkpoint at TP8 under SGLang on MI355X at ``tokens`` decode tokens, without
     the launches of the activations' MXFP4 quantisation kernels: AITER's tuner times the two
-    stages on inputs it sorted and quantised once (gpu.AITER_MOE_ENGINES)."""
+    stages on inputs it sorted and quantised once (gpu.AITER_ENGINES)."""
     from chipwise.perf.base import Plan
     from chipwise.perf.predictor import Predictor
     from chipwise.workload import load_workload_model

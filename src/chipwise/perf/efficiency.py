@@ -65,6 +65,8 @@ PARAMETERS: tuple[str, ...] = (
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "aiter_moe_sorting_s",
+    "aiter_bf16_gemm_latency_s",
+    "aiter_bf16_gemm_hbm_fraction",
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
@@ -103,6 +105,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "aiter_moe_sorting_s",
+    "aiter_bf16_gemm_latency_s",
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
     "trtllm_gen_fp4_expert_latency_s",
@@ -123,7 +126,9 @@ _OPTIONAL = frozenset(
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
      "blockscale_gemm_k_latency_s", "sglang_blockscale_gemm_k_latency_s",
-     "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "fp4_expert_peak_fraction",
+     "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "aiter_bf16_gemm_latency_s",
+     "aiter_bf16_gemm_hbm_fraction",
+     "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
@@ -140,7 +145,7 @@ _ZERO_OK = frozenset(
      "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate",
+     "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
@@ -254,6 +259,12 @@ class Efficiency:
             kernel's row block and zeroes the output buffer the second stage accumulates
             into), which the ROCm engines' fused MoE (SGLang, ATOM) runs before its expert
             GEMMs in place of a gather of the tokens; 0 = not measured (one launch).
+        aiter_bf16_gemm_latency_s: fixed device time a dense bf16 GEMM call pays beyond a
+            launch under AITER's tuned GEMM (tgemm, which SGLang's and ATOM's ROCm linear
+            layers call): its decode-M kernels split K and accumulate in fp32; 0 = not
+            measured.
+        aiter_bf16_gemm_hbm_fraction: the share of HBM bandwidth at which that GEMM streams
+            its operands (weights) at decode M; 0 = not measured: neither applies.
         fp4_expert_peak_fraction: the share of the fp4 dense peak a serving engine's
             fused-MoE kernel reaches with 4-bit expert weights on fp4 tensor cores (many
             small per-expert GEMMs, each padded to its tile, with the block scales applied);
@@ -354,6 +365,8 @@ class Efficiency:
     sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
     aiter_moe_sorting_s: float = 0.0
+    aiter_bf16_gemm_latency_s: float = 0.0
+    aiter_bf16_gemm_hbm_fraction: float = 0.0
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
@@ -523,6 +536,8 @@ class _Entry(_Frozen):
     sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
     aiter_moe_sorting_s: _Value | None = None
+    aiter_bf16_gemm_latency_s: _Value | None = None
+    aiter_bf16_gemm_hbm_fraction: _Value | None = None
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None

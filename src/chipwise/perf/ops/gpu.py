@@ -283,12 +283,17 @@ FUSED_MOE_ENGINES = frozenset({"vllm", "sglang", "atom"})
 # * stage 2, the down GEMM, which applies the routing weight and accumulates into that zeroed
 #   buffer (``moe_unpermute`` launches nothing; its bytes stay, the accumulation's reads and
 #   writes).
+# The same engines run their dense bf16 linears through AITER's tuned GEMM (aiter.tuned_gemm
+# tgemm.mm: ATOM's LinearBase for unquantised layers, atom/model_ops/linear.py at 8ccc65c0;
+# SGLang's under SGLANG_USE_AITER=1, which InferenceMAX's MI300X/MI325X/MI355X DeepSeek-R1
+# launch scripts export), whose decode-M kernels pay ``aiter_bf16_gemm_latency_s`` per call
+# (AITER-BF16 in data/efficiency.toml).
 # AITER's tuned fused-MoE tables (BS-MOE, FP4-MOE-CDNA4) time the two stages alone, on inputs
 # the tuner sorted and quantised once (hsa/gfx942/fmoe_2stages/tune.py gen_2stages_task ->
 # generate_data_2stages, the gfx950 tuner's parent), so those values exclude all three.
 # vLLM's ROCm build calls AITER's fused MoE only under VLLM_ROCM_USE_AITER=1, which the
 # rows do not state: it keeps the Triton fused_moe's ops. Read 2026-12-06.
-AITER_MOE_ENGINES = frozenset({"sglang", "atom"})
+AITER_ENGINES = frozenset({"sglang", "atom"})
 _AITER_MOE_OPS = frozenset({"moe_permute", "expert_act", "moe_unpermute"})
 AITER_MXFP4_INPUT_QUANT = 1
 # AITER's Triton block-scale fp8 GEMM's default ("any") config on gfx942 at the images of
@@ -952,17 +957,17 @@ class GpuModel(PerfModel):
         return ""
 
     def _aiter_moe(self) -> bool:
-        """Whether the routed experts run as AITER's fused MoE (``AITER_MOE_ENGINES``) where
+        """Whether the routed experts run as AITER's fused MoE (``AITER_ENGINES``) where
         its sorting kernel was timed on this architecture."""
         return (
             self.fused_moe
-            and self.engine in AITER_MOE_ENGINES
+            and self.engine in AITER_ENGINES
             and self.efficiency.aiter_moe_sorting_s > 0.0
         )
 
     def _aiter_moe_op_time(self, op: Op, peak: float) -> OpTime:
         """The gather, activation and combine beside AITER's fused-MoE stages
-        (``AITER_MOE_ENGINES``): the gather is its moe_sorting kernel (the op's traffic at
+        (``AITER_ENGINES``): the gather is its moe_sorting kernel (the op's traffic at
         the HBM rate after ``aiter_moe_sorting_s``), the activation runs in stage 1's
         epilogue (nothing), the combine in stage 2's accumulation (its traffic, no launch)."""
         chip, eff = self.chip, self.efficiency
@@ -1208,6 +1213,23 @@ class GpuModel(PerfModel):
                 memory_s = k_serial
                 notes.append(f"block-scaled fp8 GEMM: K-serial main loop {k_serial * 1e6:.1f} us")
             measured = None if op.batch > 1 else measured_gemm_s(chip.id, op.dtype, m, n, k)
+            # AITER's tuned bf16 GEMM (tgemm) under SGLang / ATOM: split-K kernels with fp32
+            # accumulation that stream their operands below the copy rate (AITER-BF16)
+            aiter_bf16 = (
+                op.dtype == "bf16"
+                and not expert
+                and op.batch == 1
+                and measured is None
+                and self.engine in AITER_ENGINES
+                and eff.aiter_bf16_gemm_hbm_fraction > 0.0
+            )
+            if aiter_bf16:
+                stream_s = n_bytes / (chip.hbm_bytes_per_s * eff.aiter_bf16_gemm_hbm_fraction)
+                memory_s = max(memory_s, stream_s)
+                notes.append(
+                    f"AITER bf16 GEMM: operands at {eff.aiter_bf16_gemm_hbm_fraction:.0%} of HBM, "
+                    f"{eff.aiter_bf16_gemm_latency_s * 1e6:.1f} us fixed per call"
+                )
             if measured is not None:
                 # the submitter's own tuned kernel, timed on this chip (kernels.py)
                 compute_s = measured
@@ -1217,7 +1239,7 @@ class GpuModel(PerfModel):
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
             elif fused and op.dtype == "fp4" and not op.weight and self._aiter_moe():
-                # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_MOE_ENGINES)
+                # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_ENGINES)
                 launches += AITER_MXFP4_INPUT_QUANT
                 notes.append("AITER MXFP4 MoE input quantised and sorted by its own kernel")
             overhead = launches * eff.launch_overhead_s
@@ -1255,6 +1277,8 @@ class GpuModel(PerfModel):
                     f"engine NVFP4 GEMM: {fp4_lat * 1e6:.1f} us fixed and K-serial, weights at "
                     f"{eff.gemm_memory_fraction():.0%} of HBM"
                 )
+            if aiter_bf16:
+                overhead += eff.aiter_bf16_gemm_latency_s
             if op.dtype == "fp8" and not fused and eff.fp8_gemm_latency_s:
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
                 overhead += eff.fp8_gemm_latency_s
