@@ -414,7 +414,7 @@ def spec_from_config(
     else:
         head_dim = _optional_int(cfg, _HEAD_DIM, where) or d_model // n_heads
 
-    index = _sparse_attention(cfg, mla=bool(kv_lora_rank), where=where)
+    index = _sparse_attention(cfg, where)
     moe = _moe_fields(cfg, model_type, family, n_layers, where)
     window, pattern = _sliding(cfg, family, n_layers, where)
     d_ff = _dense_width(cfg, family, d_model, moe, where)
@@ -468,7 +468,7 @@ def spec_from_config(
 # --- pieces of the mapping --------------------------------------------------------------
 
 
-def _sparse_attention(cfg: Mapping[str, Any], *, mla: bool, where: str) -> tuple[int, int, int]:
+def _sparse_attention(cfg: Mapping[str, Any], where: str) -> tuple[int, int, int]:
     """DeepSeek Sparse Attention's (index_topk, index_n_heads, index_head_dim), or zeros.
 
     DeepSeek-V3.2 names them in config.json (deepseek-ai/DeepSeek-V3.2-Exp inference/
@@ -478,10 +478,7 @@ def _sparse_attention(cfg: Mapping[str, Any], *, mla: bool, where: str) -> tuple
     values = tuple(_optional_int(cfg, (k,), where) or 0 for k in keys)
     if not any(values):
         return 0, 0, 0
-    if not all(values):
-        raise WorkloadError(f"config {where}: sparse attention needs all of {', '.join(keys)}")
-    if not mla:
-        raise WorkloadError(f"config {where}: sparse attention (index_topk) needs MLA")
+    # a partial indexer, or one without MLA: TransformerSpec refuses them
     shared = cfg.get("index_topk_freq", 1)
     if cfg.get("indexer_types") is not None or shared not in (None, 1):
         raise WorkloadError(

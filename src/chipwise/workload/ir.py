@@ -288,8 +288,8 @@ class TransformerSpec:
         dsa = (self.index_topk, self.index_n_heads, self.index_head_dim)
         if min(dsa) < 0 or (any(dsa) and not all(dsa)):
             raise WorkloadError(
-                f"{self.name}: index_topk, index_n_heads and index_head_dim go together "
-                "(all > 0 for sparse attention, all 0 for dense)"
+                f"{self.name}: sparse attention needs all of index_topk, index_n_heads, "
+                "index_head_dim (all > 0; all 0 for dense attention)"
             )
         if self.index_topk and not self.uses_mla:
             raise WorkloadError(f"{self.name}: sparse attention (index_topk) needs MLA")

@@ -435,13 +435,26 @@ def indexer_ops(spec: TransformerSpec, *, b: int, s: int, kv_len: int, dt: Dtype
     t = b * s
     ih, idh = spec.index_n_heads, spec.index_head_dim
     pairs = causal_pairs(s, kv_len, causal=spec.causal)
-    scorer = Op(
+    return [
+        _matmul("index_q_up", t, ih * idh, spec.q_lora_rank or spec.d_model, weights),
+        _matmul("index_k_proj", t, idh + ih, spec.d_model, weights),
+        _memop("index_k_norm", OpKind.NORM, t * idh, 1, 1, dt.act, 4),
+        _index_scorer(spec, b=b, s=s, kv_len=kv_len, pairs=pairs, act=dt.act),
+    ]
+
+
+def _index_scorer(spec: TransformerSpec, *, b: int, s: int, kv_len: int, pairs: float,
+                  act: str) -> Op:  # fmt: skip
+    """The indexer's scorer: ``b`` sequences' ``s`` queries against ``kv_len`` cached index
+    keys over ``pairs`` query-key pairs each."""
+    ih, idh = spec.index_n_heads, spec.index_head_dim
+    return Op(
         name="indexer",
         kind=OpKind.ATTENTION,
-        dtype=dt.act,
+        dtype=act,
         weight="fp8",
         # the q.k products of every head, then ReLU, the head weight and the sum over heads
-        flops=2.0 * b * ih * pairs * idh + 3.0 * b * ih * pairs,
+        flops=(2.0 * idh + 3.0) * b * ih * pairs,
         bytes_read=b * (s * ih * idh + kv_len * index_cache_bytes_per_token(spec))
         + b * pairs * INDEX_LOGIT_BYTES,
         bytes_written=b * pairs * INDEX_LOGIT_BYTES,
@@ -450,12 +463,6 @@ def indexer_ops(spec: TransformerSpec, *, b: int, s: int, kv_len: int, dt: Dtype
         batch=b * ih,
         causal=spec.causal,
     )
-    return [
-        _matmul("index_q_up", t, ih * idh, spec.q_lora_rank or spec.d_model, weights),
-        _matmul("index_k_proj", t, idh + ih, spec.d_model, weights),
-        _memop("index_k_norm", OpKind.NORM, t * idh, 1, 1, dt.act, 4),
-        scorer,
-    ]
 
 
 # The two ops of a qk-norm (``TransformerSpec.qk_norm``): the queries' and the keys' RMSNorm.
@@ -946,18 +953,9 @@ def _attended(spec: TransformerSpec, context: int) -> int:
 
 
 def _decode_indexer(op: Op, spec: TransformerSpec, batch: int, context: int) -> Op:
-    """The indexer of a decode step: each sequence's one query scores its ``context``
-    cached index keys (a read of the index cache; the logits out and back for the top-k)."""
-    ih, idh = spec.index_n_heads, spec.index_head_dim
-    logits = batch * context * INDEX_LOGIT_BYTES
-    return replace(
-        op,
-        flops=(2.0 * idh + 3.0) * batch * ih * context,
-        bytes_read=batch * (ih * idh + context * index_cache_bytes_per_token(spec)) + logits,
-        bytes_written=logits,
-        mnk=(1, context, idh),
-        batch=batch * ih,
-    )
+    """The indexer of a decode step: each sequence's one query scores all its ``context``
+    cached index keys (``causal_pairs`` counts half of them, a whole prompt's average)."""
+    return _index_scorer(spec, b=batch, s=1, kv_len=context, pairs=context, act=op.dtype)
 
 
 def _decode_attention(op: Op, spec: TransformerSpec, batch: int, context: int, shard: Shard,
