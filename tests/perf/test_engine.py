@@ -214,8 +214,10 @@ def test_a_server_load_runs_at_the_highest_rate_within_its_p99_targets() -> None
 
 def test_a_server_load_with_a_stated_rate_is_timed_there_within_its_capacity() -> None:
     """``Inference.rps`` on a server load: the searched deployment timed at that rate (an
-    MLPerf run's scheduled rate), with the wait for a free slot; a rate beyond the
-    searched capacity is timed at the capacity (a run that met its targets)."""
+    MLPerf run's scheduled rate), with the wait for a free slot; a rate at or beyond the
+    searched capacity keeps the search's prediction (a run that met its targets), not the
+    capacity with a slot wait added, which diverges there (RTX Pro 6000 gpt-oss-120b p99
+    TTFT +24,000 %, 2026-12-06)."""
     kw = {"input_len": 512, "output_len": 256, "load": "server", "tpot_p99_s": 0.03}
     searched = predict(Workload(model=LLAMA8, phase=Inference(**kw)), H100, 1, "bf16")  # type: ignore[arg-type]
     assert isinstance(searched, InferPrediction) and searched.engine is not None
@@ -229,6 +231,8 @@ def test_a_server_load_with_a_stated_rate_is_timed_there_within_its_capacity() -
     assert light.engine.tpot_p99_s < searched.engine.tpot_p99_s
     assert over.engine.requests_per_s == pytest.approx(cap)
     assert not over.engine.saturated
+    assert over.engine.ttft_p99_s == searched.engine.ttft_p99_s
+    assert over.engine.tpot_p99_s == searched.engine.tpot_p99_s <= 0.03
 
 
 def test_disaggregation_takes_prefill_out_of_the_decode_steps() -> None:

@@ -416,15 +416,18 @@ class Predictor:
                 f"p99 targets ({choice.missed}); use more chips or looser --ttft/--tpot"
             )
         pred = choice.prediction
-        if phase.rps > 0:
-            # the run's stated rate (its scheduled one): the chosen deployment timed there,
-            # at most at the rate the model finds within the targets (a run that met them
-            # is no faster than the model's deployment at its own highest passing rate)
+        if 0 < phase.rps < choice.capacity_rps:
+            # the run's stated rate (its scheduled one): the chosen deployment timed there.
+            # A stated rate at or above the rate the model finds within the targets keeps
+            # the search's prediction (a run that met them is no faster than the model's
+            # deployment at its own highest passing rate): timed at that capacity with the
+            # slot wait added, its p99 TTFT overshot the target it was searched to meet
+            # (the batch then sits at the slot limit, where the Erlang C wait diverges:
+            # RTX Pro 6000 gpt-oss-120b p99 TTFT +24,000 %, 2026-12-06)
             limit = limits[choices.index(choice)]
-            rate = min(phase.rps, choice.capacity_rps)
             pred = self.serve_model().serve_engine(
                 pred.plan,
-                replace(phase, max_num_seqs=limit, load="rps", rps=rate),
+                replace(phase, max_num_seqs=limit, load="rps", rps=phase.rps),
                 slot_queue=True,
             )
         return ServeChoice(prediction=pred, candidates=choice.candidates,
