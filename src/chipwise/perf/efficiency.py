@@ -62,6 +62,7 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
     "blockscale_gemm_k_latency_s",
+    "blockscale_gemm_latency_s",
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "aiter_moe_sorting_s",
@@ -102,6 +103,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "trtllm_fp4_gemm_latency_s",
     "trtllm_fp4_gemm_k_latency_s",
     "blockscale_gemm_k_latency_s",
+    "blockscale_gemm_latency_s",
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "aiter_moe_sorting_s",
@@ -125,7 +127,8 @@ _OPTIONAL = frozenset(
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
-     "blockscale_gemm_k_latency_s", "sglang_blockscale_gemm_k_latency_s",
+     "blockscale_gemm_k_latency_s", "blockscale_gemm_latency_s",
+     "sglang_blockscale_gemm_k_latency_s",
      "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "aiter_bf16_gemm_latency_s",
      "aiter_bf16_gemm_hbm_fraction",
      "fp4_expert_peak_fraction",
@@ -248,6 +251,10 @@ class Efficiency:
             blocks) serial main-loop time per 1024 elements of K where
             the architecture's kernels have no split-K (CDNA3: AITER's CK block-scale GEMM);
             the kernel takes at least that long. 0 = not measured.
+        blockscale_gemm_latency_s: the same kernel's fixed device time beyond a launch
+            (the activations' per-1x128-group quantisation and the scaled epilogue), in
+            place of ``fp8_gemm_latency_s`` (fitted on per-tensor fp8 GEMMs) where set;
+            0 = not measured: ``fp8_gemm_latency_s`` applies.
         sglang_blockscale_gemm_k_latency_s: the same under SGLang where its ROCm build runs
             AITER's Triton block-scale GEMM (sglang PR #13617) on a default config with no
             split-K (CDNA3: 128 x 128 output tiles, so each wave of tiles walks all of K at
@@ -362,6 +369,7 @@ class Efficiency:
     trtllm_fp4_gemm_latency_s: float = 0.0
     trtllm_fp4_gemm_k_latency_s: float = 0.0
     blockscale_gemm_k_latency_s: float = 0.0
+    blockscale_gemm_latency_s: float = 0.0
     sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
     aiter_moe_sorting_s: float = 0.0
@@ -533,6 +541,7 @@ class _Entry(_Frozen):
     trtllm_fp4_gemm_latency_s: _Value | None = None
     trtllm_fp4_gemm_k_latency_s: _Value | None = None
     blockscale_gemm_k_latency_s: _Value | None = None
+    blockscale_gemm_latency_s: _Value | None = None
     sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
     aiter_moe_sorting_s: _Value | None = None

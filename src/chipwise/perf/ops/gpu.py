@@ -54,7 +54,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   fp8 GEMM (``op.block_scaled``: DeepSeek's 128 x 128 weight blocks) takes at least
   ``blockscale_gemm_k_latency_s`` per 1024 of K where set (CDNA3: AITER's
   tuned CK block-scale kernels have no split-K, so at decode M a handful of tiles each walk
-  all of K, ~19 us at K = 7168 whatever N, against ~1-4 us of weight stream;
+  all of K, ~19 us at K = 7168 whatever N, against ~1-4 us of weight stream; Hopper:
+  DeepGEMM's and TensorRT-LLM's kernels, 11-14 us at K = 7168, with
+  ``blockscale_gemm_latency_s`` in place of the per-tensor ``fp8_gemm_latency_s``;
   ``_blockscale_k_serial_s``; under SGLang, whose ROCm build runs AITER's Triton block-scale
   GEMM instead, ``sglang_blockscale_gemm_k_latency_s`` per wave of 128 x 128 tiles, its
   untuned gfx942 default); a fused-MoE engine's block-scaled fp8 expert GEMMs likewise take
@@ -1279,10 +1281,15 @@ class GpuModel(PerfModel):
                 )
             if aiter_bf16:
                 overhead += eff.aiter_bf16_gemm_latency_s
-            if op.dtype == "fp8" and not fused and eff.fp8_gemm_latency_s:
+            fp8_fixed = eff.fp8_gemm_latency_s
+            if op.block_scaled and eff.blockscale_gemm_latency_s:
+                # a block-scaled fp8 GEMM's own fixed cost where its kernels were timed
+                # (per-1x128-group activation quantisation; its K loop: k_serial above)
+                fp8_fixed = eff.blockscale_gemm_latency_s
+            if op.dtype == "fp8" and not fused and fp8_fixed:
                 # the fp8 call's fixed cost: activation scale and cast, scaled epilogue
-                overhead += eff.fp8_gemm_latency_s
-                notes.append(f"fp8 GEMM: {eff.fp8_gemm_latency_s * 1e6:.1f} us fixed per call")
+                overhead += fp8_fixed
+                notes.append(f"fp8 GEMM: {fp8_fixed * 1e6:.1f} us fixed per call")
             # a measured kernel time is the whole kernel's: nothing combines with it
             exponent = 0.0 if measured is not None else dense_gemm_exponent(eff, op.batch)
             r = Roof(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead,

@@ -328,14 +328,17 @@ def excluded_params(spec: TransformerSpec) -> float:
 
 def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
                   s_kv: int | None = None, window: int = 0,
-                  flash: bool = True, fused_qkv_a: bool = False) -> list[Op]:  # fmt: skip
+                  flash: bool = True, fused_qkv_a: bool = False,
+                  absorbed: bool = False) -> list[Op]:  # fmt: skip
     """Norm, projections, attention core, output projection and residual add.
 
     ``s`` is the query length one chip processes per sequence (already divided by cp);
     ``s_kv`` the key length attended to (the whole sequence under cp ring attention);
     ``window`` a sliding window (0 = global attention); ``flash`` False: the core unfused
     (``unfused_attention``); ``fused_qkv_a``: an MLA model's two down-projections run as
-    one GEMM, as the serving engines run them (``qkv_down``).
+    one GEMM, as the serving engines run them (``qkv_down``); ``absorbed``: one query token
+    per sequence (a decode step), an MLA model's kv_b_proj run as the engines' two absorbed
+    batched GEMMs (``kv_up_k``, ``kv_up_v``).
     """
     d = spec.d_model
     h, hkv = heads_per_rank(spec, shard.tp)
@@ -370,9 +373,33 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         if not fuse:
             ops.append(_matmul("kv_down", t, kv_n, d, kept("kv_down")))
         ops.append(_memop("kv_norm", OpKind.NORM, t * spec.kv_lora_rank, 1, 1, dt.act, 4))
+        # rotary embedding of the queries' rope part (h heads) and the one shared rope key:
+        # a kernel of its own in vLLM (DeepseekV2MLAAttention.forward: self.rotary_emb(
+        # positions, q[..., qk_nope_head_dim:], k_pe)), SGLang (DeepseekV2AttentionMLA
+        # forward_absorb_prepare / forward_normal_prepare: self.rotary_emb(positions, q_pe,
+        # k_pe)) and Megatron (MLASelfAttention.get_query_key_value_tensors:
+        # apply_rotary_pos_emb on q_pos_emb and k_pos_emb); TensorRT-LLM applies it inside
+        # its MLA op (ENGINE_FUSED_OPS, gpu.py). Read 2026-12-06.
         ops.append(
-            _matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank, kept("kv_up"))
+            _memop("rope", OpKind.ELEMENTWISE, t * (h + 1) * spec.qk_rope_head_dim, 1, 1, dt.act, 3)
         )
+        # One query token per sequence (decode): the engines run the absorbed form, the
+        # latent attention reading the cached latent (``_attention`` with a latent head),
+        # kv_b_proj's two halves as two batched GEMMs over the heads, one on the queries
+        # before the attention (q_nope x W_UK) and one on its output after it (x W_UV):
+        # vLLM MLACommonImpl._k_up / _v_up_proj (torch.bmm), SGLang DeepseekV2AttentionMLA
+        # forward_absorb (torch.bmm with w_kc, then w_vc), TensorRT-LLM MLA
+        # (fp8_block_scaling_bmm_out twice); AIConfigurator's mla_bmm tables time them
+        # apart (mla_gen_pre / mla_gen_post). Read 2026-12-06.
+        absorbed = absorbed and s == 1
+        if absorbed:
+            ops.append(_matmul("kv_up_k", t, spec.kv_lora_rank, spec.qk_nope_head_dim,
+                               kept("kv_up"), batch=h))  # fmt: skip
+        else:
+            ops.append(
+                _matmul("kv_up", t, h * (spec.qk_nope_head_dim + v), spec.kv_lora_rank,
+                        kept("kv_up"))
+            )  # fmt: skip
         if spec.uses_dsa:
             # DeepSeek Sparse Attention: the indexer picks each query's index_topk keys, so
             # the attention sees at most that many (as a window of that width would)
@@ -382,6 +409,8 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
             ops.append(_attention("attention", b, s, kv_len, h, h, qk, v, spec, dt, window))
         else:
             ops += unfused_attention(b, s, kv_len, h, qk, v, dt)
+        if absorbed:
+            ops.append(_matmul("kv_up_v", t, v, spec.kv_lora_rank, kept("kv_up"), batch=h))
         ops += _fp8_cast("o_proj_cast", t * h * v, kept("o_proj"))
         ops.append(_matmul("o_proj", t, d, h * v, kept("o_proj")))
     else:
@@ -906,7 +935,7 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     window = layer_window(spec, sliding)
     ctx = min(context, window) if window else context
     ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx,
-                        fused_qkv_a=True)  # fmt: skip
+                        fused_qkv_a=True, absorbed=True)  # fmt: skip
     ops = [_decode_indexer(op, spec, batch, ctx) if op.name == "indexer" else
            _decode_attention(op, spec, batch, _attended(spec, ctx), shard, kv_dtype)
            if op.kind is OpKind.ATTENTION else op for op in ops]  # fmt: skip
