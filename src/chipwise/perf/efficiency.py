@@ -49,6 +49,7 @@ PARAMETERS: tuple[str, ...] = (
     "decode_attention_hbm_fraction",
     "decode_attention_floor_s",
     "mla_decode_attention_floor_s",
+    "vllm_mla_decode_latency_s",
     "decode_attention_element_s",
     "fp8_kv_attention_peak_fraction",
     "gemm_hbm_fraction",
@@ -96,6 +97,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "collective_latency_s",
     "decode_attention_floor_s",
     "mla_decode_attention_floor_s",
+    "vllm_mla_decode_latency_s",
     "decode_attention_element_s",
     "fp8_gemm_latency_s",
     "fp4_gemm_latency_s",
@@ -123,6 +125,7 @@ _OPTIONAL = frozenset(
      "attention_backward_ratio",
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "decode_attention_floor_s", "mla_decode_attention_floor_s", "decode_attention_element_s",
+     "vllm_mla_decode_latency_s",
      "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
@@ -201,6 +204,11 @@ class Efficiency:
             query heads read one shared latent, ``gpu.is_latent_decode_attention``) where
             its own kernel was timed apart (CDNA: AITER's assembly MLA decode, a split-KV
             stage and a reduce kernel); 0 = as ``decode_attention_floor_s``.
+        vllm_mla_decode_latency_s: under vLLM, the device time its MLA attention module's
+            decode step (DeepseekV2MLAAttention in a CUDA graph) takes beyond the per-op
+            model's projections, norms, rope, absorbed GEMMs and latent attention at the same
+            shape, measured on the module as a whole and charged to the latent decode
+            attention op; 0 = not measured.
         decode_attention_element_s: the kernel's per-sequence work (its CTAs per sequence
             and KV head: set-up, query load, KV append, partial and combine) in seconds per
             element of one cached token's K/V row (per layer, per rank): a sequence of a GQA
@@ -356,6 +364,7 @@ class Efficiency:
     decode_attention_hbm_fraction: float = 0.0
     decode_attention_floor_s: float = 0.0
     mla_decode_attention_floor_s: float = 0.0
+    vllm_mla_decode_latency_s: float = 0.0
     decode_attention_element_s: float = 0.0
     fp8_kv_attention_peak_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
@@ -528,6 +537,7 @@ class _Entry(_Frozen):
     decode_attention_hbm_fraction: _Value | None = None
     decode_attention_floor_s: _Value | None = None
     mla_decode_attention_floor_s: _Value | None = None
+    vllm_mla_decode_latency_s: _Value | None = None
     decode_attention_element_s: _Value | None = None
     fp8_kv_attention_peak_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None

@@ -1357,6 +1357,13 @@ class GpuModel(PerfModel):
                     f"decode attention: {overhead_s * 1e6:.1f} us fixed (launches, KV append, "
                     f"split-KV combine) before the cache read"
                 )
+            vllm_mla = eff.vllm_mla_decode_latency_s
+            if self.engine == "vllm" and vllm_mla and is_latent_decode_attention(op):
+                # vLLM's MLA decode module beyond the modelled ops, timed whole (VLLM-MLA)
+                overhead_s += vllm_mla
+                notes.append(
+                    f"vLLM MLA decode module: {vllm_mla * 1e6:.1f} us beyond the modelled ops"
+                )
             memory_s = n_bytes / kv_bandwidth
             per_sequence_s = decode_attention_sequence_s(op, eff)
             if per_sequence_s > memory_s:
