@@ -136,6 +136,21 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "1e9 linear-attention value heads",
+        lambda t: _predict(
+            _config(
+                t,
+                "gdn",
+                full_attention_interval=4,
+                linear_num_key_heads=16,
+                linear_num_value_heads=10**9,
+                linear_key_head_dim=128,
+                linear_value_head_dim=128,
+                linear_conv_kernel_dim=4,
+            )
+        ),
+    ),
+    Case(
         "backtracking exclude regex",
         lambda t: _predict(
             _config(t, "redos", quantization_config={"ignore": ["re:(.*.*)*X", "lm_head"]})

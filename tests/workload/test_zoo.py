@@ -324,11 +324,36 @@ def test_minimax_m2_is_gqa_moe_with_its_published_size() -> None:
     assert round(active / 1e9) == 10
 
 
-@pytest.mark.parametrize("name", ["Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"])
-def test_attention_chipwise_cannot_express_stays_out_of_the_zoo(name: str) -> None:
-    # Qwen3-Next's linear attention (Gated DeltaNet) is not an alias of a dense-attention model
-    with pytest.raises(WorkloadError):
-        resolve_preset(name)
+@pytest.mark.parametrize(
+    ("name", "preset_id"),
+    [
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b"),
+        ("qwen3-next-80b-a3b", "qwen3-next-80b"),
+        ("Qwen/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b"),
+    ],
+)
+def test_gated_deltanet_hybrids_resolve_to_their_own_entries(name: str, preset_id: str) -> None:
+    # Qwen3-Next / Qwen3.5: Gated DeltaNet on 3 of every 4 layers, gated full attention on
+    # the 4th; not an alias of a dense-attention Qwen3
+    preset = resolve_preset(name)
+    assert preset.id == preset_id
+    spec = load_preset(preset_id)
+    assert spec.uses_linear_attention and spec.attn_output_gate
+    assert spec.n_local_layers == spec.n_layers * 3 // 4
+
+
+@pytest.mark.parametrize(("preset_id", "published"), [("qwen3-next-80b", 3e9),
+                                                      ("qwen3.5-397b", 17e9)])  # fmt: skip
+def test_gated_deltanet_hybrids_active_params(preset_id: str, published: float) -> None:
+    # Qwen3-Next's "3B activated" leaves the two embedding tables out (3.25B without them,
+    # 3.87B with); Qwen3.5's "17B" keeps them (17.35B with, 15.3B without)
+    spec = load_preset(preset_id)
+    active = accounting.params_active(spec)
+    assert preset_config(preset_id)["_published_active_params"] == published
+    if preset_id == "qwen3-next-80b":
+        active -= 2 * accounting.embedding_params(spec)
+    # both stated in whole billions, like MiniMax-M2's (17.35B counted for Qwen3.5)
+    assert round(active / 1e9) == round(published / 1e9)
 
 
 def test_deepseek_v32_is_deepseek_v3_with_sparse_attention() -> None:

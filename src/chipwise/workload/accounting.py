@@ -21,6 +21,10 @@ padding):
 * MoE: the active matmul weights only: k of E routed experts, the shared experts, the
   router. MLA (DeepSeek): the low-rank projections count as matmuls, and attention uses
   Dqk = qk_nope + qk_rope for QK^T and Dv = v_head_dim for PV: 6 x L x S x H x (Dqk + Dv).
+* Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): a linear-attention layer counts its
+  projections (q, k, v, the output gate, beta and alpha, the conv taps, out_proj) and no
+  attention term (its delta rule is linear in S, left out like norms); only the
+  full-attention layers add the S-proportional term and cache tokens.
 * Encoder-decoder (T5): per position of an input and a target sequence both S long;
   attention layers are encoder self + decoder self + decoder cross.
 * Sliding-window and chunked attention are counted as full attention (as MaxText and
@@ -71,9 +75,25 @@ def attention_params_per_layer(spec: TransformerSpec) -> float:
         kv_up = spec.kv_lora_rank * h * (spec.qk_nope_head_dim + _v_head_dim(spec))
         out = h * _v_head_dim(spec) * d
         return float(q + kv_down + kv_up + out) + indexer_params_per_layer(spec)
+    # an output gate (attn_output_gate: Qwen3-Next, Qwen3.5) widens q_proj by H x Dh
+    gate = d * h * spec.head_dim if spec.attn_output_gate else 0
     qo = 2 * d * h * spec.head_dim
     kv = 2 * d * spec.n_kv_heads * spec.head_dim
-    return float(qo + kv)
+    return float(qo + kv + gate)
+
+
+def linear_attention_params_per_layer(spec: TransformerSpec) -> float:
+    """Weights of one Gated DeltaNet block (``TransformerSpec.full_attention_interval``):
+    q, k, v and the output gate z (in_proj_qkvz), beta and alpha per value head
+    (in_proj_ba), the depthwise convolution's taps and the output projection; 0 without
+    linear attention."""
+    if not spec.uses_linear_attention:
+        return 0.0
+    d = spec.d_model
+    key = spec.linear_k_heads * spec.linear_k_head_dim
+    value = spec.linear_v_heads * spec.linear_v_head_dim
+    conv = (2 * key + value) * spec.linear_conv_kernel
+    return float(d * (2 * key + 2 * value) + d * 2 * spec.linear_v_heads + conv + value * d)
 
 
 def indexer_params_per_layer(spec: TransformerSpec) -> float:
@@ -101,11 +121,12 @@ def moe_params_per_layer(spec: TransformerSpec, *, active: bool = False) -> floa
 
 def _matmul_params(spec: TransformerSpec, *, active: bool) -> float:
     attention = attention_params_per_layer(spec)
+    linear = linear_attention_params_per_layer(spec)
     dense = mlp_params(spec, spec.d_ff)
     total = 0.0
     for layer in range(spec.n_layers):
         ffn = moe_params_per_layer(spec, active=active) if spec.is_moe_layer(layer) else dense
-        total += attention + ffn
+        total += (linear if spec.is_linear_layer(layer) else attention) + ffn
     if spec.n_encoder_layers:
         # Encoder layers (self-attention + MLP) and each decoder layer's cross-attention.
         total += spec.n_encoder_layers * (attention + dense) + spec.n_layers * attention
@@ -155,7 +176,10 @@ def attention_flops_per_token(
     _check_seq_len(seq_len)
     per_layer = 6.0 * seq_len * spec.n_heads * (spec.head_dim + _v_head_dim(spec))
     self_scale = 0.5 if causal_halving and spec.causal else 1.0
-    layers = spec.n_layers * self_scale
+    # linear-attention layers have no QK^T over the sequence (their delta rule's FLOPs
+    # are linear in S and, like norms, left out of the convention)
+    full = spec.n_layers - sum(spec.is_linear_layer(i) for i in range(spec.n_layers))
+    layers = full * self_scale
     if spec.n_encoder_layers:
         layers += spec.n_encoder_layers + spec.n_layers  # encoder self + decoder cross
     return per_layer * layers
@@ -229,7 +253,9 @@ def kv_cache_bytes_per_token(spec: TransformerSpec, dtype: str = "bf16") -> floa
     size = _dtype_size(dtype)
     if spec.uses_mla:
         return spec.n_layers * (spec.kv_lora_rank + spec.qk_rope_head_dim) * size
-    return 2.0 * spec.n_layers * spec.n_kv_heads * spec.head_dim * size
+    # linear-attention layers cache no tokens (a fixed state per sequence instead)
+    full = spec.n_layers - sum(spec.is_linear_layer(i) for i in range(spec.n_layers))
+    return 2.0 * full * spec.n_kv_heads * spec.head_dim * size
 
 
 def weight_bytes(spec: TransformerSpec, dtype: str = "bf16") -> float:

@@ -108,7 +108,8 @@ _FAMILIES: dict[str, _Family] = {
             "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
             "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "gpt_oss",
             "phi3", "olmo",
-            "olmo2", "granite",
+            "olmo2", "granite", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+            "qwen3_5_moe_text",
         ),
         _LLAMA_LIKE,
     ),
@@ -265,6 +266,12 @@ _COUNT_KEYS: dict[str, int] = {  # 0 allowed: "none" for these
     **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), MAX_WIDTH),
     **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), MAX_HEAD_DIM),
     "index_topk": MAX_POSITIONS,
+    **dict.fromkeys(("linear_num_key_heads", "linear_num_value_heads"), MAX_HEADS),
+    **dict.fromkeys(
+        ("linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim"),
+        MAX_HEAD_DIM,
+    ),
+    "full_attention_interval": MAX_LAYERS,
     "index_n_heads": MAX_HEADS,
     "index_head_dim": MAX_HEAD_DIM,
     **dict.fromkeys(
@@ -415,6 +422,7 @@ def spec_from_config(
         head_dim = _optional_int(cfg, _HEAD_DIM, where) or d_model // n_heads
 
     index = _sparse_attention(cfg, where)
+    linear = _linear_attention(cfg, n_layers, where)
     moe = _moe_fields(cfg, model_type, family, n_layers, where)
     window, pattern = _sliding(cfg, family, n_layers, where)
     d_ff = _dense_width(cfg, family, d_model, moe, where)
@@ -460,6 +468,16 @@ def spec_from_config(
         expert_bias=model_type in _EXPERT_BIAS_MODELS,
         qk_norm=_qk_norm(cfg, model_type, where),
         post_norms=model_type in _POST_NORM_MODELS,
+        full_attention_interval=linear[0],
+        linear_k_heads=linear[1],
+        linear_v_heads=linear[2],
+        linear_k_head_dim=linear[3],
+        linear_v_head_dim=linear[4],
+        linear_conv_kernel=linear[5],
+        attn_output_gate=_attn_output_gate(cfg, model_type),
+        linear_state_dtype=_STATE_DTYPES.get(str(cfg.get("mamba_ssm_dtype")), "")
+        if linear[0]
+        else "",
     )
     max_positions = _optional_int(cfg, _MAX_POS, where)
     return replace(spec, max_seq_len=max_positions) if max_positions else spec
@@ -630,6 +648,67 @@ _SLIDING_TYPES = frozenset({"sliding_attention", "sliding", "local", "local_atte
 _FULL_TYPES = frozenset({"full_attention", "full", "global", "global_attention"})
 
 
+# Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): HF Qwen3NextConfig / Qwen3_5 text configs
+# name their layers in layer_types ("linear_attention" / "full_attention", default every
+# full_attention_interval-th layer full) and size the linear layers with these keys.
+_LINEAR_TYPES = frozenset({"linear_attention"})
+_LINEAR_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                "linear_value_head_dim", "linear_conv_kernel_dim")  # fmt: skip
+# Their full-attention layers gate the output (modeling_qwen3_next Qwen3NextAttention's
+# q_proj is 2 x heads x head_dim wide: queries and the gate); an explicit
+# attn_output_gate key wins.
+_GATED_ATTENTION_MODELS = frozenset(
+    {"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
+)
+
+
+# A hybrid's recurrent-state dtype as its config names it (Qwen3.5: mamba_ssm_dtype)
+_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _attn_output_gate(cfg: Mapping[str, Any], model_type: str) -> bool:
+    flag = cfg.get("attn_output_gate")
+    if isinstance(flag, bool):
+        return flag
+    return model_type in _GATED_ATTENTION_MODELS
+
+
+def _linear_attention(cfg: Mapping[str, Any], n_layers: int, where: str) -> tuple[int, ...]:
+    """(full_attention_interval, key heads, value heads, key dim, value dim, conv kernel) of
+    a Gated DeltaNet hybrid, or zeros: from ``layer_types`` when it names linear layers,
+    else from ``full_attention_interval`` beside the linear_* keys."""
+    types = cfg.get("layer_types")
+    named = isinstance(types, list) and any(str(t) in _LINEAR_TYPES for t in types)
+    interval = _optional_int(cfg, ("full_attention_interval",), where) or 0
+    if not named and not (interval and cfg.get("linear_num_value_heads") is not None):
+        return (0, 0, 0, 0, 0, 0)
+    if named and isinstance(types, list):
+        if len(types) != n_layers:
+            raise WorkloadError(
+                f"config {where}: layer_types has {len(types)} entries for {n_layers} layers"
+            )
+        unknown = sorted({str(t) for t in types} - _LINEAR_TYPES - _FULL_TYPES)
+        if unknown:
+            raise WorkloadError(
+                f"config {where}: layer_types {unknown} are not linear or full attention; "
+                "chipwise cannot time them yet"
+            )
+        full = [i for i, t in enumerate(types) if t in _FULL_TYPES]
+        interval = full[0] + 1 if full else n_layers + 1
+        if full != list(range(interval - 1, n_layers, interval)):
+            raise WorkloadError(
+                f"config {where}: full-attention layers {full[:8]}... are not 'every n-th "
+                "layer'; chipwise cannot represent this pattern yet"
+            )
+    sizes = [_optional_int(cfg, (key,), where) for key in _LINEAR_KEYS]
+    missing = [key for key, v in zip(_LINEAR_KEYS, sizes, strict=True) if not v]
+    if missing:
+        raise WorkloadError(
+            f"config {where}: linear attention needs {', '.join(missing)} (all > 0); add them"
+        )
+    return (interval, *(int(v or 0) for v in sizes))
+
+
 def _sliding(cfg: Mapping[str, Any], family: _Family, n_layers: int, where: str) -> tuple[int, int]:
     """(sliding_window, sliding_window_pattern): an explicit ``layer_types`` list (gpt-oss,
     newer Gemma configs) wins, then ``sliding_window_pattern`` (Gemma 3), then the family's
@@ -640,6 +719,8 @@ def _sliding(cfg: Mapping[str, Any], family: _Family, n_layers: int, where: str)
     if not window:
         return 0, 0
     types = cfg.get("layer_types")
+    if isinstance(types, list) and any(str(t) in _LINEAR_TYPES for t in types):
+        return 0, 0  # a linear-attention hybrid: no window (``_linear_attention``)
     if isinstance(types, list) and types:
         return window, _pattern_from_layer_types(types, n_layers, where)
     pattern = _optional_int(cfg, ("sliding_window_pattern",), where)

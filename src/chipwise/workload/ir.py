@@ -259,6 +259,24 @@ class TransformerSpec:
     # usual pre-norms ("sandwich" norms: Gemma 2 and 3's post_attention_layernorm and
     # post_feedforward_layernorm)
     post_norms: bool = False
+    # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5; Yang et al. 2024, arXiv 2412.06464):
+    # with ``full_attention_interval`` n > 0 every n-th layer (1-based) is full attention and
+    # the others are Gated DeltaNet layers: ``linear_k_heads`` query/key heads of
+    # ``linear_k_head_dim``, ``linear_v_heads`` value heads of ``linear_v_head_dim``, a causal
+    # depthwise convolution of ``linear_conv_kernel`` taps, and per sequence a fixed-size
+    # recurrent state (one dk x dv matrix per value head) instead of a KV cache
+    full_attention_interval: int = 0
+    linear_k_heads: int = 0
+    linear_v_heads: int = 0
+    linear_k_head_dim: int = 0
+    linear_v_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    # the dtype the checkpoint asks its recurrent state be held in (Qwen3.5's config
+    # mamba_ssm_dtype "float32"); "" = the engine's default
+    linear_state_dtype: str = ""
+    # full attention's output gate (Qwen3-Next / Qwen3.5 attn_output_gate): q_proj also
+    # produces a per-channel sigmoid gate multiplied into the attention's output
+    attn_output_gate: bool = False
 
     def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "vocab_size"):
@@ -293,6 +311,22 @@ class TransformerSpec:
             )
         if self.index_topk and not self.uses_mla:
             raise WorkloadError(f"{self.name}: sparse attention (index_topk) needs MLA")
+        linear = (self.linear_k_heads, self.linear_v_heads, self.linear_k_head_dim,
+                  self.linear_v_head_dim, self.linear_conv_kernel)  # fmt: skip
+        if self.full_attention_interval < 0 or min(linear) < 0:
+            raise WorkloadError(f"{self.name}: linear-attention fields must be >= 0")
+        if self.full_attention_interval and not all(linear):
+            raise WorkloadError(
+                f"{self.name}: linear attention (full_attention_interval) needs all of "
+                "linear_k_heads, linear_v_heads, linear_k_head_dim, linear_v_head_dim, "
+                "linear_conv_kernel (all > 0)"
+            )
+        if self.full_attention_interval and self.linear_v_heads % self.linear_k_heads:
+            raise WorkloadError(f"{self.name}: linear_v_heads must be a multiple of linear_k_heads")
+        if self.full_attention_interval and (self.sliding_window or self.uses_mla):
+            raise WorkloadError(
+                f"{self.name}: linear attention with a sliding window or MLA is not expressible"
+            )
 
     @property
     def is_moe(self) -> bool:
@@ -327,6 +361,24 @@ class TransformerSpec:
     @property
     def n_sliding_layers(self) -> int:
         return sum(self.is_sliding_layer(i) for i in range(self.n_layers))
+
+    @property
+    def uses_linear_attention(self) -> bool:
+        """Whether some layers are Gated DeltaNet linear attention (a hybrid model)."""
+        return self.full_attention_interval > 0
+
+    def is_linear_layer(self, layer: int) -> bool:
+        """Whether decoder layer ``layer`` (0-based) is a linear-attention layer."""
+        n = self.full_attention_interval
+        return n > 0 and (layer + 1) % n != 0
+
+    @property
+    def n_local_layers(self) -> int:
+        """Layers of the cheaper attention kind: sliding-window or linear-attention layers
+        (a model has one kind or the other; ``__post_init__`` refuses both)."""
+        return sum(
+            self.is_sliding_layer(i) or self.is_linear_layer(i) for i in range(self.n_layers)
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,7 +23,7 @@ from functools import lru_cache
 from chipwise.errors import PlanError
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.units import DTYPE_BYTES, dtype_bytes
-from chipwise.workload.accounting import indexer_params_per_layer
+from chipwise.workload.accounting import indexer_params_per_layer, linear_attention_params_per_layer
 from chipwise.workload.ir import ExpertRouting, Op, OpKind, TransformerSpec
 
 # FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
@@ -242,6 +242,14 @@ def layer_window(spec: TransformerSpec, sliding: bool | None) -> int:
     return spec.sliding_window if sliding else 0
 
 
+def is_linear_kind(spec: TransformerSpec, local: bool | None) -> bool:
+    """Whether the layer kind ``local`` (``stage_layer_kinds``' second flag: the model's
+    cheaper kind; ``None`` = the first layer's) is a Gated DeltaNet linear-attention layer."""
+    if not spec.uses_linear_attention:
+        return False
+    return spec.is_linear_layer(0) if local is None else local
+
+
 def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int,
                qk_dim: int, v_dim: int, spec: TransformerSpec, dt: Dtypes,
                window: int = 0) -> Op:  # fmt: skip
@@ -415,7 +423,9 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
         ops.append(_matmul("o_proj", t, d, h * v, kept("o_proj")))
     else:
         dh = spec.head_dim
-        ops.append(_matmul("qkv_proj", t, (h + 2 * hkv) * dh, d, kept("qkv_proj")))
+        # an output gate (attn_output_gate) widens q_proj by one more value per query channel
+        gate = h if spec.attn_output_gate else 0
+        ops.append(_matmul("qkv_proj", t, (h + gate + 2 * hkv) * dh, d, kept("qkv_proj")))
         ops += qk_norm_ops(spec, t, h, hkv, dt)
         if not spec.learned_positions:
             # rotary embedding of q and k; a model with a learned position table (GPT-2,
@@ -425,11 +435,156 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
             ops.append(_attention("attention", b, s, kv_len, h, hkv, dh, dh, spec, dt, window))
         else:
             ops += unfused_attention(b, s, kv_len, h, dh, dh, dt)
+        if gate:
+            # o * sigmoid(gate): reads both, writes the gated output
+            ops.append(_memop("attn_gate", OpKind.ELEMENTWISE, t * h * dh, 2, 1, dt.act, 4))
         ops += _fp8_cast("o_proj_cast", t * h * dh, kept("o_proj"))
         ops.append(_matmul("o_proj", t, d, h * dh, kept("o_proj")))
     ops += post_norm_ops("attn_post_norm", spec, t_sp, dt)
     ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
     return ops
+
+
+# Gated DeltaNet (Yang, Kautz & Hatamizadeh 2024, arXiv 2412.06464), as Qwen3-Next and
+# Qwen3.5 run it in vLLM and SGLang (vllm/model_executor/models/qwen3_next.py
+# Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba GEMMs, a causal depthwise conv1d
+# with SiLU over q, k and v, the gates (g = -exp(A) softplus(a + dt_bias), beta =
+# sigmoid(b)), the gated delta rule, an RMSNorm of the output gated by SiLU(z), and
+# out_proj. Heads split over tensor parallelism like attention heads.
+# Prefill runs the delta rule chunked (flash-linear-attention's chunk_gated_delta_rule,
+# chunks of GDN_CHUNK tokens): per chunk and value head, K K^T and its triangular inverse,
+# the W and U products, the state pass (v_new = U - W S, S' = decay S + K^T v_new) and the
+# output (Q S + masked Q K^T v_new): 6 C dk dv + 2 C^2 (3 dk + 2 dv) + 2 C^3 / 3 FLOPs on
+# the tensor cores (tl.dot), and through HBM each token's q, k, v, o plus the chunk's
+# intermediates (A in fp32, W, U, v_new, one state per chunk): ``GDN_CHUNK_BYTES``.
+# Decode runs the recurrence (fused_recurrent_gated_delta_rule): each sequence's state is
+# read and written once per step, ~7 dk dv FLOPs per value head (decay, k^T S, the rank-1
+# update, q S). The state is held in the dtype the checkpoint's config names
+# (mamba_ssm_dtype: Qwen3.5's "float32"), else the activation dtype (vLLM's
+# MambaStateDtypeCalculator with mamba_ssm_cache_dtype "auto"), with the convolution's last
+# kernel-1 inputs beside it (in the same dtype here).
+# Not modelled: chunk_fwd_h walks a sequence's chunks one after another on a grid of only
+# (value heads x dv blocks), which can leave SMs idle for one long prompt.
+GDN_CHUNK = 64
+GDN_STATE_DTYPE = "bf16"
+GDN_RECURRENT_FLOPS = 7.0  # per state element per decode token
+GDN_RECURRENT = "gdn_recurrent"
+
+
+def _gdn_chunk_bytes(dk: int, dv: int, act: float) -> tuple[float, float]:
+    """(read, written) HBM bytes per token and value head of the chunked delta rule: q, k, v
+    read and o written; A (GDN_CHUNK fp32 values), W and U, v_new and the chunk's state (dk x
+    dv per GDN_CHUNK tokens) each written once and read back once."""
+    between = GDN_CHUNK * 4.0 + (dk + dv) * act + dv * act + dk * dv * act / GDN_CHUNK
+    return (2 * dk + dv) * act + between, dv * act + between
+
+
+def recurrent_state_bytes(spec: TransformerSpec, tp: int) -> float:
+    """Bytes of one sequence's linear-attention state on one chip, all its linear layers:
+    the delta rule's dk x dv matrix per value head and the convolution's last kernel-1
+    inputs (0 without linear attention)."""
+    if not spec.uses_linear_attention:
+        return 0.0
+    nk, nv = linear_heads_per_rank(spec, tp)
+    dk, dv = spec.linear_k_head_dim, spec.linear_v_head_dim
+    b = dtype_bytes(state_dtype(spec))
+    state = nv * dk * dv * b
+    conv = (spec.linear_conv_kernel - 1) * (2 * nk * dk + nv * dv) * b
+    return float(spec.n_local_layers * (state + conv))
+
+
+def state_dtype(spec: TransformerSpec) -> str:
+    """The dtype a linear-attention layer's recurrent state is held in: the checkpoint's
+    own (``linear_state_dtype``) or ``GDN_STATE_DTYPE``."""
+    return spec.linear_state_dtype or GDN_STATE_DTYPE
+
+
+def linear_heads_per_rank(spec: TransformerSpec, tp: int) -> tuple[int, int]:
+    """(key heads, value heads) of a Gated DeltaNet layer one tensor-parallel rank holds."""
+    if spec.linear_v_heads % tp:
+        raise PlanError(
+            f"tp={tp} does not divide {spec.name}'s {spec.linear_v_heads} linear-attention "
+            "value heads"
+        )
+    return max(1, spec.linear_k_heads // tp), spec.linear_v_heads // tp
+
+
+def linear_attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
+                         decode: bool = False) -> list[Op]:  # fmt: skip
+    """A Gated DeltaNet block for ``b`` sequences of ``s`` new tokens on one rank (see
+    above): the chunked delta rule, or with ``decode`` the one-token recurrence over each
+    sequence's state (``GDN_RECURRENT``, which a serving step times per sequence)."""
+    d = spec.d_model
+    nk, nv = linear_heads_per_rank(spec, shard.tp)
+    dk, dv = spec.linear_k_head_dim, spec.linear_v_head_dim
+    key, value = nk * dk, nv * dv
+    conv = 2 * key + value
+    t = b * s
+    t_sp = max(1, t // shard.tp)
+    a = dtype_bytes(dt.act)
+    ops = [
+        _memop("attn_norm", OpKind.NORM, t_sp * d, 1, 1, dt.act, flops_per_element=4),
+        _matmul("qkvz_proj", t, conv + value, d, dt),
+        _matmul("ba_proj", t, 2 * nv, d, dt),
+        # causal depthwise conv (kernel taps) and SiLU over q, k and v
+        _memop(
+            "gdn_conv",
+            OpKind.ELEMENTWISE,
+            t * conv,
+            1,
+            1,
+            dt.act,
+            flops_per_element=2 * spec.linear_conv_kernel + 1,
+        ),
+        _memop("gdn_gates", OpKind.ELEMENTWISE, t * nv, 2, 2, dt.act, flops_per_element=8),
+        # the delta rule's L2 norm of each q and k head
+        _memop("gdn_qk_l2norm", OpKind.NORM, t * 2 * key, 1, 1, dt.act, flops_per_element=4),
+    ]
+    if decode:
+        state = b * nv * dk * dv
+        sb = dtype_bytes(state_dtype(spec))
+        ops.append(
+            Op(
+                name=GDN_RECURRENT,
+                kind=OpKind.ELEMENTWISE,
+                dtype=dt.act,
+                flops=GDN_RECURRENT_FLOPS * state,
+                bytes_read=state * sb + t * (conv + 2 * nv) * a,
+                bytes_written=state * sb + t * value * a,
+                shape=(b, nv, dk, dv),
+            )
+        )
+    else:
+        c = GDN_CHUNK
+        per_chunk = 6 * c * dk * dv + 2 * c * c * (3 * dk + 2 * dv) + 2 * c**3 / 3
+        chunks = b * -(-s // c)
+        read, written = _gdn_chunk_bytes(dk, dv, a)
+        ops.append(
+            Op(
+                name="gdn_chunk",
+                kind=OpKind.MATMUL,  # tl.dot tiles on the tensor cores; no single GEMM shape
+                dtype=dt.act,
+                flops=float(chunks * nv * per_chunk),
+                bytes_read=t * nv * read,
+                bytes_written=t * nv * written,
+                shape=(b, s, nv, dv),
+            )
+        )
+    ops += [
+        # RMSNorm of the output gated by SiLU(z): reads o and z, writes one
+        _memop("gdn_out_norm", OpKind.NORM, t * value, 2, 1, dt.act, flops_per_element=6),
+        _matmul("gdn_out_proj", t, d, value, dt),
+    ]
+    ops += post_norm_ops("attn_post_norm", spec, t_sp, dt)
+    ops.append(_memop("attn_residual", OpKind.ELEMENTWISE, t_sp * d, 2, 1, dt.act))
+    return ops
+
+
+def is_sequence_op(op: Op) -> bool:
+    """Whether ``op``'s cost follows the sequences in a step, not its tokens: attention (the
+    KV cache each sequence reads) and the linear-attention recurrence (each sequence's
+    state), which a serving step times apart from the token-proportional ops."""
+    return op.kind is OpKind.ATTENTION or op.name == GDN_RECURRENT
 
 
 # DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2; deepseek-ai/DeepSeek-V3.2-Exp
@@ -775,9 +930,12 @@ def layer_ops(spec: TransformerSpec, *, b: int, seq_len: int, shard: Shard, prec
     # Under cp each chip's s/cp queries meet all S keys; causal_pairs(S/cp, S) = S^2/(2 cp),
     # exactly its share of the causal work (load-balanced ring, Liu et al. 2023).
     window = layer_window(spec, sliding)
-    ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
-                        s_kv=seq_len, window=window, flash=flash,
-                        fused_qkv_a=serving)  # fmt: skip
+    if is_linear_kind(spec, sliding):
+        ops = linear_attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt))
+    else:
+        ops = attention_ops(spec, b=b, s=s, shard=shard, dt=attention_dtypes(spec, dt),
+                            s_kv=seq_len, window=window, flash=flash,
+                            fused_qkv_a=serving)  # fmt: skip
     ops += mlp_ops(spec, b=b, s=s, shard=shard, dt=dt, moe=moe, fused_shared=fused_shared)
     return block_scaled_ops(spec, ops)
 
@@ -932,6 +1090,12 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     tokens each (at most the window in a sliding layer). Projections are skinny GEMMs
     (M = batch) that read every weight; attention reads the layer's whole KV cache."""
     dt = Dtypes.for_precision(precision)
+    if is_linear_kind(spec, sliding):
+        ops = linear_attention_ops(spec, b=batch, s=1, shard=shard,
+                                   dt=attention_dtypes(spec, dt), decode=True)  # fmt: skip
+        ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe,
+                       fused_shared=fused_shared)  # fmt: skip
+        return block_scaled_ops(spec, ops)
     window = layer_window(spec, sliding)
     ctx = min(context, window) if window else context
     ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx,
@@ -952,8 +1116,9 @@ def projection_op(name: str, tokens: int, n: int, k: int, precision: str) -> Op:
 def kv_cached_tokens(spec: TransformerSpec, context: int, layers: int) -> float:
     """Token-layers of KV cache one sequence of ``context`` tokens holds over ``layers``
     decoder layers: a sliding layer keeps only its last ``sliding_window`` tokens (vLLM and
-    TensorRT-LLM free the rest); layers share the pattern in proportion."""
-    n_sliding = spec.n_sliding_layers
+    TensorRT-LLM free the rest) and a linear-attention layer none (its state is
+    ``recurrent_state_bytes``); layers share the pattern in proportion."""
+    n_sliding = spec.n_local_layers
     if not n_sliding:
         return float(context * layers)
     windowed = min(context, spec.sliding_window)
@@ -1023,7 +1188,15 @@ def attention_params(spec: TransformerSpec) -> float:
         kv += spec.kv_lora_rank * h * (spec.qk_nope_head_dim + v)
         return float(q + kv + h * v * d + indexer_params_per_layer(spec))
     dh = spec.head_dim
-    return float(d * (spec.n_heads + 2 * spec.n_kv_heads) * dh + spec.n_heads * dh * d)
+    gate = spec.n_heads if spec.attn_output_gate else 0
+    full = float(d * (spec.n_heads + gate + 2 * spec.n_kv_heads) * dh + spec.n_heads * dh * d)
+    if not spec.uses_linear_attention:
+        return full
+    # a hybrid's layers differ: the mean over its full and linear-attention layers
+    linear = spec.n_local_layers
+    return (full * (spec.n_layers - linear) + linear * linear_attention_params_per_layer(spec)) / (
+        spec.n_layers
+    )
 
 
 def mlp_params(spec: TransformerSpec, *, moe: bool) -> tuple[float, float]:

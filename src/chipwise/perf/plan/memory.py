@@ -57,6 +57,7 @@ from chipwise.perf.ops.layers import (
     kv_bytes_per_token_per_layer,
     kv_cached_tokens,
     mlp_params,
+    recurrent_state_bytes,
     weight_bytes,
 )
 from chipwise.perf.plan.parallel import layers_per_stage
@@ -146,8 +147,8 @@ def moe_layer_count(spec: TransformerSpec) -> int:
 
 @lru_cache(maxsize=CACHE_ENTRIES)
 def sliding_layer_count(spec: TransformerSpec) -> int:
-    """``spec.n_sliding_layers``, computed once per spec."""
-    return spec.n_sliding_layers
+    """``spec.n_local_layers`` (sliding-window or linear-attention), computed once per spec."""
+    return spec.n_local_layers
 
 
 def stage_layer_kinds(
@@ -576,6 +577,8 @@ def serve_memory(
     weights = quantised * wbytes + (params.total - quantised) * head_bytes
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
+    # linear-attention layers hold a fixed state per sequence instead (their stage's share)
+    kv += batch * recurrent_state_bytes(spec, plan.tp) * layers / spec.n_layers
     act_bytes = activation_bytes(precision)
     width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
     chunk = min(prefill_tokens, PREFILL_CHUNK_TOKENS)

@@ -63,11 +63,14 @@ from chipwise.perf.ops.layers import (
     embedding_ops,
     engine_fuses_shared_experts,
     head_ops,
+    is_linear_kind,
+    is_sequence_op,
     kv_bytes_per_token_per_layer,
     kv_cached_tokens,
     layer_ops,
     layer_window,
     projection_op,
+    recurrent_state_bytes,
 )
 from chipwise.perf.plan.memory import (
     RESERVE_FIXED_BYTES,
@@ -114,7 +117,6 @@ from chipwise.workload.ir import (
     TRTLLM_BENCH_HARNESSES,
     Inference,
     Op,
-    OpKind,
     PrefillPool,
     TransformerSpec,
     api_harness,
@@ -1160,7 +1162,7 @@ class EngineStepTimer:
             return cached
         sv = self.serve
         kw = {"b": 1, "seq_len": tokens, "shard": self.shard, "precision": sv.precision}
-        layers = self._layers_s(tokens, lambda op: op.kind is not OpKind.ATTENTION)
+        layers = self._layers_s(tokens, lambda op: not is_sequence_op(op))
         t = layers + sv._time(embedding_ops(sv.spec, **kw)).total_s  # type: ignore[arg-type]
         self._linear[tokens] = t
         return t
@@ -1204,6 +1206,8 @@ class EngineStepTimer:
         for moe, sliding, count in self.kinds:
             del moe
             window = layer_window(spec, sliding)
+            if not decode and is_linear_kind(spec, sliding):
+                continue  # the chunked delta rule follows tokens: in ``linear_s``
             if decode:
                 ops = decode_layer_ops(
                     spec, batch=seqs, context=context, shard=self.shard,
@@ -1214,7 +1218,7 @@ class EngineStepTimer:
                     attention_ops(spec, b=1, s=seqs, shard=self.shard, dt=dt, s_kv=context,
                                   window=window, fused_qkv_a=True)
                 )  # fmt: skip
-            core = tuple(op for op in ops if op.kind is OpKind.ATTENTION)
+            core = tuple(op for op in ops if is_sequence_op(op))
             if decode and dense:
                 core = tuple(replace(op, dense=True) for op in core)
             if decode and self.queries > 1:
@@ -1424,9 +1428,12 @@ class EngineStepTimer:
         spec = self.serve.spec
         layers = layers_per_stage(spec.n_layers, self.plan.pp)
         per_layer = kv_bytes_per_token_per_layer(spec, self.shard.tp, self.kv_dtype)
-        if context < 1.0 or not spec.n_sliding_layers:
+        if context < 1.0 or not spec.n_local_layers:
             return layers * per_layer
-        return kv_cached_tokens(spec, round(context), layers) / round(context) * per_layer
+        cached = kv_cached_tokens(spec, round(context), layers) * per_layer
+        # a linear-attention layer's fixed state, spread over the sequence's tokens
+        state = recurrent_state_bytes(spec, self.shard.tp) * layers / spec.n_layers
+        return (cached + state) / round(context)
 
 
 class EngineStep(Protocol):

@@ -233,6 +233,20 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("qwen3-235b", "Qwen/Qwen3-235B-A22B"),
     ),
     Preset(
+        id="qwen3-next-80b",
+        title="Qwen3-Next 80B",
+        aliases=(
+            "qwen3-next-80b-a3b",
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
+            "Qwen/Qwen3-Next-80B-A3B-Thinking",
+        ),
+    ),
+    Preset(
+        id="qwen3.5-397b",
+        title="Qwen3.5 397B",
+        aliases=("qwen3.5-397b-a17b", "Qwen/Qwen3.5-397B-A17B"),
+    ),
+    Preset(
         id="qwen3-coder-480b",
         title="Qwen3-Coder 480B-A35B",
         aliases=(

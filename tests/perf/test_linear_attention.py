@@ -1,0 +1,150 @@
+"""Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): three in four layers hold a fixed-size
+recurrent state instead of a KV cache, prefill runs the chunked delta rule, decode reads
+and writes each sequence's state once a step."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chipwise.errors import PlanError, WorkloadError
+from chipwise.hardware import chip
+from chipwise.perf.base import Plan
+from chipwise.perf.ops.layers import (
+    GDN_CHUNK,
+    GDN_RECURRENT,
+    Shard,
+    decode_layer_ops,
+    is_sequence_op,
+    kv_cached_tokens,
+    layer_ops,
+    recurrent_state_bytes,
+)
+from chipwise.perf.ops.models import model_for
+from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.serve import EngineStepTimer, ServeModel
+from chipwise.workload.config import spec_from_config
+from chipwise.workload.ir import Op
+from chipwise.workload.presets import load_preset, preset_config
+
+NEXT = load_preset("qwen3-next-80b")
+Q35 = load_preset("qwen3.5-397b")
+H100 = chip("h100-sxm")
+
+
+def _ops(ops: tuple[Op, ...]) -> dict[str, Op]:
+    return {op.name: op for op in ops}
+
+
+def test_every_fourth_layer_is_full_attention() -> None:
+    assert [NEXT.is_linear_layer(i) for i in range(8)] == [True, True, True, False] * 2
+    assert NEXT.n_local_layers == 36 and Q35.n_local_layers == 45
+
+
+def test_a_linear_layer_decodes_without_reading_context() -> None:
+    def step(context: int) -> dict[str, Op]:
+        return _ops(decode_layer_ops(NEXT, batch=32, context=context, shard=Shard(tp=2),
+                                     precision="bf16", kv_dtype="bf16", moe=True,
+                                     sliding=True))  # fmt: skip
+
+    short, long = step(1024), step(131072)
+    assert "attention" not in short
+    assert short[GDN_RECURRENT].bytes_read == long[GDN_RECURRENT].bytes_read
+    # 16 value heads on each of 2 ranks: one 128 x 128 bf16 state per head and sequence,
+    # read and written once
+    state = 32 * 16 * 128 * 128 * 2
+    assert short[GDN_RECURRENT].bytes_written >= state
+    assert short[GDN_RECURRENT].bytes_read >= state
+    # the full-attention layer still reads its cache
+    full = _ops(decode_layer_ops(NEXT, batch=32, context=131072, shard=Shard(tp=2),
+                                 precision="bf16", kv_dtype="bf16", moe=True,
+                                 sliding=False))  # fmt: skip
+    assert full["attention"].bytes_read >= 32 * 131072 * 2 * 1 * 256 * 2  # K, V: 1 head a rank
+
+
+def test_prefill_runs_the_chunked_delta_rule_in_linear_time() -> None:
+    def chunk(s: int) -> Op:
+        ops = _ops(layer_ops(Q35, b=1, seq_len=s, shard=Shard(tp=4), precision="bf16",
+                             moe=True, sliding=True))  # fmt: skip
+        assert "attention" not in ops
+        return ops["gdn_chunk"]
+
+    dk = dv = 128
+    heads = 64 // 4
+    c = GDN_CHUNK
+    per_chunk = 6 * c * dk * dv + 2 * c * c * (3 * dk + 2 * dv) + 2 * c**3 / 3
+    assert chunk(8192).flops == pytest.approx(8192 // c * heads * per_chunk)
+    assert chunk(16384).flops == pytest.approx(2 * chunk(8192).flops)
+    assert chunk(16384).bytes_read == pytest.approx(2 * chunk(8192).bytes_read)
+
+
+def test_the_state_is_what_the_checkpoint_names() -> None:
+    # Qwen3.5 holds its state in fp32 (config mamba_ssm_dtype); 45 linear layers, 16 value
+    # heads and 4 key heads per rank at tp 4, a conv state of 3 inputs per channel
+    per_layer = 16 * 128 * 128 * 4 + 3 * (2 * 4 * 128 + 16 * 128) * 4
+    assert recurrent_state_bytes(Q35, 4) == 45 * per_layer
+    # Qwen3-Next states no dtype: the activation dtype (bf16)
+    assert recurrent_state_bytes(NEXT, 1) == 36 * (32 * 128 * 128 * 2 + 3 * (2 * 2048 + 4096) * 2)
+    assert recurrent_state_bytes(load_preset("qwen3-32b"), 1) == 0
+
+
+def test_only_full_attention_layers_cache_tokens() -> None:
+    assert kv_cached_tokens(NEXT, 10_000, 48) == 12 * 10_000
+
+
+def test_value_heads_must_split_over_tp() -> None:
+    with pytest.raises(PlanError, match="linear-attention value heads"):
+        layer_ops(NEXT, b=1, seq_len=64, shard=Shard(tp=64), precision="bf16", moe=True,
+                  sliding=True)  # fmt: skip
+
+
+def _timer(spec: object = NEXT) -> EngineStepTimer:
+    serve = ServeModel(spec, H100, "bf16", model_for(H100), Network(H100))  # type: ignore[arg-type]
+    return EngineStepTimer(serve, Plan(tp=2), "bf16")
+
+
+def test_the_engine_times_the_recurrence_per_sequence_and_prefill_per_token() -> None:
+    timer = _timer()
+    # decode: the recurrence's state traffic follows the sequences, not their context
+    one, many = timer.attention_s(8, 4096, decode=True), timer.attention_s(64, 4096, decode=True)
+    assert many > 4 * one
+    # prefill: only the 12 full-attention layers have an attention core to time
+    hybrid = timer.attention_s(2048, 2048, decode=False)
+    dense = _timer(replace(NEXT, full_attention_interval=1)).attention_s(2048, 2048, decode=False)
+    assert hybrid == pytest.approx(dense * 12 / 48, rel=1e-6)
+    recurrence = _ops(decode_layer_ops(NEXT, batch=1, context=1, shard=Shard(),
+                                       precision="bf16", kv_dtype="bf16", moe=False,
+                                       sliding=True))[GDN_RECURRENT]  # fmt: skip
+    assert is_sequence_op(recurrence)
+
+
+@settings(max_examples=20, deadline=None)
+@given(context=st.integers(min_value=1024, max_value=200_000))
+def test_a_hybrid_caches_less_per_token_at_long_context(context: int) -> None:
+    # a quarter of the layers keep tokens; the fixed state (~19 MB a sequence here, ~400
+    # tokens of all-layer cache) amortises over the sequence
+    timer = _timer()
+    full = _timer(replace(NEXT, full_attention_interval=1))
+    assert timer.kv_bytes_per_token(context) < full.kv_bytes_per_token(context)
+
+
+def test_the_config_reader_takes_layer_types_and_refuses_other_patterns() -> None:
+    raw = {k: v for k, v in preset_config("qwen3-next-80b").items() if not k.startswith("_")}
+    raw.pop("full_attention_interval")
+    raw["layer_types"] = (["linear_attention"] * 3 + ["full_attention"]) * 12
+    spec = spec_from_config(raw, name="next")
+    assert spec.full_attention_interval == 4 and spec.attn_output_gate
+    raw["layer_types"] = ["linear_attention", "full_attention"] * 23 + ["full_attention"] * 2
+    with pytest.raises(WorkloadError, match="every n-th"):
+        spec_from_config(raw, name="next")
+    raw["layer_types"] = ["linear_attention", "mamba", "linear_attention", "full_attention"] * 12
+    with pytest.raises(WorkloadError, match="not linear or full attention"):
+        spec_from_config(raw, name="next")
+    del raw["layer_types"]
+    raw["full_attention_interval"] = 4
+    del raw["linear_num_key_heads"]
+    with pytest.raises(WorkloadError, match="linear_num_key_heads"):
+        spec_from_config(raw, name="next")
