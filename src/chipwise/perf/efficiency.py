@@ -87,6 +87,8 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_w4a16_expert_peak_fraction",
     "marlin_expert_peak_fraction",
     "marlin_expert_dequant_fraction",
+    "gdn_chunk_peak_fraction",
+    "gdn_chunk_latency_s",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
@@ -115,6 +117,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "trtllm_gen_fp4_expert_latency_s",
     "trtllm_gen_fp8_expert_latency_s",
     "w4a16_expert_latency_s",
+    "gdn_chunk_latency_s",
     "gemm_overlap_exponent",
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
@@ -143,7 +146,7 @@ _OPTIONAL = frozenset(
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "marlin_expert_peak_fraction",
      "marlin_expert_dequant_fraction", "gemm_overlap_exponent", "attention_tile_blocks",
-     "trtllm_attention_tile_blocks"}
+     "trtllm_attention_tile_blocks", "gdn_chunk_peak_fraction", "gdn_chunk_latency_s"}
 )  # fmt: skip
 # Fractions where 0 means "none" (no in-switch reduction) or "not measured: use the bf16 one".
 _ZERO_OK = frozenset(
@@ -157,7 +160,8 @@ _ZERO_OK = frozenset(
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
      "trtllm_fp8_expert_peak_fraction", "trtllm_w4a16_expert_peak_fraction",
-     "marlin_expert_peak_fraction", "marlin_expert_dequant_fraction"}
+     "marlin_expert_peak_fraction", "marlin_expert_dequant_fraction",
+     "gdn_chunk_peak_fraction"}
 )  # fmt: skip
 
 
@@ -330,6 +334,12 @@ class Efficiency:
             as a share of the FP32 vector FLOP/s, in place of
             ``w4a16_expert_dequant_fraction``; its fixed time stays
             ``w4a16_expert_latency_s``. Used only where ``marlin_expert_peak_fraction`` is set.
+        gdn_chunk_peak_fraction: the chunked Gated DeltaNet prefill kernels
+            (flash-linear-attention's chunk_gated_delta_rule, ``layers.linear_attention_ops``)
+            run their FLOPs at this share of the bf16 peak; 0 = not measured: the GEMM
+            fraction.
+        gdn_chunk_latency_s: their fixed time a layer (the pipeline's six or so kernels) in
+            place of one launch; used only where ``gdn_chunk_peak_fraction`` is set.
         gemm_overlap_exponent: how a GEMM's tensor time and operand stream combine
             (``roofline.combine``): 0 = the slower of the two (the kernel hides one under
             the other, as Hopper's TMA producer warps do); p > 0 = their p-norm, where the
@@ -402,6 +412,8 @@ class Efficiency:
     trtllm_w4a16_expert_peak_fraction: float = 0.0
     marlin_expert_peak_fraction: float = 0.0
     marlin_expert_dequant_fraction: float = 0.0
+    gdn_chunk_peak_fraction: float = 0.0
+    gdn_chunk_latency_s: float = 0.0
     gemm_overlap_exponent: float = 0.0
     attention_tile_blocks: float = 0.0
     trtllm_attention_tile_blocks: float = 0.0
@@ -575,6 +587,8 @@ class _Entry(_Frozen):
     trtllm_w4a16_expert_peak_fraction: _Value | None = None
     marlin_expert_peak_fraction: _Value | None = None
     marlin_expert_dequant_fraction: _Value | None = None
+    gdn_chunk_peak_fraction: _Value | None = None
+    gdn_chunk_latency_s: _Value | None = None
     gemm_overlap_exponent: _Value | None = None
     attention_tile_blocks: _Value | None = None
     trtllm_attention_tile_blocks: _Value | None = None

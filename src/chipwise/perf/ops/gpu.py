@@ -173,7 +173,7 @@ from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.kernels import measured_gemm_s
-from chipwise.perf.ops.layers import block_overcount
+from chipwise.perf.ops.layers import GDN_CHUNK, block_overcount
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.units import DTYPE_BYTES, dtype_bytes
@@ -1079,6 +1079,16 @@ class GpuModel(PerfModel):
             note = f"{op.name} inside the W4A16 fused-MoE expert GEMMs: {what}"
             return timed(op, r, flops=0.0, n_bytes=0.0, peak=peak,
                          bandwidth=chip.hbm_bytes_per_s, notes=(note,))  # fmt: skip
+        if op.name == GDN_CHUNK and eff.gdn_chunk_peak_fraction > 0:
+            # the chunked delta rule's Triton pipeline (layers.linear_attention_ops) at its
+            # measured rate and fixed time (GDN-CHUNK, efficiency.toml)
+            frac = eff.gdn_chunk_peak_fraction
+            r = Roof(compute_s=flops / (peak * frac), memory_s=n_bytes / bandwidth,
+                     overhead_s=max(eff.gdn_chunk_latency_s, eff.launch_overhead_s))  # fmt: skip
+            note = f"chunked delta rule at {frac:.1%} of the {op.dtype} peak (fitted kernel)"
+            # fitted to the kernels' own times: no sustained-rate stretch (timing._sustain)
+            return timed(op, r, flops=flops, n_bytes=n_bytes, peak=peak,
+                         bandwidth=chip.hbm_bytes_per_s, notes=(note,), measured=True)  # fmt: skip
         if op.name in _AITER_MOE_OPS and self._aiter_moe():
             return self._aiter_moe_op_time(op, peak)
         if op.name in self.fused_ops and not op.tensor_op:

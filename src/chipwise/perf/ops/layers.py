@@ -452,7 +452,7 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
 # sigmoid(b)), the gated delta rule, an RMSNorm of the output gated by SiLU(z), and
 # out_proj. Heads split over tensor parallelism like attention heads.
 # Prefill runs the delta rule chunked (flash-linear-attention's chunk_gated_delta_rule,
-# chunks of GDN_CHUNK tokens): per chunk and value head, K K^T and its triangular inverse,
+# chunks of GDN_CHUNK_TOKENS tokens): per chunk and value head, K K^T and its triangular inverse,
 # the W and U products, the state pass (v_new = U - W S, S' = decay S + K^T v_new) and the
 # output (Q S + masked Q K^T v_new): 6 C dk dv + 2 C^2 (3 dk + 2 dv) + 2 C^3 / 3 FLOPs on
 # the tensor cores (tl.dot), and through HBM each token's q, k, v, o plus the chunk's
@@ -465,17 +465,18 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
 # kernel-1 inputs beside it (in the same dtype here).
 # Not modelled: chunk_fwd_h walks a sequence's chunks one after another on a grid of only
 # (value heads x dv blocks), which can leave SMs idle for one long prompt.
-GDN_CHUNK = 64
+GDN_CHUNK_TOKENS = 64
 GDN_STATE_DTYPE = "bf16"
 GDN_RECURRENT_FLOPS = 7.0  # per state element per decode token
 GDN_RECURRENT = "gdn_recurrent"
+GDN_CHUNK = "gdn_chunk"
 
 
 def _gdn_chunk_bytes(dk: int, dv: int, act: float) -> tuple[float, float]:
     """(read, written) HBM bytes per token and value head of the chunked delta rule: q, k, v
-    read and o written; A (GDN_CHUNK fp32 values), W and U, v_new and the chunk's state (dk x
-    dv per GDN_CHUNK tokens) each written once and read back once."""
-    between = GDN_CHUNK * 4.0 + (dk + dv) * act + dv * act + dk * dv * act / GDN_CHUNK
+    read and o written; A (GDN_CHUNK_TOKENS fp32 values), W and U, v_new and the chunk's state (dk x
+    dv per GDN_CHUNK_TOKENS tokens) each written once and read back once."""
+    between = GDN_CHUNK_TOKENS * 4.0 + (dk + dv) * act + dv * act + dk * dv * act / GDN_CHUNK_TOKENS
     return (2 * dk + dv) * act + between, dv * act + between
 
 
@@ -555,13 +556,13 @@ def linear_attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard,
             )
         )
     else:
-        c = GDN_CHUNK
+        c = GDN_CHUNK_TOKENS
         per_chunk = 6 * c * dk * dv + 2 * c * c * (3 * dk + 2 * dv) + 2 * c**3 / 3
         chunks = b * -(-s // c)
         read, written = _gdn_chunk_bytes(dk, dv, a)
         ops.append(
             Op(
-                name="gdn_chunk",
+                name=GDN_CHUNK,
                 kind=OpKind.MATMUL,  # tl.dot tiles on the tensor cores; no single GEMM shape
                 dtype=dt.act,
                 flops=float(chunks * nv * per_chunk),
