@@ -463,8 +463,10 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
 # (mamba_ssm_dtype: Qwen3.5's "float32"), else the activation dtype (vLLM's
 # MambaStateDtypeCalculator with mamba_ssm_cache_dtype "auto"), with the convolution's last
 # kernel-1 inputs beside it (in the same dtype here).
-# Not modelled: chunk_fwd_h walks a sequence's chunks one after another on a grid of only
-# (value heads x dv blocks), which can leave SMs idle for one long prompt.
+# The chunked kernels' rate and fixed time are fitted per architecture on measured kernels
+# (gpu.py, efficiency.toml GDN-CHUNK): chunk_fwd_h walks a sequence's chunks one after
+# another on a grid of only (value heads x dv blocks), so the pipeline runs far below the
+# roofline of the FLOPs and bytes counted here.
 GDN_CHUNK_TOKENS = 64
 GDN_STATE_DTYPE = "bf16"
 GDN_RECURRENT_FLOPS = 7.0  # per state element per decode token
