@@ -456,7 +456,7 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
 # the W and U products, the state pass (v_new = U - W S, S' = decay S + K^T v_new) and the
 # output (Q S + masked Q K^T v_new): 6 C dk dv + 2 C^2 (3 dk + 2 dv) + 2 C^3 / 3 FLOPs on
 # the tensor cores (tl.dot), and through HBM each token's q, k, v, o plus the chunk's
-# intermediates (A in fp32, W, U, v_new, one state per chunk): ``GDN_CHUNK_BYTES``.
+# intermediates (A in fp32, W, U, v_new, one state per chunk): ``_gdn_chunk_bytes``.
 # Decode runs the recurrence (fused_recurrent_gated_delta_rule): each sequence's state is
 # read and written once per step, ~7 dk dv FLOPs per value head (decay, k^T S, the rank-1
 # update, q S). The state is held in the dtype the checkpoint's config names
