@@ -306,8 +306,8 @@ def select(raw: Path, framework: str = "sglang") -> list[tuple[int, dict]]:
 def harness_of(flags: str, conc: int) -> str:
     """The row's harness: the HTTP client ("api"), behind SGLang's admission gate where the
     launch flags set one (engine.HARNESS_ADMISSION_GATES): --scheduler-recv-interval N
-    polls for new requests every N decode steps, --num-continuous-decode-steps N runs N
-    decode steps before taking any."""
+    polls for new requests every N decode steps; --num-continuous-decode-steps N is stated
+    as launched, though no loop of the rows' SGLang reads it (no gate there)."""
     if "--scheduler-recv-interval 10 (30 at CONC >= 16)" in flags:
         return f"api-sglang-recv-{30 if conc >= 16 else 10}"
     if "--scheduler-recv-interval 10 " in flags:

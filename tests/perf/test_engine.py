@@ -511,6 +511,32 @@ def test_an_arrival_waits_out_the_running_step_before_its_prompt_joins() -> None
     assert one.ttft_p50_s == pytest.approx(one.prefill_s, rel=1e-6)
 
 
+def test_a_prompt_behind_a_launched_step_waits_it_out_too() -> None:
+    """An overlap scheduler (SGLang's event_loop_overlap) receives a prompt after it has
+    launched the next batch: a busy engine's prompt waits the rest of the running step and
+    then one whole step more (mean, p50 and p99 all one step later); a lone client finds the
+    engine idle and pays its prefill only."""
+
+    def step(b: float, ctx: float, chunk: float, lin: float) -> float:
+        del b, ctx, lin
+        return 0.1 + 0.02 * chunk / 8192  # 100 ms steps
+
+    lens = lengths_of(Inference(input_len=200, output_len=200))
+    kw = {"prefill_tokens_fraction": 1.0, "max_num_seqs": 1024, "max_num_tokens": 8192,
+          "kv_capacity_tokens": 1e9}  # fmt: skip
+    plain = Engine(step, lens, **kw)  # type: ignore[arg-type]
+    ahead = Engine(step, lens, launched_ahead=1.0, **kw)  # type: ignore[arg-type]
+    a, p = ahead.solve("rps", 2.0), plain.solve("rps", 2.0)
+    for x, y in ((a.ttft_mean_s, p.ttft_mean_s), (a.ttft_p50_s, p.ttft_p50_s)):
+        assert x - y == pytest.approx(min(1.0, 2.0 * (p.prefill_s + 200 * 0.1)) * 0.1, rel=0.05)
+    assert a.ttft_p99_s > p.ttft_p99_s
+    c_a, c_p = ahead.solve("concurrency", 8), plain.solve("concurrency", 8)
+    assert c_a.ttft_p50_s - c_p.ttft_p50_s == pytest.approx(0.1, rel=0.1)
+    assert c_a.requests_per_s < c_p.requests_per_s  # the clients wait longer per request
+    one = ahead.solve("concurrency", 1)
+    assert one.ttft_p50_s == pytest.approx(one.prefill_s, rel=1e-6)
+
+
 def test_a_server_load_on_vllm_may_raise_the_batch_limit_as_submitters_do() -> None:
     """An MLPerf-style server load chooses vLLM's batch limit (256 or 2048), so a loose
     TPOT target is met at more requests/s than the default limit allows; a stated

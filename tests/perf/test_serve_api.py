@@ -10,7 +10,7 @@ from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.step.serve import API_REQUEST_S, ServeModel
+from chipwise.perf.step.serve import API_REQUEST_S, SCHEDULER_LAUNCHED_AHEAD, ServeModel
 from chipwise.workload.ir import ENGINES, Inference
 from chipwise.workload.presets import load_preset
 
@@ -70,12 +70,11 @@ def test_an_api_client_times_only_the_engine_loads(load: str) -> None:
 
 
 @pytest.mark.parametrize(("harness", "steps"), [("api-sglang-recv-10", 10),
-                                                ("api-sglang-recv-30", 30),
-                                                ("api-sglang-decode-steps-4", 4)])  # fmt: skip
+                                                ("api-sglang-recv-30", 30)])  # fmt: skip
 def test_an_sglang_admission_gate_holds_a_closed_loops_prompts_for_half_its_cycle(
     harness: str, steps: int
 ) -> None:
-    """SGLang under --scheduler-recv-interval N / --num-continuous-decode-steps N takes new
+    """SGLang under --scheduler-recv-interval N takes new
     requests every N decode steps: a closed loop's prompt waits out the rest of the cycle
     (half of it at the median), so TTFT grows by about N / 2 steps and the clients, idle
     meanwhile, keep fewer requests decoding; the API client's latency still applies."""
@@ -88,6 +87,28 @@ def test_an_sglang_admission_gate_holds_a_closed_loops_prompts_for_half_its_cycl
     assert gated.decode_batch_per_replica < api.decode_batch_per_replica
 
 
+def test_sglangs_continuous_decode_steps_flag_gates_nothing() -> None:
+    """--num-continuous-decode-steps is read by no loop the rows' SGLang runs (its overlap
+    loop never read it; PR #23131): the harness that states it times like a plain API
+    client."""
+    flagged = _engine("api-sglang-decode-steps-4", "sglang", load="concurrency", concurrency=16)
+    api = _engine("api", "sglang", load="concurrency", concurrency=16)
+    assert flagged.ttft_p50_s == pytest.approx(api.ttft_p50_s, rel=1e-9)
+    assert flagged.output_tokens_per_s == pytest.approx(api.output_tokens_per_s, rel=1e-9)
+
+
 def test_a_gated_harness_is_still_an_api_client() -> None:
     with pytest.raises(WorkloadError, match="API client"):
         Inference(engine="sglang", harness="api-sglang-recv-10", load="batch")
+
+
+def test_sglangs_overlap_loop_delays_a_busy_engines_prompt_by_one_step() -> None:
+    """SGLang's default overlap loop has launched the next batch when it takes a prompt, so
+    at 16 clients the prompt waits about one decode step more than with the loop off
+    (--disable-overlap-schedule, stated as async_scheduling no); vLLM has no such step
+    here (``SCHEDULER_LAUNCHED_AHEAD``)."""
+    assert SCHEDULER_LAUNCHED_AHEAD == {"sglang": 1.0}
+    on = _engine("api", "sglang", load="concurrency", concurrency=16)
+    off = _engine("api", "sglang", load="concurrency", concurrency=16, async_scheduling=False)
+    extra = on.ttft_p50_s - off.ttft_p50_s
+    assert 0.5 * on.tpot_p50_s < extra < 2.0 * on.tpot_p50_s

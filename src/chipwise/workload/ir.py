@@ -634,9 +634,11 @@ class Inference:
     # limits with that balance at timeout 60, wait 0 (TensorRT-LLM's perf overview runs
     # DeepSeek-R1 so); "api-sglang-recv-N" / "api-sglang-decode-steps-N": an API client
     # (below) timing SGLang run with --scheduler-recv-interval N or
-    # --num-continuous-decode-steps N, whose scheduler takes new requests only every N decode
-    # steps (the same gates); "api-trtllm-adp-50-10": an API client timing trtllm-serve
-    # under its attention-DP balance at the default iterations (the same gates); "api":
+    # --num-continuous-decode-steps N: the first's scheduler takes new requests only every N
+    # decode steps (the same gates), the second's flag is read by no loop SGLang runs (no
+    # gate: engine.HARNESS_ADMISSION_GATES); "api-trtllm-adp-50-10": an API client timing
+    # trtllm-serve under its attention-DP balance at the default iterations (the same
+    # gates); "api":
     # a client that times each request through the engine's OpenAI-compatible HTTP server,
     # streaming (``vllm bench serve``,
     # AIPerf, genai-perf), so its TTFT also holds the server's own latency

@@ -372,8 +372,15 @@ class AdmissionGate:
 #   dp-attention (benchmarks/gptoss_fp4_b200_trt_slurm.sh: enable_balance true, neither
 #   iteration count set).
 # * "api-sglang-decode-steps-N": the same client timing SGLang run with
-#   --num-continuous-decode-steps N (InferenceMAX's MI300X/MI325X/MI355X scripts: 4), which
-#   runs N decode forwards back to back before its loop takes new requests.
+#   --num-continuous-decode-steps N (InferenceMAX's MI300X/MI325X/MI355X scripts: 4): no
+#   gate. The flag ran N decode forwards back to back only in SGLang's non-overlapped
+#   event_loop_normal (sgl-project/sglang PR #1652, 2024-10-13); the overlap loop, SGLang's
+#   default since v0.4 (2024-12), never read it, and by 2026-04 the scheduler read it
+#   nowhere ("num_continuous_decode_steps is already exposed in the server arguments, but
+#   it was not fully wired into the scheduler runtime path", PR #23131, 2026-04-18, closed;
+#   that PR would also have skipped the extra steps while requests wait). The rows' images
+#   (SGLang v0.5.5.post3 / v0.5.7, 2025-12 / 2026-01) run the overlap loop
+#   (``serve.SCHEDULER_LAUNCHED_AHEAD``); until 2026-12-06 chipwise gated them every 4 steps.
 HARNESS_ADMISSION_GATES = {
     "amd-mlperf-v5.1-interactive": AdmissionGate(steps=8),
     "amd-mlperf-v5.1-server": AdmissionGate(steps=9),
@@ -388,7 +395,6 @@ HARNESS_ADMISSION_GATES = {
     "trtllm-bench-adp-60-0": AdmissionGate(steps=60, batching_wait=0),
     "api-sglang-recv-10": AdmissionGate(steps=10),
     "api-sglang-recv-30": AdmissionGate(steps=30),
-    "api-sglang-decode-steps-4": AdmissionGate(steps=4),
     "api-trtllm-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
 }
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
@@ -577,6 +583,7 @@ class Engine:
         scheduler: str = "vllm",
         client_s: float = 0.0,
         admission_gate: AdmissionGate | None = None,
+        launched_ahead: float = 0.0,
         tokens_per_step: float = 1.0,
         verify_tokens: float = 1.0,
         reserves_output: bool = False,
@@ -611,6 +618,11 @@ class Engine:
         # client (an HTTP server's own latency, ``serve.API_REQUEST_S``): added to every
         # TTFT, and to a closed-loop client's cycle (its request is not in the engine then)
         self.client_s = client_s
+        # steps already launched ahead of a prompt the scheduler has just received: an
+        # overlap scheduler launches the next batch before it takes new requests, so a prompt
+        # that arrives during a step waits out that step and then the one already queued
+        # behind it (``serve.SCHEDULER_LAUNCHED_AHEAD``)
+        self.ahead = max(0.0, launched_ahead) if not disaggregated else 0.0
         # requests in the whole run (0 = endless): a closed loop's clients all send their
         # first request at once, and that first wave's queue is part of a finite run's TTFT
         self.run_requests = run_requests
@@ -758,7 +770,7 @@ class Engine:
         seconds = min(self.window.seconds, self.window.max_prompts / lam)
         total, wt = self._bunch_ttfts(rate, lam, seconds, self.window.max_prompts)
         # the bunch reaches the engine at a random point of its step cycle
-        return _with_step_residual(total, wt, rate.step_s, 1.0)
+        return _with_step_residual(total, wt, rate.step_s, 1.0, self.ahead)
 
     def _gate_ttfts(self, rate: Rate, x: float) -> tuple[FloatArray, FloatArray]:
         """TTFT points and weights under an admission gate (``HARNESS_ADMISSION_GATES``): the
@@ -768,7 +780,10 @@ class Engine:
         replica's requests/s."""
         assert self.gate is not None
         lam = max(1e-9, x)
-        return self._bunch_ttfts(rate, lam, self._cycle(rate.b) * rate.step_s, math.inf)
+        points, w = self._bunch_ttfts(rate, lam, self._cycle(rate.b) * rate.step_s, math.inf)
+        # the gate opens as a step is launched: the bunch's prefill queues behind the steps an
+        # overlap scheduler has already launched
+        return points + self.ahead * rate.step_s, w
 
     def _summed_prompts(self, counts: FloatArray, pk: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Prefill tokens of ``counts`` prompts together (weights ``pk``), at the
@@ -974,7 +989,7 @@ class Engine:
                 def g(x: float) -> float:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
                     step = self.rate(x).step_s
-                    resid = step / 2 * self._busy(load, n, rate, 0.0)
+                    resid = step * (0.5 + self.ahead) * self._busy(load, n, rate, 0.0)
                     wait = _closed_loop_wait(rate, s, s * s, n)[1]
                     # an admission gate: a request waits out half its cycle on average
                     gate = self._cycle(x) * step / 2 if self._gated(x) else 0.0
@@ -1183,7 +1198,7 @@ class Engine:
         else:
             x_pool = x
         busy = self._busy(load, value, x, es + decode_s)
-        resid = busy * rate.step_s / 2
+        resid = busy * rate.step_s * (0.5 + self.ahead)
         if load == "concurrency" and limit == "concurrency" and not self.disaggregated:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
@@ -1216,7 +1231,7 @@ class Engine:
             # the step a prompt joins carries its arrival window's other prompts
             service, w = self._joined_step_service(rate, x, inputs, w)
             es = float(w @ service)
-        service, w = _with_step_residual(service, w, rate.step_s, busy)
+        service, w = _with_step_residual(service, w, rate.step_s, busy, self.ahead)
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
         wait_grid: tuple[FloatArray, FloatArray] | None = None
@@ -1470,14 +1485,15 @@ _RESIDUAL_POINTS = 16
 
 
 def _with_step_residual(
-    service: FloatArray, w: FloatArray, step_s: float, busy: float
+    service: FloatArray, w: FloatArray, step_s: float, busy: float, ahead: float = 0.0
 ) -> tuple[FloatArray, FloatArray]:
     """``service`` + R and its weights: R = 0 with probability ``1 - busy``, else uniform on
-    [0, ``step_s``] (the running step an arrival waits out), as a discrete mixture."""
+    [0, ``step_s``] (the running step an arrival waits out) plus ``ahead`` whole steps (those
+    an overlap scheduler has already launched behind it), as a discrete mixture."""
     if step_s <= 0 or busy <= 0:
         return service, w
     service, w = _binned(service, w)
-    s, ws = _plus_uniform(service, w, step_s, busy)
+    s, ws = _plus_uniform(service + ahead * step_s, w, step_s, busy)
     if busy < 1.0:
         s = np.concatenate([service, s])
         ws = np.concatenate([w * (1.0 - busy), ws])

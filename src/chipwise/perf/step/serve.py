@@ -168,7 +168,9 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # GPUStack's performance-lab pages, whose runs time the engines' servers with the same client
 # (``vllm bench serve --backend openai-chat --endpoint /v1/chat/completions``, ShareGPT
 # ~230-token prompts), as the median TTFT less chipwise's engine TTFT of the same load:
-# SGLang 0.5.3.post3, Qwen3-8B bf16 on one H100 at 4 clients, 27.3 - 13.1 ms (GPS-284);
+# SGLang 0.5.3.post3, Qwen3-8B bf16 on one H100 at 4 clients, 27.25 - 20.5 ms (GPS-284; the
+# engine TTFT with the overlap loop's step, SCHEDULER_LAUNCHED_AHEAD; 27.3 - 13.1 = 14 ms
+# without it until 2026-12-06; GPS-290, the same server with --cuda-graph-max-bs 8, 6.8 ms);
 # TensorRT-LLM 1.2.0rc1 trtllm-serve, same model and load, 45.5 - 13.1 ms (GPS-287); vLLM
 # (v0.10.2/v0.11.0), the median over all ten of its 1-8-client TTFT rows on five pages
 # (2026-12-05): gpt-oss-120b on H100 at tp 1/2 (GPS-026/036: 2.1, 11.2 ms) and on A100
@@ -181,7 +183,8 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # streams once: ~300 of ~22,000 ITLs, 1.4 % > 1 %), and the median TTFT less that step and
 # half a decode step (the wait for the step in flight) leaves 16 ms (Qwen3-8B, 60.3 - 41.0 -
 # 3.7), 20 ms (gpt-oss-120b on H100, 47.5 - 23.3 - 4.0) and 17 ms (on A100, 61.6 - 38.8 -
-# 5.6) for vLLM, 12 ms for SGLang (27.3 - 11.5 - 3.5) and 17 ms for TensorRT-LLM (45.5 -
+# 5.6) for vLLM, 12 ms for SGLang (27.3 - 11.5 - 3.5; 5 ms less the ~7 ms step its overlap
+# loop has launched ahead) and 17 ms for TensorRT-LLM (45.5 -
 # 24.4 - 3.7): one front end's order, ~15-20 ms. The Qwen3-8B vLLM rows' extra ~25 ms is then
 # in the step a prompt joins (41 ms measured against 12 ms modelled), not in the server:
 # unexplained (see docs/performance.md, known issues). Independent figures of the
@@ -195,7 +198,25 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # process that renders and tokenises the request and detokenises each streamed chunk, the
 # engine core in a process of its own behind ZMQ queues: ROCm/ATOM atom/entrypoints/
 # openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's is taken.
-API_REQUEST_S = {"vllm": 0.020, "sglang": 0.014, "trtllm": 0.032, "atom": 0.020}
+API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0067, "trtllm": 0.032, "atom": 0.020}
+# SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
+# --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
+# launches batch k, and only then waits for batch k-1 to finish and processes its result.
+# An iteration therefore starts as batch k-1 ends, with batch k already launched on the
+# device: a prompt received there runs as batch k+1, after the in-flight batch k. An
+# arriving prompt waits out the rest of the running step (uniform, half a step on average)
+# and then one whole step more, which the non-overlapped loop it was modelled as before did
+# not have; its first token leaves when the prefill's result is processed, one iteration
+# later, right after the prefill ends (the loop blocks on it). Read in sgl-project/sglang
+# python/sglang/srt/managers/scheduler.py (event_loop_overlap: recv_requests ->
+# get_next_batch_to_run -> run_batch -> process_batch_result of the last batch), and in
+# SGLang's own account of the loop ("the scheduler runs one batch ahead",
+# lmsys.org/blog/2024-12-04-sglang-v0-4); the same step appears in SGLang's server-side TTFT
+# metric (sgl-project/sglang PR #25772, 2026-05-19: "the TTFT reported by the overlap-based
+# scheduler incorrectly includes an additional decode latency"). Steps per engine; vLLM's
+# async scheduling and TensorRT-LLM's overlap scheduler run one step ahead too, but their
+# API_REQUEST_S were read off rows without the step and have not been re-read (0 here).
+SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0}
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
@@ -825,6 +846,7 @@ class ServeModel(StepTimer):
                 scheduler=phase.engine,
                 client_s=API_REQUEST_S[phase.engine] if api_harness(phase.harness) else 0.0,
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
+                launched_ahead=SCHEDULER_LAUNCHED_AHEAD.get(phase.engine, 0.0) if overlap else 0.0,
                 tokens_per_step=accept,
                 verify_tokens=1.0 + phase.spec_tokens,
                 # trtllm-bench runs the LLM API's default capacity policy,
