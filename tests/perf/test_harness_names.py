@@ -12,14 +12,15 @@ from chipwise.workload.ir import HARNESSES, TRTLLM_BENCH_HARNESSES
 
 
 def test_every_accepted_harness_is_modelled_and_every_modelled_one_accepted() -> None:
-    # "" (in-process, the engine's defaults) and "api" (an HTTP client, no gate) need no
-    # model entry of their own
+    # "" (in-process, the engine's defaults), "api" (an HTTP client, no gate) and
+    # "api-sglang-decode-steps-4" (an HTTP client stating an SGLang flag no loop reads: no
+    # gate, engine.HARNESS_ADMISSION_GATES) need no model entry of their own
     modelled = (
         set(HARNESS_ADMISSION_GATES)
         | set(HARNESS_ARRIVAL_WINDOWS)
         | set(TRTLLM_BENCH_HARNESSES)
         | set(GEMM_ALL_REDUCE_HARNESSES)
-        | {"", "api"}
+        | {"", "api", "api-sglang-decode-steps-4"}
     )
     assert set(HARNESSES) == modelled
     assert len(HARNESSES) == len(set(HARNESSES))
