@@ -132,6 +132,34 @@ def test_a_public_serving_row_states_its_closed_loop_load() -> None:
     assert result.predicted == pytest.approx(row.value, rel=0.10)
 
 
+def test_a_lambda_gated_deltanet_row_states_its_closed_loop_load() -> None:
+    # GDN-*: Lambda's inference-model pages for Gated DeltaNet hybrids, every table row by a
+    # rule stated before scoring. vllm bench serve --dataset-name random 8192/1024 (range
+    # ratio 0: fixed lengths) --num-prompts 512 --max-concurrency 32, bf16 checkpoints; a table
+    # whose engine the page does not name stays usable=no and says so
+    rows = {c.id: c for c in load_cases() if c.id.startswith("GDN-")}
+    assert len(rows) == 27
+    for c in rows.values():
+        assert (c.load, c.concurrency, c.num_requests) == ("concurrency", 32, 512), c.id
+        assert (c.input_len, c.output_len, c.lengths) == (8192, 1024, ""), c.id
+        assert (c.precision, c.kv_dtype, c.date, c.harness) == ("bf16", "bf16", "2026-02", "api")
+        assert c.plan == f"tp={c.chips}", c.id
+        assert c.usable == ("engine: sglang (the table's own label)" in c.notes.lower()), c.id
+        if not c.usable:
+            assert "NOT STATED" in c.notes and run_case(c).predicted is None, c.id
+    sglang = rows["GDN-001"]  # the one labelled table: SGLang, 8 x B200, Qwen3.5-397B-A17B
+    assert (sglang.workload, sglang.chip, sglang.chips, sglang.engine) == (
+        "qwen3.5-397b",
+        "b200",
+        8,
+        "sglang",
+    )
+    assert (sglang.metric, sglang.value) == ("output_tokens_per_s", 1232.0)
+    assert run_case(sglang).predicted is not None
+    coder = rows["GDN-013"]  # Qwen3-Coder-Next (the Qwen3-Next-80B-A3B architecture), 4 x H100
+    assert (coder.workload, coder.chip, coder.chips) == ("qwen3-next-80b", "h100-sxm", 4)
+
+
 def test_a_google_tpu_row_states_its_load_and_engine_limits() -> None:
     # SVG-*: Google's own TPU serving figures (tpu-recipes, MLPerf v4.0), chosen by a rule
     # stated before scoring. The v6e-4 vLLM guide ran benchmark_serving at request rate inf
@@ -362,7 +390,20 @@ def test_serving_rows_state_their_load_and_unusable_ones_say_why() -> None:
         c
         for c in load_cases()
         if c.id.startswith(
-            ("SV-", "SVM-", "SVN-", "GPS-", "SVR-", "SVS-", "SVT-", "SVJ-", "SVG-", "TRP-", "IMX-")
+            (
+                "SV-",
+                "SVM-",
+                "SVN-",
+                "GPS-",
+                "SVR-",
+                "SVS-",
+                "SVT-",
+                "SVJ-",
+                "SVG-",
+                "TRP-",
+                "IMX-",
+                "GDN-",
+            )
         )
     ]
     assert any(c.id.startswith("SVM-") for c in serving)  # MLPerf scenario rows are kept
