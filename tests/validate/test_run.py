@@ -132,14 +132,15 @@ def test_a_public_serving_row_states_its_closed_loop_load() -> None:
     assert result.predicted == pytest.approx(row.value, rel=0.10)
 
 
-def test_a_lambda_gated_deltanet_row_states_its_closed_loop_load() -> None:
-    # GDN-*: Lambda's inference-model pages for Gated DeltaNet hybrids, every table row by a
-    # rule stated before scoring. vllm bench serve --dataset-name random 8192/1024 (range
-    # ratio 0: fixed lengths) --num-prompts 512 --max-concurrency 32, bf16 checkpoints; a table
-    # whose engine the page does not name stays usable=no and says so
+def test_a_gated_deltanet_row_states_its_load() -> None:
+    # GDN-*: published GPU serving runs of Gated DeltaNet hybrids, chosen by rules stated
+    # before scoring. Lambda's pages: vllm bench serve --dataset-name random 8192/1024 (range
+    # ratio 0: fixed lengths) --num-prompts 512 --max-concurrency 32 on bf16 checkpoints; a
+    # table whose engine the page does not name stays usable=no and says so
     rows = {c.id: c for c in load_cases() if c.id.startswith("GDN-")}
-    assert len(rows) == 27
-    for c in rows.values():
+    lam = [c for c in rows.values() if "lambda.ai" in c.source]
+    assert len(lam) == 27
+    for c in lam:
         assert (c.load, c.concurrency, c.num_requests) == ("concurrency", 32, 512), c.id
         assert (c.input_len, c.output_len, c.lengths) == (8192, 1024, ""), c.id
         assert (c.precision, c.kv_dtype, c.date, c.harness) == ("bf16", "bf16", "2026-02", "api")
@@ -158,6 +159,31 @@ def test_a_lambda_gated_deltanet_row_states_its_closed_loop_load() -> None:
     assert run_case(sglang).predicted is not None
     coder = rows["GDN-013"]  # Qwen3-Coder-Next (the Qwen3-Next-80B-A3B architecture), 4 x H100
     assert (coder.workload, coder.chip, coder.chips) == ("qwen3-next-80b", "h100-sxm", 4)
+    # GPUStack's Qwen3.5-35B-A3B H200 pages: guidellm at request rate 1000 is a closed loop of
+    # guidellm's 512-request cap over the run's requests; at 1-16 req/s an open loop of 1000
+    gps = [c for c in rows.values() if "gpustack" in c.source]
+    assert gps and all(c.workload == "qwen3.5-35b-a3b" and c.chip == "h200-sxm" for c in gps)
+    for c in gps:
+        if c.load == "concurrency":
+            assert c.concurrency == min(512, c.num_requests), c.id
+        else:
+            assert (c.load, c.num_requests, c.metric) == ("rps", 1000, "ttft_s"), c.id
+            assert c.rps in (1, 4, 8, 16), c.id
+        assert c.metric in ("output_tokens_per_s", "ttft_s"), c.id  # TPOT/ITL not read
+    base = rows["GDN-028"]  # vLLM v0.17.1 defaults, bf16, ShareGPT at rate 1000
+    assert (base.engine, base.precision, base.max_num_seqs, base.max_num_tokens) == (
+        "vllm",
+        "bf16",
+        1024,
+        8192,
+    )
+    assert (base.input_len, base.output_len, base.date) == (342, 281, "2026-03-20")
+    assert rows["GDN-059"].max_num_tokens == 16384  # --max-num-batched-tokens=16384
+    # MTP speculative decoding and --performance-mode runs say why they are not scored
+    for c in gps:
+        params = c.notes.split("backend parameters `")[1].split("`")[0]
+        if "--speculative-config" in params or "--performance-mode" in params:
+            assert not c.usable and "usable=no:" in c.notes, c.id
 
 
 def test_a_google_tpu_row_states_its_load_and_engine_limits() -> None:

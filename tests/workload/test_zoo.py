@@ -330,6 +330,7 @@ def test_minimax_m2_is_gqa_moe_with_its_published_size() -> None:
         ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b"),
         ("qwen3-next-80b-a3b", "qwen3-next-80b"),
         ("Qwen/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b"),
+        ("Qwen/Qwen3.5-35B-A3B-FP8", "qwen3.5-35b-a3b"),
     ],
 )
 def test_gated_deltanet_hybrids_resolve_to_their_own_entries(name: str, preset_id: str) -> None:
@@ -343,10 +344,12 @@ def test_gated_deltanet_hybrids_resolve_to_their_own_entries(name: str, preset_i
 
 
 @pytest.mark.parametrize(("preset_id", "published"), [("qwen3-next-80b", 3e9),
-                                                      ("qwen3.5-397b", 17e9)])  # fmt: skip
+                                                      ("qwen3.5-397b", 17e9),
+                                                      ("qwen3.5-35b-a3b", 3e9)])  # fmt: skip
 def test_gated_deltanet_hybrids_active_params(preset_id: str, published: float) -> None:
     # Qwen3-Next's "3B activated" leaves the two embedding tables out (3.25B without them,
-    # 3.87B with); Qwen3.5's "17B" keeps them (17.35B with, 15.3B without)
+    # 3.87B with); Qwen3.5's "17B" keeps them (17.35B with, 15.3B without), as does its
+    # 35B-A3B's "3B" (3.45B with, 2.44B without)
     spec = load_preset(preset_id)
     active = accounting.params_active(spec)
     assert preset_config(preset_id)["_published_active_params"] == published

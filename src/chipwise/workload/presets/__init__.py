@@ -247,6 +247,11 @@ PRESETS: tuple[Preset, ...] = (
         aliases=("qwen3.5-397b-a17b", "Qwen/Qwen3.5-397B-A17B"),
     ),
     Preset(
+        id="qwen3.5-35b-a3b",
+        title="Qwen3.5 35B-A3B",
+        aliases=("qwen3.5-35b", "Qwen/Qwen3.5-35B-A3B"),
+    ),
+    Preset(
         id="qwen3-coder-480b",
         title="Qwen3-Coder 480B-A35B",
         aliases=(
