@@ -329,6 +329,7 @@ def test_minimax_m2_is_gqa_moe_with_its_published_size() -> None:
     [
         ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b"),
         ("qwen3-next-80b-a3b", "qwen3-next-80b"),
+        ("Qwen/Qwen3-Coder-Next", "qwen3-next-80b"),
         ("Qwen/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b"),
         ("Qwen/Qwen3.5-35B-A3B-FP8", "qwen3.5-35b-a3b"),
     ],

@@ -239,6 +239,8 @@ PRESETS: tuple[Preset, ...] = (
             "qwen3-next-80b-a3b",
             "Qwen/Qwen3-Next-80B-A3B-Instruct",
             "Qwen/Qwen3-Next-80B-A3B-Thinking",
+            # the same architecture (its model card: built on Qwen3-Next-80B-A3B-Base)
+            "Qwen/Qwen3-Coder-Next",
         ),
     ),
     Preset(
