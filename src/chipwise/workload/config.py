@@ -683,23 +683,9 @@ def _linear_attention(cfg: Mapping[str, Any], n_layers: int, where: str) -> tupl
     if not named and not (interval and cfg.get("linear_num_value_heads") is not None):
         return (0, 0, 0, 0, 0, 0)
     if named and isinstance(types, list):
-        if len(types) != n_layers:
-            raise WorkloadError(
-                f"config {where}: layer_types has {len(types)} entries for {n_layers} layers"
-            )
-        unknown = sorted({str(t) for t in types} - _LINEAR_TYPES - _FULL_TYPES)
-        if unknown:
-            raise WorkloadError(
-                f"config {where}: layer_types {unknown} are not linear or full attention; "
-                "chipwise cannot time them yet"
-            )
-        full = [i for i, t in enumerate(types) if t in _FULL_TYPES]
-        interval = full[0] + 1 if full else n_layers + 1
-        if full != list(range(interval - 1, n_layers, interval)):
-            raise WorkloadError(
-                f"config {where}: full-attention layers {full[:8]}... are not 'every n-th "
-                "layer'; chipwise cannot represent this pattern yet"
-            )
+        # every layer linear: no full layer within the model's depth
+        interval = _pattern_from_layer_types(types, n_layers, where, local=_LINEAR_TYPES,
+                                             kind="linear") or n_layers + 1  # fmt: skip
     sizes = [_optional_int(cfg, (key,), where) for key in _LINEAR_KEYS]
     missing = [key for key, v in zip(_LINEAR_KEYS, sizes, strict=True) if not v]
     if missing:
@@ -727,16 +713,24 @@ def _sliding(cfg: Mapping[str, Any], family: _Family, n_layers: int, where: str)
     return window, family.sliding_pattern if pattern is None else pattern
 
 
-def _pattern_from_layer_types(types: list[Any], n_layers: int, where: str) -> int:
-    """Express a ``layer_types`` list as 'every n-th layer is global', or refuse."""
+def _pattern_from_layer_types(
+    types: list[Any],
+    n_layers: int,
+    where: str,
+    *,
+    local: frozenset[str] = _SLIDING_TYPES,
+    kind: str = "sliding",
+) -> int:
+    """Express a ``layer_types`` list of full and ``local`` (sliding-window, or linear-
+    attention) layers as 'every n-th layer is full' (0: none is), or refuse."""
     if len(types) != n_layers:
         raise WorkloadError(
             f"config {where}: layer_types has {len(types)} entries for {n_layers} layers"
         )
-    unknown = sorted({str(t) for t in types} - _SLIDING_TYPES - _FULL_TYPES)
+    unknown = sorted({str(t) for t in types} - local - _FULL_TYPES)
     if unknown:
         raise WorkloadError(
-            f"config {where}: layer_types {unknown} are not sliding or full attention; "
+            f"config {where}: layer_types {unknown} are not {kind} or full attention; "
             "chipwise cannot time them yet"
         )
     full = [i for i, t in enumerate(types) if t in _FULL_TYPES]
