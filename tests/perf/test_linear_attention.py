@@ -216,3 +216,8 @@ def test_the_decode_recurrence_streams_its_state_as_sglang_does(part: str) -> No
     assert rows
     assert abs(statistics.median(_log_error(r) for r in rows)) <= math.log(1.10)
     assert statistics.median(_log_error(r, "bf16") for r in rows) <= math.log(0.65)
+
+
+def test_an_unknown_state_dtype_is_one_clear_error() -> None:
+    with pytest.raises(WorkloadError, match="linear_state_dtype must be one of"):
+        replace(NEXT, linear_state_dtype="float7")

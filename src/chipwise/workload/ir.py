@@ -26,6 +26,7 @@ from chipwise.limits import (
     MAX_WIDTH,
     check_whole,
 )
+from chipwise.units import DTYPE_BYTES
 
 
 class OpKind(StrEnum):
@@ -323,6 +324,10 @@ class TransformerSpec:
             )
         if self.full_attention_interval and self.linear_v_heads % self.linear_k_heads:
             raise WorkloadError(f"{self.name}: linear_v_heads must be a multiple of linear_k_heads")
+        if self.linear_state_dtype and self.linear_state_dtype not in DTYPE_BYTES:
+            raise WorkloadError(
+                f"{self.name}: linear_state_dtype must be one of {', '.join(DTYPE_BYTES)}"
+            )
         if self.full_attention_interval and (self.sliding_window or self.uses_mla):
             raise WorkloadError(
                 f"{self.name}: linear attention with a sliding window or MLA is not expressible"
