@@ -178,8 +178,7 @@ def attention_flops_per_token(
     self_scale = 0.5 if causal_halving and spec.causal else 1.0
     # linear-attention layers have no QK^T over the sequence (their delta rule's FLOPs
     # are linear in S and, like norms, left out of the convention)
-    full = spec.n_layers - sum(spec.is_linear_layer(i) for i in range(spec.n_layers))
-    layers = full * self_scale
+    layers = (spec.n_layers - spec.n_linear_layers) * self_scale
     if spec.n_encoder_layers:
         layers += spec.n_encoder_layers + spec.n_layers  # encoder self + decoder cross
     return per_layer * layers
@@ -254,8 +253,7 @@ def kv_cache_bytes_per_token(spec: TransformerSpec, dtype: str = "bf16") -> floa
     if spec.uses_mla:
         return spec.n_layers * (spec.kv_lora_rank + spec.qk_rope_head_dim) * size
     # linear-attention layers cache no tokens (a fixed state per sequence instead)
-    full = spec.n_layers - sum(spec.is_linear_layer(i) for i in range(spec.n_layers))
-    return 2.0 * full * spec.n_kv_heads * spec.head_dim * size
+    return 2.0 * (spec.n_layers - spec.n_linear_layers) * spec.n_kv_heads * spec.head_dim * size
 
 
 def weight_bytes(spec: TransformerSpec, dtype: str = "bf16") -> float:

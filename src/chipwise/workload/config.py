@@ -96,6 +96,13 @@ class _Family:
 
 
 _LLAMA_LIKE = _Family(gated=True)
+# The Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5; ``_linear_attention``): llama-like, and
+# their full-attention layers gate the output (modeling_qwen3_next Qwen3NextAttention's
+# q_proj is 2 x heads x head_dim wide: queries and the gate); an explicit attn_output_gate
+# key wins.
+_GATED_ATTENTION_MODELS = frozenset(
+    {"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
+)
 _GEMMA = _Family(gated=True, tied=True)
 # Gemma 2 alternates local and global layers (modeling_gemma2: sliding on even layers);
 # Gemma 3's default sliding_window_pattern is 6 (configuration_gemma3).
@@ -108,8 +115,7 @@ _FAMILIES: dict[str, _Family] = {
             "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
             "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "gpt_oss",
             "phi3", "olmo",
-            "olmo2", "granite", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
-            "qwen3_5_moe_text",
+            "olmo2", "granite", *_GATED_ATTENTION_MODELS,
         ),
         _LLAMA_LIKE,
     ),
@@ -654,16 +660,15 @@ _FULL_TYPES = frozenset({"full_attention", "full", "global", "global_attention"}
 _LINEAR_TYPES = frozenset({"linear_attention"})
 _LINEAR_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                 "linear_value_head_dim", "linear_conv_kernel_dim")  # fmt: skip
-# Their full-attention layers gate the output (modeling_qwen3_next Qwen3NextAttention's
-# q_proj is 2 x heads x head_dim wide: queries and the gate); an explicit
-# attn_output_gate key wins.
-_GATED_ATTENTION_MODELS = frozenset(
-    {"qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
-)
 
 
 # A hybrid's recurrent-state dtype as its config names it (Qwen3.5: mamba_ssm_dtype)
 _STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _names_linear_layers(types: object) -> bool:
+    """Whether a config's ``layer_types`` names Gated DeltaNet (linear-attention) layers."""
+    return isinstance(types, list) and any(str(t) in _LINEAR_TYPES for t in types)
 
 
 def _attn_output_gate(cfg: Mapping[str, Any], model_type: str) -> bool:
@@ -678,7 +683,7 @@ def _linear_attention(cfg: Mapping[str, Any], n_layers: int, where: str) -> tupl
     a Gated DeltaNet hybrid, or zeros: from ``layer_types`` when it names linear layers,
     else from ``full_attention_interval`` beside the linear_* keys."""
     types = cfg.get("layer_types")
-    named = isinstance(types, list) and any(str(t) in _LINEAR_TYPES for t in types)
+    named = _names_linear_layers(types)
     interval = _optional_int(cfg, ("full_attention_interval",), where) or 0
     if not named and not (interval and cfg.get("linear_num_value_heads") is not None):
         return (0, 0, 0, 0, 0, 0)
@@ -705,7 +710,7 @@ def _sliding(cfg: Mapping[str, Any], family: _Family, n_layers: int, where: str)
     if not window:
         return 0, 0
     types = cfg.get("layer_types")
-    if isinstance(types, list) and any(str(t) in _LINEAR_TYPES for t in types):
+    if _names_linear_layers(types):
         return 0, 0  # a linear-attention hybrid: no window (``_linear_attention``)
     if isinstance(types, list) and types:
         return window, _pattern_from_layer_types(types, n_layers, where)

@@ -378,12 +378,14 @@ class TransformerSpec:
         return n > 0 and (layer + 1) % n != 0
 
     @property
+    def n_linear_layers(self) -> int:
+        return sum(self.is_linear_layer(i) for i in range(self.n_layers))
+
+    @property
     def n_local_layers(self) -> int:
         """Layers of the cheaper attention kind: sliding-window or linear-attention layers
         (a model has one kind or the other; ``__post_init__`` refuses both)."""
-        return sum(
-            self.is_sliding_layer(i) or self.is_linear_layer(i) for i in range(self.n_layers)
-        )
+        return self.n_sliding_layers + self.n_linear_layers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -173,7 +173,7 @@ from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, efficiency_for
 from chipwise.perf.ops.kernels import measured_gemm_s
-from chipwise.perf.ops.layers import GDN_CHUNK, block_overcount
+from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.units import DTYPE_BYTES, dtype_bytes
@@ -1317,7 +1317,7 @@ class GpuModel(PerfModel):
                 if op.kind is OpKind.ATTENTION
                 else eff.gemm_fraction(op.dtype)
             )
-            if op.name == "indexer" and op.weight == "fp8" and chip.supports("fp8"):
+            if op.name == INDEXER and op.weight == "fp8" and chip.supports("fp8"):
                 # sparse attention's indexer scores with fp8 MMAs (layers.indexer_ops)
                 peak = chip.peak_flops_per_s("fp8")
             blocks = block_overcount(op, FLASH_BLOCK)

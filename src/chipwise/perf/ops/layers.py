@@ -23,7 +23,11 @@ from functools import lru_cache
 from chipwise.errors import PlanError
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.units import DTYPE_BYTES, dtype_bytes
-from chipwise.workload.accounting import indexer_params_per_layer, linear_attention_params_per_layer
+from chipwise.workload.accounting import (
+    attention_params_per_layer,
+    indexer_params_per_layer,
+    linear_attention_params_per_layer,
+)
 from chipwise.workload.ir import ExpertRouting, Op, OpKind, TransformerSpec
 
 # FlashAttention-2 backward runs 5 matmuls of the forward's 2 (it recomputes QK^T):
@@ -482,8 +486,9 @@ def _gdn_chunk_bytes(dk: int, dv: int, act: float) -> tuple[float, float]:
     return (2 * dk + dv) * act + between, dv * act + between
 
 
-def recurrent_state_bytes(spec: TransformerSpec, tp: int) -> float:
-    """Bytes of one sequence's linear-attention state on one chip, all its linear layers:
+def recurrent_state_bytes(spec: TransformerSpec, tp: int, layers: int) -> float:
+    """Bytes of one sequence's linear-attention state on one chip over ``layers`` decoder
+    layers (their share of the linear ones, as ``kv_cached_tokens`` shares the pattern):
     the delta rule's dk x dv matrix per value head and the convolution's last kernel-1
     inputs (0 without linear attention)."""
     if not spec.uses_linear_attention:
@@ -493,7 +498,7 @@ def recurrent_state_bytes(spec: TransformerSpec, tp: int) -> float:
     b = dtype_bytes(state_dtype(spec))
     state = nv * dk * dv * b
     conv = (spec.linear_conv_kernel - 1) * (2 * nk * dk + nv * dv) * b
-    return float(spec.n_local_layers * (state + conv))
+    return float(spec.n_linear_layers * (state + conv) * layers / spec.n_layers)
 
 
 def state_dtype(spec: TransformerSpec) -> str:
@@ -600,6 +605,7 @@ def is_sequence_op(op: Op) -> bool:
 # top-k kernel reads back to choose index_topk keys. The serving engines replicate the
 # indexer on every tensor-parallel rank (vLLM and SGLang build wq_b, wk and weights_proj as
 # ReplicatedLinear: "no tensor parallel, just replicated"), so it is not split over tp.
+INDEXER = "indexer"  # the scorer op's name
 INDEX_SCALE_BYTES = 4  # one fp32 scale per INDEX_QUANT_BLOCK cached index-key values
 INDEX_QUANT_BLOCK = 128
 INDEX_LOGIT_BYTES = 4  # fp32 logits, written by the scorer and read by the top-k
@@ -636,7 +642,7 @@ def _index_scorer(spec: TransformerSpec, *, b: int, s: int, kv_len: int, pairs: 
     keys over ``pairs`` query-key pairs each."""
     ih, idh = spec.index_n_heads, spec.index_head_dim
     return Op(
-        name="indexer",
+        name=INDEXER,
         kind=OpKind.ATTENTION,
         dtype=act,
         weight="fp8",
@@ -1103,7 +1109,7 @@ def decode_layer_ops(spec: TransformerSpec, *, batch: int, context: int, shard: 
     ctx = min(context, window) if window else context
     ops = attention_ops(spec, b=batch, s=1, shard=shard, dt=attention_dtypes(spec, dt), s_kv=ctx,
                         fused_qkv_a=True, absorbed=True)  # fmt: skip
-    ops = [_decode_indexer(op, spec, batch, ctx) if op.name == "indexer" else
+    ops = [_decode_indexer(op, spec, batch, ctx) if op.name == INDEXER else
            _decode_attention(op, spec, batch, _attended(spec, ctx), shard, kv_dtype)
            if op.kind is OpKind.ATTENTION else op for op in ops]  # fmt: skip
     ops += mlp_ops(spec, b=batch, s=1, shard=shard, dt=dt, moe=moe, fused_shared=fused_shared)
@@ -1121,11 +1127,11 @@ def kv_cached_tokens(spec: TransformerSpec, context: int, layers: int) -> float:
     decoder layers: a sliding layer keeps only its last ``sliding_window`` tokens (vLLM and
     TensorRT-LLM free the rest) and a linear-attention layer none (its state is
     ``recurrent_state_bytes``); layers share the pattern in proportion."""
-    n_sliding = spec.n_local_layers
-    if not n_sliding:
+    n_local = spec.n_local_layers
+    if not n_local:
         return float(context * layers)
     windowed = min(context, spec.sliding_window)
-    per_layer = (n_sliding * windowed + (spec.n_layers - n_sliding) * context) / spec.n_layers
+    per_layer = (n_local * windowed + (spec.n_layers - n_local) * context) / spec.n_layers
     return per_layer * layers
 
 
@@ -1190,13 +1196,11 @@ def attention_params(spec: TransformerSpec) -> float:
         kv = d * (spec.kv_lora_rank + spec.qk_rope_head_dim)
         kv += spec.kv_lora_rank * h * (spec.qk_nope_head_dim + v)
         return float(q + kv + h * v * d + indexer_params_per_layer(spec))
-    dh = spec.head_dim
-    gate = spec.n_heads if spec.attn_output_gate else 0
-    full = float(d * (spec.n_heads + gate + 2 * spec.n_kv_heads) * dh + spec.n_heads * dh * d)
+    full = attention_params_per_layer(spec)  # q, k, v, o and an output gate
     if not spec.uses_linear_attention:
         return full
     # a hybrid's layers differ: the mean over its full and linear-attention layers
-    linear = spec.n_local_layers
+    linear = spec.n_linear_layers
     return (full * (spec.n_layers - linear) + linear * linear_attention_params_per_layer(spec)) / (
         spec.n_layers
     )

@@ -578,7 +578,7 @@ def serve_memory(
     kv_tokens = kv_cached_tokens(spec, context, layers)  # sliding layers keep their window
     kv = batch * kv_tokens * kv_bytes_per_token_per_layer(spec, plan.tp, kv_dtype)
     # linear-attention layers hold a fixed state per sequence instead (their stage's share)
-    kv += batch * recurrent_state_bytes(spec, plan.tp) * layers / spec.n_layers
+    kv += batch * recurrent_state_bytes(spec, plan.tp, layers)
     act_bytes = activation_bytes(precision)
     width = max(spec.d_ff, spec.moe_d_ff * max(1, spec.experts_per_token)) * 2
     chunk = min(prefill_tokens, PREFILL_CHUNK_TOKENS)

@@ -1454,7 +1454,7 @@ class EngineStepTimer:
             return layers * per_layer
         cached = kv_cached_tokens(spec, round(context), layers) * per_layer
         # a linear-attention layer's fixed state, spread over the sequence's tokens
-        state = recurrent_state_bytes(spec, self.shard.tp) * layers / spec.n_layers
+        state = recurrent_state_bytes(spec, self.shard.tp, layers)
         return (cached + state) / round(context)
 
 
