@@ -31,10 +31,11 @@ from chipwise.perf.ops.layers import (
 )
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.engine import sglang_state_split
 from chipwise.perf.step.serve import EngineStepTimer, ServeModel
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload.config import spec_from_config
-from chipwise.workload.ir import Op
+from chipwise.workload.ir import Inference, Op
 from chipwise.workload.presets import load_preset, preset_config
 
 NEXT = load_preset("qwen3-next-80b")
@@ -223,3 +224,44 @@ def test_the_decode_recurrence_streams_its_state_as_sglang_does(part: str) -> No
 def test_an_unknown_state_dtype_is_one_clear_error() -> None:
     with pytest.raises(WorkloadError, match="linear_state_dtype must be one of"):
         replace(NEXT, linear_state_dtype="float7")
+
+
+def test_a_hybrid_caches_only_its_full_attention_layers_whatever_the_context() -> None:
+    # an engine that does not window sliding layers (context 0) still keeps no tokens in a
+    # linear layer: a quarter of the all-layer cache, and the state apart when it is pooled
+    timer = _timer()
+    full = _timer(replace(NEXT, full_attention_interval=1))
+    assert timer.kv_bytes_per_token(0) == pytest.approx(full.kv_bytes_per_token(0) / 4)
+    assert timer.kv_bytes_per_token(4096, with_state=False) == timer.kv_bytes_per_token(0)
+    assert timer.kv_bytes_per_token(4096) > timer.kv_bytes_per_token(0)
+
+
+def test_sglang_pools_a_hybrids_states_apart_and_caps_its_running_requests() -> None:
+    kv, states = sglang_state_split(1.9e9)
+    assert (kv, states) == (pytest.approx(1e9), pytest.approx(0.9e9))
+    h200 = chip("h200-sxm")
+    spec = load_preset("qwen3.5-35b-a3b")
+    serve = ServeModel(spec, h200, "bf16", model_for(h200), Network(h200), engine="sglang")
+    timer = serve.engine_timer(Plan(), "bf16")
+    limit = serve.sglang_state_slot_limit(Plan(), timer)
+    assert limit is not None
+    # ~47 % of what the weights leave, over ~66 MB of fp32 state a request, 3 slots each
+    per_request = timer.state_bytes_per_sequence()
+    assert 60e6 < per_request < 70e6
+    assert 100 < limit < 200
+    # the cap holds a 512-client closed loop to that many running requests
+    phase = Inference(load="concurrency", concurrency=512, input_len=342, output_len=281,
+                      engine="sglang", max_num_seqs=1024)  # fmt: skip
+    pred = serve.serve_engine(Plan(), phase)
+    assert pred.engine is not None and pred.engine.limit == "max_num_seqs"
+    at_cap = serve.serve_engine(Plan(), replace(phase, max_num_seqs=limit))
+    assert pred.output_tokens_per_s == pytest.approx(at_cap.output_tokens_per_s)
+    vllm = ServeModel(spec, h200, "bf16", model_for(h200), Network(h200), engine="vllm")
+    assert (
+        pred.output_tokens_per_s
+        < vllm.serve_engine(Plan(), replace(phase, engine="vllm")).output_tokens_per_s
+    )
+    # a model without linear attention has no such cap
+    dense = ServeModel(load_preset("qwen3-32b"), h200, "bf16", model_for(h200), Network(h200),
+                       engine="sglang")  # fmt: skip
+    assert dense.sglang_state_slot_limit(Plan(), dense.engine_timer(Plan(), "bf16")) is None

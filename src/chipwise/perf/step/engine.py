@@ -478,6 +478,30 @@ def sglang_mem_fraction_static(gpu_bytes: float, tp: int, pp: int = 1, date: str
     return round((mib - reserved) / mib, 3)
 
 
+# SGLang's pools for a hybrid linear-attention model (Qwen3-Next, Qwen3.5): the memory left
+# for caches is split between a state pool and the full-attention layers' KV pool at
+# --mamba-full-memory-ratio (state : KV, default 0.9, i.e. ~47 % for states), and the
+# scheduler admits at most (state slots // 3) running requests
+# (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, with the default --mamba-scheduler-strategy
+# no_buffer; extra_buffer adds 1-2 slots a request). sgl-project/sglang v0.5.9
+# python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache
+# ("solve the equations: mamba_state_memory + full_kv_cache_memory == total_rest_memory;
+# mamba_state_memory / full_kv_cache_memory == server_args.mamba_full_memory_ratio") and
+# init_memory_pool ("max_num_reqs = min(max_num_reqs, max_mamba_cache_size // ratio)");
+# server_args default mamba_full_memory_ratio=0.9 (as a v0.5.9 backport and later SGLang
+# trees store them; read 2026-12-06). Not fitted: on one H200, Qwen3.5-35B-A3B's ~63 MB of
+# fp32 state a request caps a 512-client run at ~130 running requests.
+SGLANG_STATE_MEMORY_RATIO = 0.9
+SGLANG_STATE_SLOTS_PER_REQUEST = 3
+
+
+def sglang_state_split(pool_bytes: float) -> tuple[float, float]:
+    """(KV bytes, state bytes) of SGLang's cache memory for a hybrid linear-attention model
+    (``SGLANG_STATE_MEMORY_RATIO``)."""
+    states = pool_bytes * SGLANG_STATE_MEMORY_RATIO / (1.0 + SGLANG_STATE_MEMORY_RATIO)
+    return pool_bytes - states, states
+
+
 def kv_pool_bytes(
     engine: str, capacity_bytes: float, non_kv_bytes: float, fraction: float = 0.0
 ) -> float:

@@ -93,6 +93,7 @@ from chipwise.perf.step.engine import (
     HARNESS_ARRIVAL_WINDOWS,
     KV_FREE_MEMORY_FRACTION,
     MAX_NUM_TOKENS_DEFAULT,
+    SGLANG_STATE_SLOTS_PER_REQUEST,
     VLLM_V1_DEFAULT_DATE,
     BatchDefaults,
     Engine,
@@ -102,6 +103,7 @@ from chipwise.perf.step.engine import (
     lengths_of,
     released_before,
     sglang_mem_fraction_static,
+    sglang_state_split,
     windows_kv,
 )
 from chipwise.perf.step.jetstream import (
@@ -674,10 +676,37 @@ class ServeModel(StepTimer):
                 chip.usable_hbm_bytes, plan.tp, plan.pp, date
             )
             pool = kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac)
+            if self.spec.uses_linear_attention:
+                # a hybrid model's states take their own pool out of it (sglang_state_split)
+                kv, _ = sglang_state_split(pool)
+                return kv / timer.kv_bytes_per_token(context, with_state=False)
         else:
             non_kv = fixed + weights + base.activations_bytes
             pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv, memory_fraction)
         return pool / timer.kv_bytes_per_token(context)
+
+    def sglang_state_slot_limit(
+        self, plan: Plan, timer: EngineStepTimer, date: str = "", memory_fraction: float = 0.0
+    ) -> int | None:
+        """The running requests SGLang admits on one replica of a hybrid linear-attention
+        model: its state pool's slots (``sglang_state_split``) over
+        ``SGLANG_STATE_SLOTS_PER_REQUEST``; None for other models."""
+        if not self.spec.uses_linear_attention:
+            return None
+        chip = self.chip
+        base = serve_memory(
+            self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
+            kv_dtype=timer.kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
+        )  # fmt: skip
+        fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
+        frac = memory_fraction or sglang_mem_fraction_static(
+            chip.usable_hbm_bytes, plan.tp, plan.pp, date
+        )
+        pool = kv_pool_bytes("sglang", chip.usable_hbm_bytes - fixed, base.weights_bytes, frac)
+        _, states = sglang_state_split(pool)
+        per_request = timer.state_bytes_per_sequence()
+        slots = int(states // per_request) if per_request > 0 else 0
+        return max(1, slots // SGLANG_STATE_SLOTS_PER_REQUEST)
 
     def _layout_padding_bytes(self, plan: Plan, engine: str) -> float:
         """Bytes ``engine`` adds to one chip's weights by padding them to its kernels'
@@ -808,6 +837,13 @@ class ServeModel(StepTimer):
         else:
             splits = [(0, plan.dp)]
         max_seqs = phase.max_num_seqs or default_seqs
+        if phase.engine == "sglang":
+            # a hybrid model's running requests are capped by its state pool's slots
+            slots = self.sglang_state_slot_limit(
+                plan, timer, phase.engine_date, phase.memory_fraction
+            )
+            if slots is not None:
+                max_seqs = min(max_seqs, slots)
         max_tokens = phase.max_num_tokens or default_tokens
         step: EngineStep = BatchingStep(timer=timer, overlap=overlap)
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
@@ -1443,19 +1479,32 @@ class EngineStepTimer:
             bucket *= 2
         return bucket
 
-    def kv_bytes_per_token(self, context: float = 0.0) -> float:
+    def kv_bytes_per_token(self, context: float = 0.0, *, with_state: bool = True) -> float:
         """KV-cache bytes one token of context takes on one chip (all its layers; every
         key/value head on one rank under ``adp``); averaged over a sequence of ``context``
-        tokens whose sliding layers keep only their window (0 = every layer keeps it)."""
+        tokens whose sliding layers keep only their window (0 = every layer keeps it).
+        A linear-attention layer caches no tokens whatever ``context``; its fixed state is
+        spread over the ``context`` tokens unless it sits in a pool of its own
+        (``with_state`` False: SGLang's)."""
         spec = self.serve.spec
         layers = layers_per_stage(spec.n_layers, self.plan.pp)
         per_layer = kv_bytes_per_token_per_layer(spec, self.shard.tp, self.kv_dtype)
+        if spec.uses_linear_attention:
+            # every engine that runs the hybrid keeps KV for the full-attention layers only
+            cached = kv_cached_tokens(spec, 1, layers) * per_layer
+            if not with_state or context < 1.0:
+                return cached
+            return cached + self.state_bytes_per_sequence() / round(context)
         if context < 1.0 or not spec.n_local_layers:
             return layers * per_layer
-        cached = kv_cached_tokens(spec, round(context), layers) * per_layer
-        # a linear-attention layer's fixed state, spread over the sequence's tokens
-        state = recurrent_state_bytes(spec, self.shard.tp, layers)
-        return (cached + state) / round(context)
+        return kv_cached_tokens(spec, round(context), layers) * per_layer / round(context)
+
+    def state_bytes_per_sequence(self) -> float:
+        """Bytes of one sequence's linear-attention state on one chip (its stage's layers;
+        0 without linear attention)."""
+        spec = self.serve.spec
+        layers = layers_per_stage(spec.n_layers, self.plan.pp)
+        return recurrent_state_bytes(spec, self.shard.tp, layers)
 
 
 class EngineStep(Protocol):
