@@ -3,6 +3,8 @@ prefilled alone at a padded power-of-two length, dense attention over each slot'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.step.jetstream import (
     PREFILL_BUCKETS,
+    VLLM_V0_TPU_HOST_PER_SEQ_S,
     jetstream_step,
     prefill_bucket,
     prompt_prefill_s,
@@ -139,6 +142,7 @@ def test_vllm_v0_on_tpu_pads_its_decode_batch_to_sixteen_not_to_every_slot() -> 
     timer = _serve().engine_timer(PLAN, "bf16")
     ins, w = np.array([215.0]), np.array([1.0])
     step = vllm_v0_tpu_step(timer, inputs=ins, weights=w, host_step_s=0.0, overlap=True)
+    step = replace(step, host_per_seq_s=0.0)  # the device's shapes alone (host: below)
     assert [step.padded_batch(n) for n in (1.0, 8.0, 9.0, 16.0, 17.0, 250.0)] == [
         8, 8, 16, 16, 32, 256,
     ]  # fmt: skip
@@ -149,6 +153,24 @@ def test_vllm_v0_on_tpu_pads_its_decode_batch_to_sixteen_not_to_every_slot() -> 
     # each admitted prompt is its own padded batch-1 forward, added to the decode forward
     both = step(100.0, 400.0, 2 * 215.0, 215.0)
     assert both == pytest.approx(step(100.0, 400.0, 0.0, 0.0) + 2 * prompt_prefill_s(timer, 256))
+
+
+def test_vllm_v0_on_tpu_waits_out_its_hosts_per_sequence_work_every_call() -> None:
+    # every call ends in a blocking .cpu(); V0's Python then handles each running sequence
+    # before the next call: the decode step pays it per sequence, each prompt's forward once
+    timer = _serve().engine_timer(PLAN, "bf16")
+    ins, w = np.array([215.0]), np.array([1.0])
+    step = vllm_v0_tpu_step(timer, inputs=ins, weights=w, host_step_s=HOST_STEP_S, overlap=False)
+    assert step.host_per_seq_s == VLLM_V0_TPU_HOST_PER_SEQ_S > 0
+    host = HOST_STEP_S + 200 * VLLM_V0_TPU_HOST_PER_SEQ_S
+    assert step(200.0, 400.0, 0.0, 0.0) == pytest.approx(step.device_s(200.0, 400.0) + host)
+    per_prompt = prompt_prefill_s(timer, 256) + HOST_STEP_S + VLLM_V0_TPU_HOST_PER_SEQ_S
+    assert step(0.0, 0.0, 3 * 215.0, 215.0) == pytest.approx(3 * per_prompt)
+    # JetStream's orchestrator keeps its fixed per-step host time only
+    js = jetstream_step(timer, slots=96, inputs=ins, weights=w, host_step_s=HOST_STEP_S,
+                        overlap=False)  # fmt: skip
+    assert js(200.0, 400.0, 0.0, 0.0) == pytest.approx(js.device_s(200.0, 400.0) + HOST_STEP_S)
+    assert js(0.0, 0.0, 215.0, 215.0) == pytest.approx(prompt_prefill_s(timer, 256))
 
 
 def test_vllm_on_tpu_runs_its_v0_runner_before_the_v1_engine_became_the_default() -> None:

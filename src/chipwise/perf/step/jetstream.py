@@ -106,6 +106,11 @@ class JetStreamStep:
     # > 0: the generate step runs only the present sequences, padded up to a multiple of
     # this (at least ``slots``), not every slot: vLLM V0's TPU runner (``vllm_v0_tpu_step``)
     batch_multiple: int = 0
+    # host seconds per present sequence per call, and whether each prompt's own forward
+    # pays the host's per-call work (``host_step_s`` + one sequence's share): vLLM V0's TPU
+    # runner (``VLLM_V0_TPU_HOST_PER_SEQ_S``); JetStream's orchestrator: 0 / False
+    host_per_seq_s: float = 0.0
+    prompt_host: bool = False
 
     def __post_init__(self) -> None:
         if self.slots < 1:
@@ -136,7 +141,8 @@ class JetStreamStep:
     def generate_s(self, decode: float, context: float) -> float:
         """One generate step, the host's work hidden behind the device's or added."""
         device = self.device_s(decode, context)
-        return max(device, self.host_step_s) if self.overlap else device + self.host_step_s
+        host = self.host_step_s + self.host_per_seq_s * max(0.0, decode)
+        return max(device, host) if self.overlap else device + host
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         t = self.generate_s(decode, context) if decode > 0 else 0.0
@@ -144,6 +150,8 @@ class JetStreamStep:
             length = max(1.0, prompt_len)
             mix = abs(length - self.mean_in) < 0.5
             each = self.mean_prompt_s if mix else prompt_prefill_s(self.parts, length)
+            if self.prompt_host:
+                each += self.host_step_s + self.host_per_seq_s
             t += prefill / length * each
         return t
 
@@ -194,6 +202,18 @@ def jetstream_step(
 # plus each prompt's padded forward.
 VLLM_V0_TPU_MIN_BATCH = 8
 VLLM_V0_TPU_BATCH_MULTIPLE = 16
+# The V0 TPU runner's host work per running sequence per call, which the device waits out:
+# every call ends in a blocking ``next_token_ids.cpu().tolist()`` (TPUModelRunner.
+# _execute_model, read at vllm 03070a3b), after which V0's Python handles each sequence
+# (the step's outputs and stop checks, the next schedule, ``_prepare_decode``'s per-sequence
+# lists and block tables) before the next call can start: nothing of it overlaps the
+# device, so a step costs device + ``host_step_s`` + this x sequences, and each prompt's
+# own forward one sequence's share. Fitted 2026-12-06 (h151): 195 us makes the tpu-recipes
+# v6e-4 Llama-3.1-8B ShareGPT run's output tokens/s (SVG-001, V0 engine of 2025-02) exact;
+# its TTFT and TPOT rows (SVG-002..005) were not used. The same order as vLLM's own
+# diagnosis of V0 on a GPU (blog.vllm.ai/2024/09/05/perf-update.html, v0.5.3, Llama 3 8B
+# on one H100: scheduling and input preparation 29 % of the time against 38 % on the GPU).
+VLLM_V0_TPU_HOST_PER_SEQ_S = 195e-6
 
 
 def vllm_v0_tpu_step(
@@ -206,9 +226,11 @@ def vllm_v0_tpu_step(
 ) -> JetStreamStep:
     """The step of a vLLM V0 TPU replica (see above) serving prompts of ``inputs`` tokens
     (with ``weights``): a decode forward padded to ``VLLM_V0_TPU_BATCH_MULTIPLE`` (at least
-    ``VLLM_V0_TPU_MIN_BATCH``) plus one padded batch-1 prefill per admitted prompt."""
+    ``VLLM_V0_TPU_MIN_BATCH``) plus one padded batch-1 prefill per admitted prompt, each call
+    followed by the host's per-sequence work (``VLLM_V0_TPU_HOST_PER_SEQ_S``)."""
     step = jetstream_step(
         parts, slots=VLLM_V0_TPU_MIN_BATCH, inputs=inputs, weights=weights,
         host_step_s=host_step_s, overlap=overlap,
     )  # fmt: skip
-    return replace(step, batch_multiple=VLLM_V0_TPU_BATCH_MULTIPLE)
+    return replace(step, batch_multiple=VLLM_V0_TPU_BATCH_MULTIPLE,
+                   host_per_seq_s=VLLM_V0_TPU_HOST_PER_SEQ_S, prompt_host=True)  # fmt: skip
