@@ -1,7 +1,8 @@
-"""CDNA decode-path ops against AMD's own kernel tables (efficiency.toml BS-K4, FP4-MOE-CDNA4,
-AITER-MLA): a block-scaled fp8 dense GEMM at decode M on CDNA4 (AITER's CK kernels have no
-split-K, so ~20 us at K = 7168 whatever N, as on CDNA3), the MXFP4 fused-MoE expert block of
-DeepSeek-R1 TP8 at decode token counts, and the MLA decode op's fixed cost."""
+"""CDNA serving ops against AMD's own kernel tables (efficiency.toml BS-K4, BS-PEAK4,
+FP4-MOE-CDNA4, AITER-MLA): a block-scaled fp8 dense GEMM at decode M on CDNA4 (AITER's CK
+kernels have no split-K, so ~20 us at K = 7168 whatever N, as on CDNA3) and at prefill M (its
+own rate, not the per-tensor fp8 GEMM's), the MXFP4 fused-MoE expert block of DeepSeek-R1 TP8
+at decode token counts, and the MLA decode op's fixed cost."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from chipwise.workload.ir import Op, OpKind
 
 DATA = Path(__file__).parent / "data"
 GEMMS = DATA / "aiter-blockscale-gemm-cdna4.csv"
+PREFILL_GEMMS = DATA / "aiter-blockscale-gemm-cdna4-prefill.csv"
 FMOE = DATA / "aiter-fmoe-fp4-dsv3-cdna4.csv"
 MXFP4_DSR1 = (
     Path(__file__).parents[2]
@@ -52,6 +54,37 @@ def test_block_scaled_fp8_gemms_at_decode_m_run_at_the_cdna4_kernels_time() -> N
     bare = [model.op_time(_op(m, n, k, block_scaled=False)).seconds / s for m, n, k, s in rows]
     assert statistics.median(bare) < 0.6
     assert efficiency_for(chip("mi355x")).blockscale_gemm_k_latency_s == pytest.approx(2.6e-6)
+
+
+def test_block_scaled_fp8_gemms_at_prefill_m_run_at_the_cdna4_kernels_rate() -> None:
+    from chipwise.perf.step.timing import time_ops
+
+    eff = efficiency_for(chip("mi355x"))
+    assert eff.blockscale_gemm_peak_fraction == pytest.approx(0.34)
+    rows = [(int(r["m"]), int(r["n"]), int(r["k"]), float(r["us"]) * 1e-6)
+            for r in _table(PREFILL_GEMMS)]  # fmt: skip
+    assert len(rows) == 27 and min(m for m, _, _, _ in rows) == 1024
+
+    def ratios(model: GpuModel) -> list[float]:
+        # as a serving step times them (the sustained share stretches compute-bound ops)
+        return [
+            time_ops((_op(m, n, k),), model, sustained=True, compute_bound_only=True)[0].seconds / s
+            for m, n, k, s in rows
+        ]
+
+    served = ratios(GpuModel(chip("mi355x")).for_engine("atom"))
+    assert 0.9 <= statistics.median(served) <= 1.1
+    assert statistics.mean(abs(math.log(r)) for r in served) < 0.2
+    # at the per-tensor fp8 GEMM's rate the same ops ran 1.8x faster than the kernels
+    per_tensor = GpuModel(
+        chip("mi355x"), eff.with_values(source="test", blockscale_gemm_peak_fraction=0.0)
+    )
+    assert statistics.median(ratios(per_tensor.for_engine("atom"))) < 0.6
+    # the rate is the block-scaled kernels' own: a per-tensor fp8 GEMM keeps its fraction
+    plain = _op(8192, 7168, 2048, block_scaled=False)
+    assert GpuModel(chip("mi355x")).op_time(plain).seconds == pytest.approx(
+        per_tensor.op_time(plain).seconds
+    )
 
 
 def _expert_block_s(tokens: int) -> float:

@@ -66,6 +66,7 @@ PARAMETERS: tuple[str, ...] = (
     "blockscale_gemm_latency_s",
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
+    "blockscale_gemm_peak_fraction",
     "aiter_moe_sorting_s",
     "aiter_bf16_gemm_latency_s",
     "aiter_bf16_gemm_hbm_fraction",
@@ -136,7 +137,7 @@ _OPTIONAL = frozenset(
      "blockscale_gemm_k_latency_s", "blockscale_gemm_latency_s",
      "sglang_blockscale_gemm_k_latency_s",
      "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "aiter_bf16_gemm_latency_s",
-     "aiter_bf16_gemm_hbm_fraction",
+     "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
@@ -154,7 +155,7 @@ _ZERO_OK = frozenset(
      "fp4_gemm_peak_fraction",
      "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
-     "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction",
+     "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
@@ -273,6 +274,10 @@ class Efficiency:
             this rate); 0 = SGLang runs the architecture's ``blockscale_gemm_k_latency_s``.
         blockscale_expert_k_latency_s: the same for a fused-MoE engine's block-scaled fp8
             expert GEMMs (CDNA: AITER's CK two-stage fused MoE). 0 = not measured.
+        blockscale_gemm_peak_fraction: the share of the fp8 peak a dense block-scaled fp8
+            GEMM reaches at compute-bound M (its per-K-block scales applied to the
+            accumulators on the vector ALUs), in place of ``fp8_gemm_peak_fraction``;
+            0 = not measured: the per-tensor fp8 GEMM's fraction applies.
         aiter_moe_sorting_s: device time of AITER's moe_sorting kernel at decode token
             counts (it buckets the routed (token, expert) pairs by expert, pads each to the
             kernel's row block and zeroes the output buffer the second stage accumulates
@@ -391,6 +396,7 @@ class Efficiency:
     blockscale_gemm_latency_s: float = 0.0
     sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
+    blockscale_gemm_peak_fraction: float = 0.0
     aiter_moe_sorting_s: float = 0.0
     aiter_bf16_gemm_latency_s: float = 0.0
     aiter_bf16_gemm_hbm_fraction: float = 0.0
@@ -566,6 +572,7 @@ class _Entry(_Frozen):
     blockscale_gemm_latency_s: _Value | None = None
     sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
+    blockscale_gemm_peak_fraction: _Value | None = None
     aiter_moe_sorting_s: _Value | None = None
     aiter_bf16_gemm_latency_s: _Value | None = None
     aiter_bf16_gemm_hbm_fraction: _Value | None = None

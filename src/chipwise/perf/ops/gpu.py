@@ -62,6 +62,12 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   untuned gfx942 default); a fused-MoE engine's block-scaled fp8 expert GEMMs likewise take
   ``blockscale_expert_k_latency_s`` per 1024 of K where set (AITER's CK two-stage MoE: its
   first stage over K = 7168 takes ~45 us at 1-4 tokens, whatever the experts they touch).
+  At compute-bound M such a dense GEMM runs at ``blockscale_gemm_peak_fraction`` of the fp8
+  peak where set, not the per-tensor fp8 GEMM's ``fp8_gemm_peak_fraction``: every 128-deep
+  K block's partial product is multiplied by its activation and weight scales on the
+  vector ALUs before it is accumulated (CDNA4: AITER's tuned CK kernels, 0.7-1.4 PFLOP/s at
+  M = 1024-16384 for DeepSeek-V3's TP8 projections on MI355X, where a per-tensor fp8 GEMM
+  reaches 3.3).
 - **Decode attention** (one query token per sequence reading its paged KV cache) streams
   at ``decode_attention_hbm_fraction`` where one is set (CDNA3: ROCm vLLM's fp8-KV paged
   attention, bound by dequantising the cache; Hopper and Blackwell: the measured rate of
@@ -1154,6 +1160,10 @@ class GpuModel(PerfModel):
             frac = eff.grouped_gemm_fraction(
                 kernel_dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
+            if op.block_scaled and op.dtype == "fp8" and not expert:
+                # a dense block-scaled fp8 GEMM at its kernels' own rate where measured (module
+                # doc): each K block's partial product is scaled on the vector ALUs
+                frac = eff.blockscale_gemm_peak_fraction or frac
             # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
             fp4_lat = self._engine_fp4_latency_s(op)
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
