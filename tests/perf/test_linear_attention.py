@@ -253,7 +253,7 @@ def test_sglang_pools_a_hybrids_states_apart_and_caps_its_running_requests() -> 
     phase = Inference(load="concurrency", concurrency=512, input_len=342, output_len=281,
                       engine="sglang", max_num_seqs=1024)  # fmt: skip
     pred = serve.serve_engine(Plan(), phase)
-    assert pred.engine is not None and pred.engine.limit == "max_num_seqs"
+    assert pred.engine is not None and pred.engine.limit == "state_slots"
     at_cap = serve.serve_engine(Plan(), replace(phase, max_num_seqs=limit))
     assert pred.output_tokens_per_s == pytest.approx(at_cap.output_tokens_per_s)
     vllm = ServeModel(spec, h200, "bf16", model_for(h200), Network(h200), engine="vllm")

@@ -490,7 +490,8 @@ class ServingLoadResult:
     tpot_p50_s: float
     tpot_p99_s: float
     saturated: bool = False  # arrivals beyond what the replicas can serve: queues grow
-    limit: str = ""  # what bounds the batch: concurrency | max_num_seqs | kv_cache | ...
+    # what bounds the batch: concurrency | max_num_seqs | state_slots | kv_cache | ...
+    limit: str = ""
     prefill_chips: int = 0  # disaggregated: chips in the prefill pool (0 = colocated)
 
 

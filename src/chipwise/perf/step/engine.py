@@ -593,6 +593,7 @@ class Engine:
         max_num_seqs: int,
         max_num_tokens: int,
         kv_capacity_tokens: float,
+        seq_limit: str = "max_num_seqs",
         disaggregated: bool = False,
         prefill_replicas_per_decode: float = 1.0,
         decode_replicas: int = 1,
@@ -683,7 +684,9 @@ class Engine:
         # finite_run), at what they reserve
         held = lengths.mean_reserved if reserves_output else self.ctx
         kv_seqs = int(kv_capacity_tokens // max(1.0, held))
-        limits = {"max_num_seqs": max_num_seqs, "kv_cache": kv_seqs}
+        # ``seq_limit`` names what set ``max_num_seqs`` (the engine's flag, or SGLang's state
+        # pool for a hybrid model: "state_slots")
+        limits = {seq_limit: max_num_seqs, "kv_cache": kv_seqs}
         if not disaggregated:
             # b (verify + L_pre / steps) tokens a step: its decodes and their prompts' share
             limits["max_num_tokens"] = int(

@@ -837,13 +837,14 @@ class ServeModel(StepTimer):
         else:
             splits = [(0, plan.dp)]
         max_seqs = phase.max_num_seqs or default_seqs
+        seq_limit = "max_num_seqs"
         if phase.engine == "sglang":
             # a hybrid model's running requests are capped by its state pool's slots
             slots = self.sglang_state_slot_limit(
                 plan, timer, phase.engine_date, phase.memory_fraction
             )
-            if slots is not None:
-                max_seqs = min(max_seqs, slots)
+            if slots is not None and slots < max_seqs:
+                max_seqs, seq_limit = slots, "state_slots"
         max_tokens = phase.max_num_tokens or default_tokens
         step: EngineStep = BatchingStep(timer=timer, overlap=overlap)
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
@@ -868,6 +869,7 @@ class ServeModel(StepTimer):
                 max_num_seqs=max_seqs,
                 max_num_tokens=max_tokens,
                 kv_capacity_tokens=capacity,
+                seq_limit=seq_limit,
                 disaggregated=phase.disaggregated,
                 prefill_replicas_per_decode=n_prefill * pre_ranks / replicas,
                 decode_replicas=replicas,
