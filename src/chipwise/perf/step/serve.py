@@ -662,6 +662,17 @@ class ServeModel(StepTimer):
         ``context`` is given: the caller has checked ``engine.windows_kv``), for the engine
         release of ``date`` ("" = newest) launched with ``memory_fraction`` (0 = its
         default)."""
+        pool = self._cache_pool_bytes(plan, kv_dtype, engine, date, memory_fraction)
+        if engine == "sglang" and self.spec.uses_linear_attention:
+            # a hybrid model's states take their own pool out of it (sglang_state_split)
+            kv, _ = sglang_state_split(pool)
+            return kv / timer.kv_bytes_per_token(context, with_state=False)
+        return pool / timer.kv_bytes_per_token(context)
+
+    def _cache_pool_bytes(
+        self, plan: Plan, kv_dtype: str, engine: str, date: str, memory_fraction: float
+    ) -> float:
+        """Bytes one chip's caches get under ``engine``'s sizing rule (``kv_capacity_tokens``)."""
         chip = self.chip
         base = serve_memory(
             self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
@@ -675,15 +686,9 @@ class ServeModel(StepTimer):
             frac = memory_fraction or sglang_mem_fraction_static(
                 chip.usable_hbm_bytes, plan.tp, plan.pp, date
             )
-            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac)
-            if self.spec.uses_linear_attention:
-                # a hybrid model's states take their own pool out of it (sglang_state_split)
-                kv, _ = sglang_state_split(pool)
-                return kv / timer.kv_bytes_per_token(context, with_state=False)
-        else:
-            non_kv = fixed + weights + base.activations_bytes
-            pool = kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv, memory_fraction)
-        return pool / timer.kv_bytes_per_token(context)
+            return kv_pool_bytes(engine, chip.usable_hbm_bytes - fixed, weights, frac)
+        non_kv = fixed + weights + base.activations_bytes
+        return kv_pool_bytes(engine, chip.usable_hbm_bytes, non_kv, memory_fraction)
 
     def sglang_state_slot_limit(
         self, plan: Plan, timer: EngineStepTimer, date: str = "", memory_fraction: float = 0.0
@@ -693,16 +698,7 @@ class ServeModel(StepTimer):
         ``SGLANG_STATE_SLOTS_PER_REQUEST``; None for other models."""
         if not self.spec.uses_linear_attention:
             return None
-        chip = self.chip
-        base = serve_memory(
-            self.spec, rank_plan(plan), batch=1, context=0, precision=self.precision,
-            kv_dtype=timer.kv_dtype, prefill_tokens=MAX_NUM_TOKENS_DEFAULT, chip=chip,
-        )  # fmt: skip
-        fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
-        frac = memory_fraction or sglang_mem_fraction_static(
-            chip.usable_hbm_bytes, plan.tp, plan.pp, date
-        )
-        pool = kv_pool_bytes("sglang", chip.usable_hbm_bytes - fixed, base.weights_bytes, frac)
+        pool = self._cache_pool_bytes(plan, timer.kv_dtype, "sglang", date, memory_fraction)
         _, states = sglang_state_split(pool)
         per_request = timer.state_bytes_per_sequence()
         slots = int(states // per_request) if per_request > 0 else 0
