@@ -866,18 +866,24 @@ def _step_level_ttfts(engine: Engine, b: float, rps: float, steps: int, seed: in
     Poisson arrivals at ``rps``, each step admitting the waiting prompts first come first
     served up to the budget's room beside the decodes (chunking the one that does not fit),
     lasting ``engine.step`` of what it carries; a prompt's first token comes when the step
-    holding its last chunk ends."""
+    holding its last chunk ends. Under an overlapping loop (``engine.ahead``, one step) a
+    prompt that arrives during step k joins step k + 2, the next one being launched already."""
     rng = np.random.default_rng(seed)
     lens = engine.lengths
     p = lens.weights / lens.weights.sum()
     room = max(1.0, engine.budget - b)
     now, last, queue, out = 0.0, engine.rate(b).step_s, [], []
+    pending: list[list[float]] = []
     for _ in range(steps):
         n = int(rng.poisson(rps * last))
         arrivals = now - last + np.sort(rng.random(n)) * last
-        queue += [
+        new = [
             [a, float(t)] for a, t in zip(arrivals, rng.choice(lens.inputs, n, p=p), strict=True)
         ]
+        if engine.ahead >= 1.0:
+            queue, pending = queue + pending, new
+        else:
+            queue += new
         left, done = room, []
         for item in queue:
             if left < 0.5:

@@ -102,13 +102,19 @@ def test_a_gated_harness_is_still_an_api_client() -> None:
         Inference(engine="sglang", harness="api-sglang-recv-10", load="batch")
 
 
-def test_sglangs_overlap_loop_delays_a_busy_engines_prompt_by_one_step() -> None:
-    """SGLang's default overlap loop has launched the next batch when it takes a prompt, so
-    at 16 clients the prompt waits about one decode step more than with the loop off
-    (--disable-overlap-schedule, stated as async_scheduling no); vLLM has no such step
-    here (``SCHEDULER_LAUNCHED_AHEAD``)."""
-    assert SCHEDULER_LAUNCHED_AHEAD == {"sglang": 1.0}
-    on = _engine("api", "sglang", load="concurrency", concurrency=16)
-    off = _engine("api", "sglang", load="concurrency", concurrency=16, async_scheduling=False)
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_an_overlapping_loop_delays_a_busy_engines_prompt_by_one_step(engine: str) -> None:
+    """SGLang's default overlap loop and vLLM's async scheduling have launched the next batch
+    when they take a prompt, so at 16 clients the prompt waits about one decode step more
+    than with the loop off (``SCHEDULER_LAUNCHED_AHEAD``)."""
+    assert SCHEDULER_LAUNCHED_AHEAD[engine] == 1.0
+    on = _engine("api", engine, load="concurrency", concurrency=16, async_scheduling=True)
+    off = _engine("api", engine, load="concurrency", concurrency=16, async_scheduling=False)
     extra = on.ttft_p50_s - off.ttft_p50_s
     assert 0.5 * on.tpot_p50_s < extra < 2.0 * on.tpot_p50_s
+
+
+def test_trtllms_overlap_scheduler_adds_no_step_its_server_latency_was_read_with_it() -> None:
+    """TensorRT-LLM's API_REQUEST_S was read off a row with its overlap scheduler on, so the
+    launched-ahead step is not added on top (it would count twice)."""
+    assert "trtllm" not in SCHEDULER_LAUNCHED_AHEAD

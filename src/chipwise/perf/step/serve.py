@@ -178,7 +178,10 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # (2026-12-05): gpt-oss-120b on H100 at tp 1/2 (GPS-026/036: 2.1, 11.2 ms) and on A100
 # (GPS-058/068: -18.4, -6.6 ms), Qwen3-8B on H100 at 1/2/4/8 clients (GPS-302/305/281/308:
 # 48.5, 48.2, 43.6, 44.0 ms), GLM-4.6 and DeepSeek-R1 on 8 x H200 (GPS-382/425: 10.8, 28.9 ms)
-# -> 20 ms. Until 2026-12-05 vLLM's was read off the Qwen3-8B rows alone (50 ms), more than
+# -> 20 ms. Two of the ten (GPS-036/068) ran --async-scheduling: less the step its loop has
+# launched ahead (SCHEDULER_LAUNCHED_AHEAD, from 2026-12-06; ~5 ms at 4 clients) they read
+# ~6 and ~-12 ms, and the median stays 20 ms (10.8 and 28.9 ms either side of it).
+# Until 2026-12-05 vLLM's was read off the Qwen3-8B rows alone (50 ms), more than
 # gpt-oss-120b's whole measured TTFT on the same H100 page (47.5 and 36.7 ms, GPS-026/036).
 # The same pages cross-check it without chipwise's engine model: at 4 clients, the p99
 # inter-token latency is the step a prompt joins (each of the 100 prompts stalls the 3 other
@@ -215,10 +218,17 @@ API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0067, "trtllm": 0.032, "atom": 0.020
 # SGLang's own account of the loop ("the scheduler runs one batch ahead",
 # lmsys.org/blog/2024-12-04-sglang-v0-4); the same step appears in SGLang's server-side TTFT
 # metric (sgl-project/sglang PR #25772, 2026-05-19: "the TTFT reported by the overlap-based
-# scheduler incorrectly includes an additional decode latency"). Steps per engine; vLLM's
-# async scheduling and TensorRT-LLM's overlap scheduler run one step ahead too, but their
-# API_REQUEST_S were read off rows without the step and have not been re-read (0 here).
-SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0}
+# scheduler incorrectly includes an additional decode latency"). Steps per engine.
+# vLLM V1 under async scheduling has the same shape: ``EngineCore.step_with_batch_queue``
+# schedules and submits batch k+1 (non-blocking) while batch k runs, and only then blocks on
+# batch k's result; requests that arrived meanwhile are added after that, so they join batch
+# k+2 (vllm-project/vllm vllm/v1/engine/core.py, batch queue of 2 under
+# --async-scheduling, PR #19970). It applies only where the engine overlaps
+# (``engine_overlaps_host``); vLLM's API_REQUEST_S was read off v0.10/v0.11 rows that ran
+# without async scheduling, so the step is not in it. TensorRT-LLM's overlap scheduler runs
+# one step ahead too, but its API_REQUEST_S was read off a row with the overlap on
+# (GPS-287) and has not been re-read without it (0 here).
+SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0, "vllm": 1.0}
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
