@@ -39,12 +39,14 @@ DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Netw
 # prefill attention came to pay its per-query-tile fixed work, attention_tile_blocks,
 # 2026-12-06: TTFT 0.03911 -> 0.03945 at concurrency 16, and again when vLLM's and SGLang's
 # value was refitted without TensorRT-LLM's rows, Hopper 2.2 -> 2.5 key blocks, 2026-12-06:
-# TTFT 0.03945 -> 0.03950 at concurrency 16) of
+# TTFT 0.03945 -> 0.03950 at concurrency 16; and when vLLM's async scheduling came to delay
+# a busy engine's prompt by the step it has launched ahead, SCHEDULER_LAUNCHED_AHEAD,
+# 2026-12-06: TTFT 0.03950 -> 0.04817 at concurrency 16, 0.03858 -> 0.04641 at 4 req/s) of
 # llama3-8b on one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.0086958848976047, 0.03949932122616876,
-     1811.7349593960987),
-    ({"load": "rps", "rps": 4.0}, 0.007839673764164527, 0.03857527722407492, 1200.0),
+    ({"load": "concurrency", "concurrency": 16}, 0.008688857268761663, 0.04817258709447143,
+     1807.299700627151),
+    ({"load": "rps", "rps": 4.0}, 0.007839673764164527, 0.046414950988239445, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
      0.027490785467521803, 3.1508229510528536, 4429.336900037001),
     ({"load": "max_throughput"}, 0.06765381291276963, 0.0620863847306919, 5262.083313160981),
