@@ -170,9 +170,10 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # GPUStack's performance-lab pages, whose runs time the engines' servers with the same client
 # (``vllm bench serve --backend openai-chat --endpoint /v1/chat/completions``, ShareGPT
 # ~230-token prompts), as the median TTFT less chipwise's engine TTFT of the same load:
-# SGLang 0.5.3.post3, Qwen3-8B bf16 on one H100 at 4 clients, 27.25 - 20.5 ms (GPS-284; the
-# engine TTFT with the overlap loop's step, SCHEDULER_LAUNCHED_AHEAD; 27.3 - 13.1 = 14 ms
-# without it until 2026-12-06; GPS-290, the same server with --cuda-graph-max-bs 8, 6.8 ms);
+# SGLang 0.5.3.post3, Qwen3-8B bf16 on one H100 at 4 clients, 27.25 - 25.45 ms (GPS-284; the
+# engine TTFT with the overlap loop's step, SCHEDULER_LAUNCHED_AHEAD, and the eager prefill
+# forward's host launches, EAGER_LAUNCH_HOST_S: 27.25 - 20.5 = 6.7 ms without those until
+# 2026-12-06, 27.3 - 13.1 = 14 ms without either before);
 # TensorRT-LLM 1.2.0rc1 trtllm-serve, same model and load, 45.5 - 13.1 ms (GPS-287); vLLM
 # (v0.10.2/v0.11.0), the median over all ten of its 1-8-client TTFT rows on five pages
 # (2026-12-05): gpt-oss-120b on H100 at tp 1/2 (GPS-026/036: 2.1, 11.2 ms) and on A100
@@ -203,7 +204,7 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # process that renders and tokenises the request and detokenises each streamed chunk, the
 # engine core in a process of its own behind ZMQ queues: ROCm/ATOM atom/entrypoints/
 # openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's is taken.
-API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0067, "trtllm": 0.032, "atom": 0.020}
+API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0018, "trtllm": 0.032, "atom": 0.020}
 # SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
 # --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
 # launches batch k, and only then waits for batch k-1 to finish and processes its result.
@@ -229,6 +230,25 @@ API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0067, "trtllm": 0.032, "atom": 0.020
 # one step ahead too, but its API_REQUEST_S was read off a row with the overlap on
 # (GPS-287) and has not been re-read without it (0 here).
 SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0, "vllm": 1.0}
+# Engines whose prompt (extend) forward runs eagerly: SGLang captures CUDA graphs for its
+# decode batches only (``cuda_graph_runner``, up to --cuda-graph-max-bs); a prefill chunk
+# runs the model's PyTorch code op by op unless --enable-piecewise-cuda-graph is passed
+# (opt-in: sgl-project/sglang PR #10062, 2025-09-05, "SGLang's current native prefilling
+# can incur kernel launch overhead"; DeepSeek-V3's MLA under it PR #12996, 2025-11-10).
+# The host then issues every kernel of the forward while the device runs them, so the
+# chunk's step costs max(device, host launches): a short prompt on a fast GPU waits for
+# the host. Measured: a DeepSeek-V3 SGLang prefill of one new token took 82.6 ms eager
+# against 23.1 ms as one CUDA graph (sgl-project/sglang PR #12160, 2025-10-26).
+EAGER_PREFILL_ENGINES = frozenset({"sglang"})
+# Host seconds per kernel an eager forward launches (``EngineStepTimer.eager_launches``:
+# the layer ops that launch a kernel of their own, each an nn.Module call with its Python
+# dispatch, plus a low-precision GEMM's activation-quantisation kernel). Fitted: GPUStack's
+# Qwen3-8B H100 pair at 4 clients, whose prefill steps are both host-bound: the FP8
+# checkpoint's median TTFT less the bf16 one's, 33.38 - 27.25 ms (GPS-293, GPS-284), over the
+# 144 more kernels the FP8 forward launches (in_sample.toml). The InferenceMAX DeepSeek-R1
+# rows were not used; SGLang's one-token DeepSeek-V3 forward above (82.6 ms at ~1,500
+# kernels, ~55 us each) is of the same order.
+EAGER_LAUNCH_HOST_S = 42.6e-6
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
@@ -852,7 +872,8 @@ class ServeModel(StepTimer):
             if slots is not None and slots < max_seqs:
                 max_seqs, seq_limit = slots, "state_slots"
         max_tokens = phase.max_num_tokens or default_tokens
-        step: EngineStep = BatchingStep(timer=timer, overlap=overlap)
+        eager = timer.eager_host_s() if phase.engine in EAGER_PREFILL_ENGINES else 0.0
+        step: EngineStep = BatchingStep(timer=timer, overlap=overlap, eager_host_s=eager)
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
             js = self._jetstream(timer, phase, overlap, max_seqs=max_seqs, capacity=capacity)
@@ -1159,6 +1180,21 @@ def _on_grid(x: float, at: Callable[[int], float]) -> float:
 _DEVICE_STEPS_KEPT = 1 << 16
 
 
+# GEMM dtypes whose activations an eager engine quantises in a kernel of its own before
+# the GEMM (fp8: per-token(-group) quantisation, fp4: NVFP4 / MXFP4 quantisation)
+_QUANTISED_ACTIVATIONS = frozenset({"fp8", "fp4"})
+
+
+def _eager_kernels(op: Op, names: set[str]) -> int:
+    """Kernels an eager forward launches for ``op`` (one of a layer's ops ``names``), which
+    launches at least one: its own (one fused launch for grouped expert GEMMs) and a
+    low-precision GEMM's activation quantisation, unless the layer already has that cast
+    as an op of its own (``<gemm>_cast``, ``layers._fp8_cast``)."""
+    own = 1 if op.grouped else op.kernels
+    quantised = op.mnk is not None and op.dtype in _QUANTISED_ACTIVATIONS
+    return own + (1 if quantised and f"{op.name}_cast" not in names else 0)
+
+
 class EngineStepTimer:
     """Seconds of one engine step of one replica under ``plan``: ``decode`` sequences each
     adding a token at ``context`` cached tokens, plus ``prefill`` prompt tokens (chunks of
@@ -1217,6 +1253,25 @@ class EngineStepTimer:
         self._layer_model = serve.model.with_tp_fusion(tp_fused)
         # the shared expert inside the fused MoE at this plan's ep (ServeModel.fuses_shared)
         self._fused_shared = serve.fuses_shared(self.shard)
+
+    def eager_launches(self, tokens: int = 1024) -> int:
+        """Kernels one eager forward over ``tokens`` prompt tokens launches: each layer's
+        ops that launch a kernel of their own (fused ones launch nothing, ``_eager_kernels``)
+        and, under tensor parallelism, its two all-reduces (``comm_s``), by layer kind."""
+        all_reduces = 2 if self.shard.tp > 1 else 0
+        total = 0
+        for moe, sliding, count in self.kinds:
+            ops = self._layer_ops(tokens, moe, sliding)
+            timed = self.serve.time_ops(ops, model=self._layer_model)
+            names = {op.name for op in ops}
+            launches = sum(_eager_kernels(t.op, names) for t in timed if t.overhead_s > 0)
+            total += count * (launches + all_reduces)
+        return total
+
+    def eager_host_s(self) -> float:
+        """Host seconds an eager forward spends issuing its kernels
+        (``EAGER_LAUNCH_HOST_S`` per launching op)."""
+        return self.eager_launches() * EAGER_LAUNCH_HOST_S
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1532,16 +1587,31 @@ class BatchingStep:
 
     timer: EngineStepTimer
     overlap: bool
+    # host seconds issuing an eager prefill forward's kernels (EAGER_PREFILL_ENGINES; 0 =
+    # the engine runs prompts in CUDA graphs or compiled): a step with prompt tokens takes
+    # at least that long
+    eager_host_s: float = 0.0
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
-        return self.timer.step_s(decode, context, prefill, prompt_len, overlap=self.overlap)
+        t = self.timer.step_s(decode, context, prefill, prompt_len, overlap=self.overlap)
+        return self._eager(t, prefill)
 
     def lockstep(
         self, decode: float, context: float, prefill: float, prompt_len: float, routed: float
     ) -> float:
         """A step of attention-DP ranks whose busiest has ``prefill`` prompt tokens and the
         ranks ``routed`` on average (``engine.LockstepStepFn``)."""
-        return self.timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
+        t = self.timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
+        return self._eager(t, prefill)
+
+    def _eager(self, step: float, prefill: float) -> float:
+        """``step`` held to the eager forward's host launches when it carries prompt
+        tokens: the host issues kernels while the device runs them, so the slower binds
+        (the step's own scheduling work stays where ``overlap`` puts it)."""
+        if prefill <= 0 or self.eager_host_s <= 0:
+            return step
+        series = 0.0 if self.overlap else HOST_STEP_S
+        return max(step, self.eager_host_s + series)
 
     def device_s(self, decode: float, context: float) -> float:
         """Device time of a decode-only step."""
