@@ -4,6 +4,8 @@ takes at least the host's launches (``serve.EAGER_LAUNCH_HOST_S`` per kernel).""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import chipwise.perf.step.serve as serve_mod
@@ -16,8 +18,10 @@ from chipwise.perf.step.serve import (
     EAGER_LAUNCH_HOST_S,
     EAGER_PREFILL_ENGINES,
     HOST_STEP_S,
+    SGLANG_PIECEWISE_DEFAULT_DATE,
     BatchingStep,
     ServeModel,
+    runs_prefill_eagerly,
 )
 from chipwise.workload.ir import Inference
 from chipwise.workload.presets import load_preset
@@ -30,9 +34,13 @@ def _serve(preset: str, precision: str, hw: Chip = H100, engine: str = "sglang")
     return ServeModel(load_preset(preset), hw, precision, model_for(hw), Network(hw), engine=engine)
 
 
-def test_only_sglang_runs_its_prompts_eagerly() -> None:
+def test_only_sglang_before_its_piecewise_default_runs_its_prompts_eagerly() -> None:
     assert frozenset({"sglang"}) == EAGER_PREFILL_ENGINES
     assert 10e-6 < EAGER_LAUNCH_HOST_S < 100e-6
+    assert runs_prefill_eagerly("sglang", "2025-12-31")
+    assert not runs_prefill_eagerly("sglang", SGLANG_PIECEWISE_DEFAULT_DATE)
+    assert not runs_prefill_eagerly("sglang")  # the newest release graphs its prompts
+    assert not runs_prefill_eagerly("vllm", "2025-12-31")
 
 
 def test_a_step_with_prompt_tokens_waits_for_the_hosts_launches() -> None:
@@ -85,8 +93,12 @@ def test_sglangs_short_prompt_ttft_holds_the_eager_forward(
 ) -> None:
     sv = _serve("llama3-8b", "fp8")
     phase = Inference(input_len=128, output_len=128, engine="sglang", load="concurrency",
-                      concurrency=4)  # fmt: skip
+                      concurrency=4, engine_date="2025-12-31")  # fmt: skip
     eager = sv.serve_engine(Plan(), phase).engine
+    later = replace(phase, engine_date=SGLANG_PIECEWISE_DEFAULT_DATE)
+    piecewise = _serve("llama3-8b", "fp8").serve_engine(Plan(), later).engine
+    assert eager is not None and piecewise is not None
+    assert eager.ttft_p50_s > piecewise.ttft_p50_s
     monkeypatch.setattr(serve_mod, "EAGER_PREFILL_ENGINES", frozenset())
     sv2 = _serve("llama3-8b", "fp8")
     graphed = sv2.serve_engine(Plan(), phase).engine

@@ -240,6 +240,12 @@ SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0, "vllm": 1.0}
 # the host. Measured: a DeepSeek-V3 SGLang prefill of one new token took 82.6 ms eager
 # against 23.1 ms as one CUDA graph (sgl-project/sglang PR #12160, 2025-10-26).
 EAGER_PREFILL_ENGINES = frozenset({"sglang"})
+# SGLang then made the piecewise graphs its default for the models they support ("Recently
+# we enabled PCG by default ... Use --disable-piecewise-cuda-graph to turn it off",
+# docs.sglang.io advanced_features/piecewise_cuda_graph; sgl-project/sglang PR #16331
+# "Piecewise Cuda Graph set default", opened 2026-01-03; issue #18130 "Piecewise Cuda Graph
+# Default Enable", 2026-02-02): a release from that day on is taken to graph its prompts.
+SGLANG_PIECEWISE_DEFAULT_DATE = "2026-02-02"
 # Host seconds per kernel an eager forward launches (``EngineStepTimer.eager_launches``:
 # the layer ops that launch a kernel of their own, each an nn.Module call with its Python
 # dispatch, plus a low-precision GEMM's activation-quantisation kernel). Fitted: GPUStack's
@@ -350,6 +356,14 @@ def _routed_op(op: Op) -> bool:
 # routing weights (fp32) (TensorRT-LLM's allgather of token_selected_slots and
 # token_final_scales beside the quantized activations).
 ROUTING_BYTES_PER_CHOICE = 4 + 4
+
+
+def runs_prefill_eagerly(engine: str, engine_date: str = "") -> bool:
+    """Whether ``engine`` of ``engine_date`` ("" = newest) runs a prompt's forward op by op
+    (``EAGER_PREFILL_ENGINES`` before ``SGLANG_PIECEWISE_DEFAULT_DATE``)."""
+    return engine in EAGER_PREFILL_ENGINES and released_before(
+        engine_date, SGLANG_PIECEWISE_DEFAULT_DATE
+    )
 
 
 def engine_overlaps_host(
@@ -872,7 +886,9 @@ class ServeModel(StepTimer):
             if slots is not None and slots < max_seqs:
                 max_seqs, seq_limit = slots, "state_slots"
         max_tokens = phase.max_num_tokens or default_tokens
-        eager = timer.eager_host_s() if phase.engine in EAGER_PREFILL_ENGINES else 0.0
+        eager = 0.0
+        if runs_prefill_eagerly(phase.engine, phase.engine_date):
+            eager = timer.eager_host_s()
         step: EngineStep = BatchingStep(timer=timer, overlap=overlap, eager_host_s=eager)
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
