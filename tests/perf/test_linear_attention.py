@@ -32,7 +32,12 @@ from chipwise.perf.ops.layers import (
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.step.engine import sglang_state_split
-from chipwise.perf.step.serve import EngineStepTimer, ServeModel
+from chipwise.perf.step.serve import (
+    HOST_STEP_S,
+    VLLM_GDN_MIXED_HOST_S_PER_SEQ,
+    EngineStepTimer,
+    ServeModel,
+)
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload.config import spec_from_config
 from chipwise.workload.ir import Inference, Op
@@ -257,11 +262,34 @@ def test_sglang_pools_a_hybrids_states_apart_and_caps_its_running_requests() -> 
     at_cap = serve.serve_engine(Plan(), replace(phase, max_num_seqs=limit))
     assert pred.output_tokens_per_s == pytest.approx(at_cap.output_tokens_per_s)
     vllm = ServeModel(spec, h200, "bf16", model_for(h200), Network(h200), engine="vllm")
-    assert (
-        pred.output_tokens_per_s
-        < vllm.serve_engine(Plan(), replace(phase, engine="vllm")).output_tokens_per_s
-    )
+    uncapped = vllm.serve_engine(Plan(), replace(phase, engine="vllm")).engine
+    assert uncapped is not None
+    assert pred.engine.max_seqs_per_replica < uncapped.max_seqs_per_replica
     # a model without linear attention has no such cap
     dense = ServeModel(load_preset("qwen3-32b"), h200, "bf16", model_for(h200), Network(h200),
                        engine="sglang")  # fmt: skip
     assert dense.sglang_state_slot_limit(Plan(), dense.engine_timer(Plan(), "bf16")) is None
+
+
+def test_vllm_adds_a_hybrids_host_work_to_its_steps_with_prompt_tokens() -> None:
+    h200 = chip("h200-sxm")
+
+    def timer(engine: str, preset: str = "qwen3.5-35b-a3b") -> EngineStepTimer:
+        serve = ServeModel(load_preset(preset), h200, "bf16", model_for(h200), Network(h200),
+                           engine=engine)  # fmt: skip
+        return serve.engine_timer(Plan(), "bf16")
+
+    vllm = timer("vllm")
+    # a mixed step of 512 decodes and two ShareGPT prompts: the host's per-request work
+    # runs after the device's (VLLM_GDN_MIXED_HOST_S_PER_SEQ), ~44 ms beside a ~57 ms step
+    device = vllm.device_s(512, 480, 684, 342)
+    mixed = vllm.step_s(512, 480, 684, 342)
+    assert mixed == pytest.approx(device + HOST_STEP_S + 512 * VLLM_GDN_MIXED_HOST_S_PER_SEQ)
+    assert mixed > 1.5 * device
+    # a decode-only step (the full CUDA graph) keeps the host's work beside the device's
+    decode = vllm.device_s(512, 480, 0, 1)
+    assert vllm.step_s(512, 480, 0, 1) == pytest.approx(max(decode, HOST_STEP_S))
+    # SGLang, and vLLM running a model without linear attention, keep it beside too
+    for other in (timer("sglang"), timer("vllm", "qwen3-30b-a3b")):
+        alone = other.device_s(512, 480, 684, 342)
+        assert other.step_s(512, 480, 684, 342) == pytest.approx(max(alone, HOST_STEP_S))

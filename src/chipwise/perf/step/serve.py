@@ -160,6 +160,30 @@ ENGINE_OVERLAPS_HOST = True
 # --async-scheduling (``Inference.async_scheduling``). The engine's date is
 # ``Inference.engine_date`` (a validation row's date).
 VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
+# vLLM's steps that carry prompt tokens for a Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5)
+# do not hide the host's step work behind the device: the hybrid's full CUDA graph covers
+# decode-only steps alone (vllm/v1/attention/backends/gdn_attn.py,
+# GDNAttentionMetadataBuilder._cudagraph_support = UNIFORM_BATCH, "GDN only supports
+# decode-only full CUDAGraph capture"), and a mixed step splits each GDN layer's batch into
+# its prefill part (causal_conv1d_fn, then flash-linear-attention's chunked delta rule, whose
+# prepare_chunk_indices reads the step's cu_seqlens back to the host with .tolist():
+# vllm/model_executor/layers/fla/ops/index.py; both files as stored from vLLM's main, read
+# 2026-12-06, not at v0.17.1's tag) and its decode part (causal_conv1d_update,
+# fused_recurrent), run eagerly between the graph pieces; the read-back waits for the device,
+# so the host's per-request work for the next step (scheduling, input preparation, output
+# processing) runs after the device's instead of beside it. Modelled as that work added to
+# a mixed step: HOST_STEP_S plus this many seconds per decoding sequence. Fitted on
+# GPUStack's vLLM v0.17.1 Qwen3.5-35B-A3B ShareGPT runs on one H200 at 512
+# clients (GDN-028/032/034, in_sample.toml): their decode took ~93 ms a token where the
+# device step is ~57 ms, and the fp8 checkpoint gained +3 % against the device's +37 %; 85 us
+# a sequence (mean log error 0 over the three) leaves them -9 / +7 / +3 % (from +43 / +91 /
+# +83 %). Which host work it is was not traced (scheduling, input preparation and output
+# processing grow with the running requests; so may the eager GDN layers' index and copy
+# work on the split batch); the form, per running request and only in steps with prompt
+# tokens, is what the rows allow: the decode-only run at 200 sequences (GDN-050, -15 %) and
+# the 1-8 req/s runs (~45 sequences: GDN-054..058 TTFT -9..-16 -> +3..-8 %) leave no room
+# for a fixed cost of this size. Not fitted on: the other GDN- vLLM rows.
+VLLM_GDN_MIXED_HOST_S_PER_SEQ = 85e-6
 # A client that times requests through the engine's OpenAI-compatible HTTP server
 # (``vllm bench serve --backend openai-chat``, AIPerf, genai-perf; ``Inference.harness``
 # "api") measures TTFT from sending the request to the first streamed token: beside the
@@ -1240,6 +1264,13 @@ class EngineStepTimer:
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
         self.act_bytes = activation_bytes(serve.precision)
+        # host seconds per decoding sequence a step with prompt tokens adds in series (vLLM
+        # on a GPU running a Gated DeltaNet hybrid; 0 elsewhere)
+        self.mixed_host_s_per_seq = (
+            VLLM_GDN_MIXED_HOST_S_PER_SEQ
+            if serve.engine == "vllm" and spec.uses_linear_attention and serve.chip.kind == "gpu"
+            else 0.0
+        )
         self._linear: dict[int, float] = {}
         self._attn: dict[tuple[int, int, bool, bool], float] = {}
         self._logits: dict[int, float] = {}
@@ -1477,6 +1508,9 @@ class EngineStepTimer:
         (``routed_prefill``: see ``device_s``); the host's work either hidden behind the
         device's (``overlap``) or added."""
         device = self.device_s(decode, context, prefill, prompt_len, routed_prefill)
+        if prefill > 0 and self.mixed_host_s_per_seq > 0:
+            # the host's work in series with the device (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
+            return device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         if overlap:
             return max(device, HOST_STEP_S)
         return device + HOST_STEP_S
