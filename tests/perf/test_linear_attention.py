@@ -280,12 +280,15 @@ def test_vllm_adds_a_hybrids_host_work_to_its_steps_with_prompt_tokens() -> None
         return serve.engine_timer(Plan(), "bf16")
 
     vllm = timer("vllm")
-    # a mixed step of 512 decodes and two ShareGPT prompts: the host's per-request work
-    # runs after the device's (VLLM_GDN_MIXED_HOST_S_PER_SEQ), ~44 ms beside a ~57 ms step
+    # a mixed step of 512 decodes and two ShareGPT prompts, beyond the CUDA graphs: the
+    # host's per-request work runs after the device's (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
     device = vllm.device_s(512, 480, 684, 342)
     mixed = vllm.step_s(512, 480, 684, 342)
     assert mixed == pytest.approx(device + HOST_STEP_S + 512 * VLLM_GDN_MIXED_HOST_S_PER_SEQ)
     assert mixed > 1.5 * device
+    # under the CUDA graphs' ceiling (45 decodes and a prompt) the work stays beside it
+    small = vllm.device_s(45, 480, 342, 342)
+    assert vllm.step_s(45, 480, 342, 342) == pytest.approx(max(small, HOST_STEP_S))
     # a decode-only step (the full CUDA graph) keeps the host's work beside the device's
     decode = vllm.device_s(512, 480, 0, 1)
     assert vllm.step_s(512, 480, 0, 1) == pytest.approx(max(decode, HOST_STEP_S))

@@ -172,7 +172,9 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # fused_recurrent), run eagerly between the graph pieces; the read-back waits for the device,
 # so the host's per-request work for the next step (scheduling, input preparation, output
 # processing) runs after the device's instead of beside it. Modelled as that work added to
-# a mixed step: HOST_STEP_S plus this many seconds per decoding sequence. Fitted on
+# a mixed step of more tokens than vLLM captures in CUDA graphs (VLLM_CUDA_GRAPH_MAX_TOKENS:
+# above it the whole forward runs eagerly, its launches on the host too): HOST_STEP_S plus
+# this many seconds per decoding sequence. Fitted on
 # GPUStack's vLLM v0.17.1 Qwen3.5-35B-A3B ShareGPT runs on one H200 at 512
 # clients (GDN-028/032/034, in_sample.toml): their decode took ~93 ms a token where the
 # device step is ~57 ms, and the fp8 checkpoint gained +3 % against the device's +37 %; 85 us
@@ -180,10 +182,17 @@ VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
 # +83 %). Which host work it is was not traced (scheduling, input preparation and output
 # processing grow with the running requests; so may the eager GDN layers' index and copy
 # work on the split batch); the form, per running request and only in steps with prompt
-# tokens, is what the rows allow: the decode-only run at 200 sequences (GDN-050, -15 %) and
-# the 1-8 req/s runs (~45 sequences: GDN-054..058 TTFT -9..-16 -> +3..-8 %) leave no room
-# for a fixed cost of this size. Not fitted on: the other GDN- vLLM rows.
+# tokens above the graphs' ceiling, is what the rows allow: the decode-only run at 200
+# sequences (GDN-050, -15 %) leaves no room for a fixed cost of this size, and at 1-8 req/s
+# (~45 sequences, steps under the ceiling, piecewise graphs) the mean TTFT is already
+# reached without it (GDN-054..058). Not fitted on: the other GDN- vLLM rows.
 VLLM_GDN_MIXED_HOST_S_PER_SEQ = 85e-6
+# vLLM's default ceiling on the tokens of a step it runs in CUDA graphs (the largest capture
+# size): min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens
+# (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes); 512 at the default max_num_seqs of
+# 256 and above (engine.MAX_NUM_SEQS_DEFAULT and the >= 70 GiB GPUs' 1024). A step of more
+# tokens runs without graphs.
+VLLM_CUDA_GRAPH_MAX_TOKENS = 512
 # A client that times requests through the engine's OpenAI-compatible HTTP server
 # (``vllm bench serve --backend openai-chat``, AIPerf, genai-perf; ``Inference.harness``
 # "api") measures TTFT from sending the request to the first streamed token: beside the
@@ -1264,8 +1273,8 @@ class EngineStepTimer:
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
         self.act_bytes = activation_bytes(serve.precision)
-        # host seconds per decoding sequence a step with prompt tokens adds in series (vLLM
-        # on a GPU running a Gated DeltaNet hybrid; 0 elsewhere)
+        # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
+        # adds in series (vLLM on a GPU running a Gated DeltaNet hybrid; 0 elsewhere)
         self.mixed_host_s_per_seq = (
             VLLM_GDN_MIXED_HOST_S_PER_SEQ
             if serve.engine == "vllm" and spec.uses_linear_attention and serve.chip.kind == "gpu"
@@ -1508,7 +1517,8 @@ class EngineStepTimer:
         (``routed_prefill``: see ``device_s``); the host's work either hidden behind the
         device's (``overlap``) or added."""
         device = self.device_s(decode, context, prefill, prompt_len, routed_prefill)
-        if prefill > 0 and self.mixed_host_s_per_seq > 0:
+        tokens = max(0.0, decode) * self.queries + prefill
+        if prefill > 0 and self.mixed_host_s_per_seq > 0 and tokens > VLLM_CUDA_GRAPH_MAX_TOKENS:
             # the host's work in series with the device (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
             return device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         if overlap:
