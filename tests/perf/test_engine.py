@@ -1036,3 +1036,42 @@ def test_an_open_loop_near_its_slot_limit_waits_for_slots() -> None:
     assert ttfts[2] > 3 * ttfts[0]
     assert ttfts[0] == pytest.approx(plain[0], rel=1e-12)  # a light load never waits
     assert ttfts[2] > 2 * plain[2]
+
+
+def test_least_loaded_dispatch_pools_the_prefill_queue_over_the_replicas() -> None:
+    """One dispatcher sending each arrival to the replica with the fewest requests in flight
+    (NVIDIA's MLPerf harness in the Server scenario) queues prompts at one M/G/c pool: p99
+    TTFT falls against c split Poisson queues at the same rate; decode is untouched, and one
+    replica has nothing to pool."""
+    s = _serve(LLAMA8, "bf16")
+    load = Inference(input_len=2048, output_len=256, load="rps", rps=8 * 6.0)
+    split = s.serve_engine(Plan(dp=8, tp=1), load)
+    pooled = s.serve_engine(Plan(dp=8, tp=1), load, least_loaded=True)
+    assert split.engine is not None and pooled.engine is not None
+    assert pooled.engine.ttft_p99_s < 0.9 * split.engine.ttft_p99_s
+    assert pooled.engine.tpot_p99_s == split.engine.tpot_p99_s
+    assert pooled.output_tokens_per_s == pytest.approx(split.output_tokens_per_s)
+    one = Inference(input_len=2048, output_len=256, load="rps", rps=6.0)
+    alone = s.serve_engine(Plan(dp=1, tp=1), one)
+    alone_ll = s.serve_engine(Plan(dp=1, tp=1), one, least_loaded=True)
+    assert alone.engine is not None and alone_ll.engine is not None
+    assert alone_ll.engine.ttft_p99_s == alone.engine.ttft_p99_s
+
+
+def test_a_tensorrt_llm_server_run_is_timed_with_least_loaded_dispatch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TensorRT-LLM MLPerf Server load (NVIDIA's harness) is timed at the searched rate with
+    its queries sent to the least-loaded instance; the rate (tokens/s) is the search's."""
+    import chipwise.perf.predictor as predictor
+
+    kw = {"input_len": 2048, "output_len": 256, "load": "server", "tpot_p99_s": 0.05,
+          "ttft_p99_s": 2.0, "engine": "trtllm"}  # fmt: skip
+    wl = Workload(model=LLAMA8, phase=Inference(**kw))  # type: ignore[arg-type]
+    pooled = predict(wl, H100, 8, "bf16", plan_keys={"tp": 1})
+    monkeypatch.setattr(predictor, "LEAST_LOADED_SERVER_ENGINES", frozenset())
+    split = predict(wl, H100, 8, "bf16", plan_keys={"tp": 1})
+    assert isinstance(pooled, InferPrediction) and pooled.engine is not None
+    assert isinstance(split, InferPrediction) and split.engine is not None
+    assert pooled.output_tokens_per_s == pytest.approx(split.output_tokens_per_s)
+    assert pooled.engine.ttft_p99_s < split.engine.ttft_p99_s

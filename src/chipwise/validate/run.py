@@ -454,7 +454,9 @@ def _same_run(case: Case) -> Case:
 # capacity (the step time at a full batch) is wrong, not that the run was lightly loaded.
 # The slot wait pooled over the run's replicas (one dispatcher to the least-loaded
 # replica: c = replicas x max_seqs) removes those cliffs (SVM-257 -7 %) but also the
-# measured one (SVM-194 -36 -> -82 %); the harness's dispatch policy is not sourced.
+# measured one (SVM-194 -36 -> -82 %). The dispatch policy is sourced since (NVIDIA's
+# harness: the least-loaded instance, ``predictor.LEAST_LOADED_SERVER_ENGINES``); only the
+# prefill queue is pooled so far, at the searched rate.
 LATENCY_AT_SCHEDULED_RATE = False
 
 

@@ -614,8 +614,18 @@ class Engine:
         reserves_output: bool = False,
         lockstep_step: LockstepStepFn | None = None,
         slot_queue: bool = False,
+        least_loaded: bool = False,
     ) -> None:
         self.step = step
+        # one dispatcher over the ``window_replicas`` replicas sends each arrival to the one
+        # with the fewest requests in flight (join the shortest queue): a prompt then waits
+        # only when every replica's prefill is busy, one M/G/c queue over the replicas
+        # rather than c split Poisson ones. NVIDIA's MLPerf LLM harness dispatches Server
+        # queries so (code/llmlib, HarnessConfig.traffic_distribution_policy
+        # "load_balancing" for the Server scenario: the core with the fewest pending
+        # samples, LLMServerFactory._create_scheduler; ykamiset/inference_results_v5.1@
+        # e9ccad4d, the same in v6.0, read 2026-12-06)
+        self.least_loaded = least_loaded
         # an open loop's wait for a free sequence slot near the batch limit (``_slot_wait``):
         # timed for a server load at its stated rate only (``Predictor._server_choice``);
         # the rate search and plain rps loads leave it out (see ``_slot_wait``)
@@ -696,6 +706,11 @@ class Engine:
         self.max_seqs = max(0, cap)
         self._rates: dict[float, Rate] = {}
         self._cycles: dict[float, float] = {}  # context_cycle_s by arrival rate
+
+    @property
+    def pooled(self) -> bool:
+        """Whether prompts queue at one pool of replicas (``least_loaded``, aggregated)."""
+        return self.least_loaded and self.window_replicas > 1 and not self.disaggregated
 
     def rate(self, b: float) -> Rate:
         # b is a time average (Little's law), not a count: kept fractional so that the
@@ -1245,6 +1260,10 @@ class Engine:
             if self.context_steps_pack(x_pool):
                 # the step a prompt joins holds all that queued before it (above)
                 rho, wait_mean = 0.0, 0.0
+        elif load == "rps" and not saturated and self.pooled:
+            # least-loaded dispatch: rho is the chance to wait (Erlang C over the replicas)
+            rho, wait_mean = _pooled_wait(x * self.window_replicas, ew, ew2,
+                                          self.window_replicas)  # fmt: skip
         elif load == "rps" and not saturated:
             rho = min(0.999, x_pool * ew)
             wait_mean = x_pool * ew2 / (2 * (1 - rho))
@@ -1261,6 +1280,7 @@ class Engine:
         service, w = _with_step_residual(service, w, rate.step_s, busy, self.ahead)
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
+        open_queue = load == "rps" and not saturated
         wait_grid: tuple[FloatArray, FloatArray] | None = None
         backlog = self._backlog_ttfts(load, value, rate)
         # arrivals an admission gate holds (open-loop ones, or a closed loop's, whose first
@@ -1283,9 +1303,10 @@ class Engine:
             share = wave.size / self.run_requests
             ttft_mean = (1 - share) * ttft_mean + share * float(wave.mean())
             p50, p99 = _mixed_quantiles(service, w, rho, wait_mean, wave, share, (0.5, 0.99))
-        elif load == "rps" and not saturated and not self.disaggregated and rho > 0:
+        elif open_queue and not (self.disaggregated or self.pooled) and rho > 0:
             # Poisson arrivals at one prefill slot: the M/G/1 wait's own distribution
-            # (``_mg1_wait_cdf``), not an exponential of its mean
+            # (``_mg1_wait_cdf``), not an exponential of its mean (pooled: Erlang C's chance
+            # to wait and an exponential wait, ``_sum_quantiles`` below)
             wait_grid = _mg1_wait_cdf(*_binned(work, lens.weights), rho)
             p50, p99 = _mg1_quantiles(service, w, *wait_grid, (0.5, 0.99))
         else:

@@ -854,10 +854,17 @@ class ServeModel(StepTimer):
         )  # fmt: skip
 
     def serve_engine(
-        self, plan: Plan, phase: Inference, *, slot_queue: bool = False
+        self,
+        plan: Plan,
+        phase: Inference,
+        *,
+        slot_queue: bool = False,
+        least_loaded: bool = False,
     ) -> InferPrediction:
         """Continuous batching at ``phase``'s load over ``plan.dp`` replicas (``engine.py``);
-        ``slot_queue``: an rps load also waits for a free sequence slot (``Engine._slot_wait``)."""
+        ``slot_queue``: an rps load also waits for a free sequence slot (``Engine._slot_wait``);
+        ``least_loaded``: one dispatcher sends each arrival to the replica with the fewest
+        requests in flight (``Engine.least_loaded``), else each replica gets its own share."""
         spec, chip = self.spec, self.chip
         kv_dtype = phase.kv_dtype or kv_dtype_for(self.precision)
         timer = self.engine_timer(
@@ -969,6 +976,7 @@ class ServeModel(StepTimer):
                 reserves_output=phase.harness in TRTLLM_BENCH_HARNESSES,
                 lockstep_step=step.lockstep if isinstance(step, BatchingStep) else None,
                 slot_queue=slot_queue,
+                least_loaded=least_loaded,
             )
             value = {
                 "concurrency": phase.concurrency / replicas,
