@@ -35,8 +35,10 @@ from chipwise.perf.step.engine import sglang_state_split
 from chipwise.perf.step.serve import (
     HOST_STEP_S,
     VLLM_GDN_MIXED_HOST_S_PER_SEQ,
+    BatchingStep,
     EngineStepTimer,
     ServeModel,
+    mixed_step_host_s_per_seq,
 )
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload.config import spec_from_config
@@ -274,25 +276,32 @@ def test_sglang_pools_a_hybrids_states_apart_and_caps_its_running_requests() -> 
 def test_vllm_adds_a_hybrids_host_work_to_its_steps_with_prompt_tokens() -> None:
     h200 = chip("h200-sxm")
 
-    def timer(engine: str, preset: str = "qwen3.5-35b-a3b") -> EngineStepTimer:
-        serve = ServeModel(load_preset(preset), h200, "bf16", model_for(h200), Network(h200),
-                           engine=engine)  # fmt: skip
-        return serve.engine_timer(Plan(), "bf16")
+    def step(engine: str, preset: str = "qwen3.5-35b-a3b") -> BatchingStep:
+        spec = load_preset(preset)
+        serve = ServeModel(spec, h200, "bf16", model_for(h200), Network(h200), engine=engine)
+        per_seq = mixed_step_host_s_per_seq(engine, spec.uses_linear_attention, h200.kind)
+        timer = serve.engine_timer(Plan(), "bf16")
+        return BatchingStep(timer=timer, overlap=True, mixed_host_s_per_seq=per_seq)
 
-    vllm = timer("vllm")
+    vllm = step("vllm")
+    assert vllm.mixed_host_s_per_seq == VLLM_GDN_MIXED_HOST_S_PER_SEQ
     # a mixed step of 512 decodes and two ShareGPT prompts, beyond the CUDA graphs: the
     # host's per-request work runs after the device's (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
-    device = vllm.device_s(512, 480, 684, 342)
-    mixed = vllm.step_s(512, 480, 684, 342)
+    device = vllm.timer.device_s(512, 480, 684, 342)
+    mixed = vllm(512, 480, 684, 342)
     assert mixed == pytest.approx(device + HOST_STEP_S + 512 * VLLM_GDN_MIXED_HOST_S_PER_SEQ)
     assert mixed > 1.5 * device
+    # attention-DP's lockstep step takes the same host work
+    assert vllm.lockstep(512, 480, 684, 342, 684) == pytest.approx(mixed)
     # under the CUDA graphs' ceiling (45 decodes and a prompt) the work stays beside it
-    small = vllm.device_s(45, 480, 342, 342)
-    assert vllm.step_s(45, 480, 342, 342) == pytest.approx(max(small, HOST_STEP_S))
+    small = vllm.timer.device_s(45, 480, 342, 342)
+    assert vllm(45, 480, 342, 342) == pytest.approx(max(small, HOST_STEP_S))
     # a decode-only step (the full CUDA graph) keeps the host's work beside the device's
-    decode = vllm.device_s(512, 480, 0, 1)
-    assert vllm.step_s(512, 480, 0, 1) == pytest.approx(max(decode, HOST_STEP_S))
+    decode = vllm.timer.device_s(512, 480, 0, 1)
+    assert vllm(512, 480, 0, 1) == pytest.approx(max(decode, HOST_STEP_S))
     # SGLang, and vLLM running a model without linear attention, keep it beside too
-    for other in (timer("sglang"), timer("vllm", "qwen3-30b-a3b")):
-        alone = other.device_s(512, 480, 684, 342)
-        assert other.step_s(512, 480, 684, 342) == pytest.approx(max(alone, HOST_STEP_S))
+    for other in (step("sglang"), step("vllm", "qwen3-30b-a3b")):
+        assert other.mixed_host_s_per_seq == 0.0
+        alone = other.timer.device_s(512, 480, 684, 342)
+        assert other(512, 480, 684, 342) == pytest.approx(max(alone, HOST_STEP_S))
+    assert mixed_step_host_s_per_seq("vllm", True, "tpu") == 0.0

@@ -1218,6 +1218,8 @@ class Engine:
     def _state(self, load: str, value: float, rate: Rate, x: float, saturated: bool,
                limit: str) -> EngineState:  # fmt: skip
         lens = self.lengths
+        # Poisson arrivals into an engine that keeps up: a queue forms before the prefill
+        open_queue = load == "rps" and not saturated
         inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
         service = self.prefill_service(rate.b, inputs)
         w = lens.weights
@@ -1247,7 +1249,7 @@ class Engine:
         elif load == "concurrency":
             wait_mean = max(0.0, value / x - decode_s - es - resid - self.client_s)
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
-        elif load == "rps" and not saturated and self.disaggregated:
+        elif open_queue and self.disaggregated:
             # disaggregated, one router places every prompt on the prefill replica with the
             # least outstanding work (Dynamo's KV router, --router-temperature 0: the
             # lowest of overlap weight x blocks to prefill + active blocks; with no prefix
@@ -1260,11 +1262,11 @@ class Engine:
             if self.context_steps_pack(x_pool):
                 # the step a prompt joins holds all that queued before it (above)
                 rho, wait_mean = 0.0, 0.0
-        elif load == "rps" and not saturated and self.pooled:
+        elif open_queue and self.pooled:
             # least-loaded dispatch: rho is the chance to wait (Erlang C over the replicas)
             rho, wait_mean = _pooled_wait(x * self.window_replicas, ew, ew2,
                                           self.window_replicas)  # fmt: skip
-        elif load == "rps" and not saturated:
+        elif open_queue:
             rho = min(0.999, x_pool * ew)
             wait_mean = x_pool * ew2 / (2 * (1 - rho))
         else:
@@ -1273,21 +1275,20 @@ class Engine:
         if saturated:
             wait_mean = math.inf
         wait_mean_prefill = wait_mean
-        if load == "rps" and not saturated and not self.disaggregated:
+        if open_queue and not self.disaggregated:
             # the step a prompt joins carries its arrival window's other prompts
             service, w = self._joined_step_service(rate, x, inputs, w)
             es = float(w @ service)
         service, w = _with_step_residual(service, w, rate.step_s, busy, self.ahead)
         ttft_mean = es + resid + wait_mean
         wave = self._first_wave(load, value, limit)
-        open_queue = load == "rps" and not saturated
         wait_grid: tuple[FloatArray, FloatArray] | None = None
         backlog = self._backlog_ttfts(load, value, rate)
         # arrivals an admission gate holds (open-loop ones, or a closed loop's, whose first
         # wave, a tenth of an InferenceMAX run, is then not told apart) or a harness window
         # holds (open-loop ones)
         gated = load in ("rps", "concurrency") and not saturated and self._gated(rate.b)
-        windowed = load == "rps" and not saturated and self.window is not None
+        windowed = open_queue and self.window is not None
         if gated or windowed:
             # a harness window or an admission gate: prompts are prefilled in bunches that
             # come spaced out, so no queue forms before them
@@ -1313,9 +1314,7 @@ class Engine:
             p50, p99 = _sum_quantiles(service, w, rho, wait_mean, (0.5, 0.99))
         # an open loop near the engine's sequence limit: arrivals wait for a free slot
         slot_p, slot_theta = (
-            self._slot_wait(x, es + decode_s)
-            if self.slot_queue and load == "rps" and not saturated
-            else (0.0, 0.0)
+            self._slot_wait(x, es + decode_s) if self.slot_queue and open_queue else (0.0, 0.0)
         )
         if slot_p > _SLOT_WAIT_FLOOR:
             ttft_mean += slot_p * slot_theta
@@ -1334,7 +1333,7 @@ class Engine:
         ttft_mean, p50, p99 = (t + self.client_s for t in (ttft_mean, p50, p99))
         # an open loop's prompts arrive at random: the prefill a request's decode meets
         # varies with how many arrive while it decodes (``_step_quantiles``)
-        open_loop = load == "rps" and not saturated and not self.disaggregated
+        open_loop = open_queue and not self.disaggregated
         arrivals = x if open_loop and self.lockstep == 1 and not gated and not windowed else 0.0
         tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept, arrivals, inputs)
         in_engine = es + resid + wait_mean + decode_s

@@ -399,6 +399,15 @@ def runs_prefill_eagerly(engine: str, engine_date: str = "") -> bool:
     )
 
 
+def mixed_step_host_s_per_seq(engine: str, linear_attention: bool, kind: str) -> float:
+    """Host seconds per decoding sequence that ``engine``'s steps with prompt tokens beyond
+    its CUDA graphs add in series (``VLLM_GDN_MIXED_HOST_S_PER_SEQ``: vLLM on a GPU running
+    a Gated DeltaNet hybrid, ``linear_attention``; 0 elsewhere)."""
+    if engine == "vllm" and linear_attention and kind == "gpu":
+        return VLLM_GDN_MIXED_HOST_S_PER_SEQ
+    return 0.0
+
+
 def engine_overlaps_host(
     engine: str, engine_date: str = "", async_scheduling: bool | None = None
 ) -> bool:
@@ -929,7 +938,10 @@ class ServeModel(StepTimer):
         eager = 0.0
         if runs_prefill_eagerly(phase.engine, phase.engine_date):
             eager = timer.eager_host_s()
-        step: EngineStep = BatchingStep(timer=timer, overlap=overlap, eager_host_s=eager)
+        mixed = mixed_step_host_s_per_seq(phase.engine, spec.uses_linear_attention, chip.kind)
+        step: EngineStep = BatchingStep(
+            timer=timer, overlap=overlap, eager_host_s=eager, mixed_host_s_per_seq=mixed
+        )
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
             js = self._jetstream(timer, phase, overlap, max_seqs=max_seqs, capacity=capacity)
@@ -1281,13 +1293,7 @@ class EngineStepTimer:
         spec = serve.spec
         self.kinds = stage_layer_kinds(spec, spec.n_layers, 1)
         self.act_bytes = activation_bytes(serve.precision)
-        # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
-        # adds in series (vLLM on a GPU running a Gated DeltaNet hybrid; 0 elsewhere)
-        self.mixed_host_s_per_seq = (
-            VLLM_GDN_MIXED_HOST_S_PER_SEQ
-            if serve.engine == "vllm" and spec.uses_linear_attention and serve.chip.kind == "gpu"
-            else 0.0
-        )
+        self._eager_host: float | None = None
         self._linear: dict[int, float] = {}
         self._attn: dict[tuple[int, int, bool, bool], float] = {}
         self._logits: dict[int, float] = {}
@@ -1334,8 +1340,10 @@ class EngineStepTimer:
 
     def eager_host_s(self) -> float:
         """Host seconds an eager forward spends issuing its kernels
-        (``EAGER_LAUNCH_HOST_S`` per launching op)."""
-        return self.eager_launches() * EAGER_LAUNCH_HOST_S
+        (``EAGER_LAUNCH_HOST_S`` per launching op; computed once per timer)."""
+        if self._eager_host is None:
+            self._eager_host = self.eager_launches() * EAGER_LAUNCH_HOST_S
+        return self._eager_host
 
     def linear_s(self, tokens: float) -> float:
         """Every op but attention, for ``tokens`` tokens in the step (interpolated)."""
@@ -1525,10 +1533,6 @@ class EngineStepTimer:
         (``routed_prefill``: see ``device_s``); the host's work either hidden behind the
         device's (``overlap``) or added."""
         device = self.device_s(decode, context, prefill, prompt_len, routed_prefill)
-        tokens = max(0.0, decode) * self.queries + prefill
-        if prefill > 0 and self.mixed_host_s_per_seq > 0 and tokens > VLLM_CUDA_GRAPH_MAX_TOKENS:
-            # the host's work in series with the device (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
-            return device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         if overlap:
             return max(device, HOST_STEP_S)
         return device + HOST_STEP_S
@@ -1659,17 +1663,32 @@ class BatchingStep:
     # the engine runs prompts in CUDA graphs or compiled): a step with prompt tokens takes
     # at least that long
     eager_host_s: float = 0.0
+    # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
+    # adds in series (mixed_step_host_s_per_seq; 0 = none)
+    mixed_host_s_per_seq: float = 0.0
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
-        t = self.timer.step_s(decode, context, prefill, prompt_len, overlap=self.overlap)
-        return self._eager(t, prefill)
+        return self._step(decode, context, prefill, prompt_len, None)
 
     def lockstep(
         self, decode: float, context: float, prefill: float, prompt_len: float, routed: float
     ) -> float:
         """A step of attention-DP ranks whose busiest has ``prefill`` prompt tokens and the
         ranks ``routed`` on average (``engine.LockstepStepFn``)."""
-        t = self.timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
+        return self._step(decode, context, prefill, prompt_len, routed)
+
+    def _step(
+        self, decode: float, context: float, prefill: float, prompt_len: float,
+        routed: float | None,
+    ) -> float:  # fmt: skip
+        timer = self.timer
+        tokens = max(0.0, decode) * timer.queries + prefill
+        if prefill > 0 and self.mixed_host_s_per_seq > 0 and tokens > VLLM_CUDA_GRAPH_MAX_TOKENS:
+            # the host's work in series with the device (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
+            device = timer.device_s(decode, context, prefill, prompt_len, routed)
+            t = device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
+        else:
+            t = timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
         return self._eager(t, prefill)
 
     def _eager(self, step: float, prefill: float) -> float:
