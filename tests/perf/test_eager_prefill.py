@@ -4,6 +4,7 @@ takes at least the host's launches (``serve.EAGER_LAUNCH_HOST_S`` per kernel).""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -17,10 +18,13 @@ from chipwise.perf.plan.parallel import Network
 from chipwise.perf.step.serve import (
     EAGER_LAUNCH_HOST_S,
     EAGER_PREFILL_ENGINES,
+    EAGER_RANK_SKEW,
     HOST_STEP_S,
     SGLANG_PIECEWISE_DEFAULT_DATE,
     BatchingStep,
     ServeModel,
+    eager_rank_skew,
+    expected_max_standard_normal,
     runs_prefill_eagerly,
 )
 from chipwise.workload.ir import Inference
@@ -46,7 +50,7 @@ def test_only_sglang_before_its_piecewise_default_runs_its_prompts_eagerly() -> 
 def test_a_step_with_prompt_tokens_waits_for_the_hosts_launches() -> None:
     timer = _serve("llama3-8b", "bf16").engine_timer(Plan(), "bf16")
     host = timer.eager_host_s()
-    assert host == pytest.approx(timer.eager_launches() * EAGER_LAUNCH_HOST_S)
+    assert host == pytest.approx(timer.eager_launches() * EAGER_LAUNCH_HOST_S)  # one rank
     eager = BatchingStep(timer=timer, overlap=True, eager_host_s=host)
     graphed = BatchingStep(timer=timer, overlap=True)
     # a short prompt: the device is done before the host has issued the forward
@@ -104,3 +108,39 @@ def test_sglangs_short_prompt_ttft_holds_the_eager_forward(
     graphed = sv2.serve_engine(Plan(), phase).engine
     assert eager is not None and graphed is not None
     assert eager.ttft_p50_s > graphed.ttft_p50_s
+
+
+def test_expected_maximum_of_standard_normals() -> None:
+    """Known order-statistic means (Tippett 1925; Harter 1961)."""
+    assert expected_max_standard_normal(1) == 0.0
+    assert expected_max_standard_normal(2) == pytest.approx(1 / math.sqrt(math.pi), rel=1e-4)
+    assert expected_max_standard_normal(4) == pytest.approx(1.02938, rel=1e-4)
+    assert expected_max_standard_normal(8) == pytest.approx(1.42360, rel=1e-4)
+
+
+def test_tensor_parallel_ranks_pace_the_eager_forward_at_the_slowest() -> None:
+    """Each rank issues its own copy of the eager forward and every all-reduce waits for
+    the slowest, so the host time grows with the ranks (1 at tp 1, as fitted)."""
+    assert eager_rank_skew(1) == 1.0
+    assert 1.0 < eager_rank_skew(2) < eager_rank_skew(4) < eager_rank_skew(8)
+    assert eager_rank_skew(8) == pytest.approx(1 + EAGER_RANK_SKEW * 1.4236, rel=1e-3)
+    sv = _serve("deepseek-v3", "fp8", H200)
+    for tp in (4, 8):
+        timer = sv.engine_timer(Plan(tp=tp), "bf16")
+        in_step = timer.eager_launches() * EAGER_LAUNCH_HOST_S
+        assert timer.eager_host_s() == pytest.approx(in_step * eager_rank_skew(tp))
+        assert timer.eager_host_s() > 1.2 * in_step
+
+
+def test_a_tensor_parallel_short_prompt_waits_longer_than_its_ranks_in_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DeepSeek-V3 at tp 8 on a short prompt: SGLang's eager prefill is host-bound, and
+    the slowest rank's launches set its TTFT."""
+    phase = Inference(input_len=922, output_len=922, engine="sglang", load="concurrency",
+                      concurrency=4, engine_date="2025-12-31")  # fmt: skip
+    skewed = _serve("deepseek-v3", "fp8", H200).serve_engine(Plan(tp=8), phase).engine
+    monkeypatch.setattr(serve_mod, "EAGER_RANK_SKEW", 0.0)
+    in_step = _serve("deepseek-v3", "fp8", H200).serve_engine(Plan(tp=8), phase).engine
+    assert skewed is not None and in_step is not None
+    assert skewed.ttft_p50_s > in_step.ttft_p50_s + 0.01

@@ -288,6 +288,26 @@ SGLANG_PIECEWISE_DEFAULT_DATE = "2026-02-02"
 # rows were not used; SGLang's one-token DeepSeek-V3 forward above (82.6 ms at ~1,500
 # kernels, ~55 us each) is of the same order.
 EAGER_LAUNCH_HOST_S = 42.6e-6
+# Under tensor parallelism an eager forward runs once per rank, each rank's own process
+# issuing its copy of the kernels (SGLang's TP workers: one scheduler process per GPU), and
+# every all-reduce joins the ranks: a rank's all-reduce kernel waits on the device until
+# every peer has launched its own (custom all-reduce's barrier flags, NCCL's ring), so in a
+# host-bound forward each segment between two all-reduces takes the slowest rank's host
+# time, not the mean one EAGER_LAUNCH_HOST_S was fitted on (one H100, no all-reduce).
+# Modelled as ranks whose per-segment host times scatter independently around that mean by
+# this fraction of it: the forward's host time grows by the fraction times the expected
+# maximum of ``tp`` standard normal draws (0.56 at 2 ranks, 1.03 at 4, 1.42 at 8;
+# ``eager_rank_skew``). Fitted on the InferenceMAX DeepSeek-R1 SGLang rows at ~1k-token
+# prompts and 4 clients, whose prefill steps are host-bound (15 rows, in_sample.toml): their
+# median TTFT reads -32..0 % (mean log error -0.22, mean |log| 0.22) with the ranks in step,
+# and mean log -0.01 (mean |log| 0.09, least over 0.05 steps at 0.30-0.35) at 0.30; the
+# B200 fp8 pair (IMX-D-078/087, -5 / 0 % before) goes to +18 / +25 %. The shape in tp is
+# what the B200 NVFP4 pairs show (tp 4 and tp 8, the same forward, 1620 launches,
+# host-bound at both): tp 8 runs ~26 ms longer (182 vs 156 ms, 176 vs 150 ms median TTFT)
+# though each rank does less.
+# Not traced: which host work scatters (Python dispatch, the allocator, the OS) was not
+# measured, and other rank-count costs (an eager all-reduce's host work) would read alike.
+EAGER_RANK_SKEW = 0.30
 # Tensor-parallel all-reduces in serving run between the GEMMs they join: vLLM's custom
 # all-reduce, TensorRT-LLM's fused all-reduce + residual + RMSNorm kernels and SGLang's
 # run on the critical path (neither engine overlaps TP communication with GEMMs by
@@ -389,6 +409,28 @@ def _routed_op(op: Op) -> bool:
 # routing weights (fp32) (TensorRT-LLM's allgather of token_selected_slots and
 # token_final_scales beside the quantized activations).
 ROUTING_BYTES_PER_CHOICE = 4 + 4
+
+
+@functools.cache
+def expected_max_standard_normal(n: int) -> float:
+    """E[max of ``n`` independent standard normal draws] (0 for one draw), by quadrature
+    of n x phi(x) Phi(x)^(n-1)."""
+    if n <= 1:
+        return 0.0
+    step = 0.005
+    total = 0.0
+    for i in range(-1600, 1601):  # x in [-8, 8]
+        x = i * step
+        pdf = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        cdf = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+        total += x * n * pdf * cdf ** (n - 1) * step
+    return total
+
+
+def eager_rank_skew(tp: int) -> float:
+    """Factor on an eager forward's host launches when ``tp`` ranks issue it in step, each
+    all-reduce waiting for the slowest (``EAGER_RANK_SKEW``); 1 at tp 1."""
+    return 1.0 + EAGER_RANK_SKEW * expected_max_standard_normal(max(1, tp))
 
 
 def runs_prefill_eagerly(engine: str, engine_date: str = "") -> bool:
@@ -1340,9 +1382,11 @@ class EngineStepTimer:
 
     def eager_host_s(self) -> float:
         """Host seconds an eager forward spends issuing its kernels
-        (``EAGER_LAUNCH_HOST_S`` per launching op; computed once per timer)."""
+        (``EAGER_LAUNCH_HOST_S`` per launching op), paced by the slowest of the plan's
+        tensor-parallel ranks (``eager_rank_skew``); computed once per timer."""
         if self._eager_host is None:
-            self._eager_host = self.eager_launches() * EAGER_LAUNCH_HOST_S
+            launches = self.eager_launches() * EAGER_LAUNCH_HOST_S
+            self._eager_host = launches * eager_rank_skew(self.plan.tp)
         return self._eager_host
 
     def linear_s(self, tokens: float) -> float:
