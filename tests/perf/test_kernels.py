@@ -243,7 +243,19 @@ def test_every_nccl_op_ships_for_an_hgx_h100(op: str) -> None:
 
 def test_no_nccl_measurement_no_time() -> None:
     assert measured_nccl_s("mi300x", "all_gather", 8, 1e6) is None
-    assert measured_nccl_s("gb200", "all_gather", 8, 1e6) is None  # 2 and 4 GPUs only
+    assert measured_nccl_s("gb200", "all_gather", 16, 1e6) is None  # nor in b200's table
+
+
+@pytest.mark.parametrize(("nvl72", "hgx"), [("gb200", "b200"), ("gb300", "b300")])
+def test_an_nvl72_group_beyond_its_tray_reads_its_hgx_twins_curve(nvl72: str, hgx: str) -> None:
+    # the NVL72 tables hold 2 and 4 GPUs; an 8-rank instance is timed on the same NVLink 5
+    for op in ("all_gather", "reduce_scatter"):
+        twin = measured_nccl_s(hgx, op, 8, 2**22)
+        assert twin is not None
+        assert measured_nccl_s(nvl72, op, 8, 2**22) == twin
+    # where its own table has the size, its own curve
+    own = measured_nccl_s(nvl72, "all_gather", 4, 2**22)
+    assert own is not None and own != measured_nccl_s(hgx, "all_gather", 4, 2**22)
 
 
 # ---- the fixed cost of an fp8 GEMM call (efficiency fp8_gemm_latency_s) ------------------

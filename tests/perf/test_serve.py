@@ -178,3 +178,17 @@ def test_serving_nccl_collectives_take_their_measured_time_inside_one_domain() -
     assert s._collective_s("all_gather", n_bytes, across) == pytest.approx(
         Network(H100).time_s("all_gather", n_bytes, across)
     )
+
+
+def test_an_nvl72_instance_of_eight_pays_the_hgx_measured_collectives() -> None:
+    # GB200's own NCCL table stops at one 4-GPU tray; 8 ranks in the rack's NVLink domain
+    # take B200's measured curve (same die and NVLink 5), not the faster alpha-beta model
+    gb200 = chip("gb200")
+    s = ServeModel(LLAMA8, gb200, "bf16", model_for(gb200), Network(gb200))
+    inside = groups(Plan(tp=8), gb200)["tp"]
+    assert not inside.crosses_domains
+    n_bytes = 32 * 2**20
+    b200 = measured_nccl_s("b200", "reduce_scatter", 8, n_bytes / 2)
+    assert b200 is not None
+    assert s._collective_s("reduce_scatter", n_bytes, inside) == pytest.approx(b200)
+    assert Network(gb200).time_s("reduce_scatter", n_bytes, inside) < 0.8 * b200
