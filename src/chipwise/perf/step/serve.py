@@ -411,7 +411,7 @@ def _routed_op(op: Op) -> bool:
 ROUTING_BYTES_PER_CHOICE = 4 + 4
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # one entry per tensor-parallel degree asked for
 def expected_max_standard_normal(n: int) -> float:
     """E[max of ``n`` independent standard normal draws] (0 for one draw), by quadrature
     of n x phi(x) Phi(x)^(n-1)."""
