@@ -426,17 +426,6 @@ class Predictor:
         pred = choice.prediction
         limit = limits[choices.index(choice)]
         least_loaded = phase.engine in LEAST_LOADED_SERVER_ENGINES
-        if least_loaded and not 0 < phase.rps < choice.capacity_rps:
-            # the searched deployment at its rate, its prompts queueing at one pool of
-            # replicas. The search keeps the split queues: searched with the pooled one,
-            # the model's Llama-3.1-405B runs (TTFT-bound in it) went to rates the runs do
-            # not reach (B200 tokens/s +7 -> +30 %, GB300 +3 -> +57 %, p99 TPOT +9 -> +75 %;
-            # measured p99 TTFT sits at 0.56-0.94 of its target: submitters stop short of it)
-            pred = self.serve_model().serve_engine(
-                pred.plan,
-                replace(phase, max_num_seqs=limit, load="rps", rps=choice.capacity_rps),
-                least_loaded=True,
-            )
         if 0 < phase.rps < choice.capacity_rps:
             # the run's stated rate (its scheduled one): the chosen deployment timed there.
             # A stated rate at or above the rate the model finds within the targets keeps
@@ -450,6 +439,17 @@ class Predictor:
                 replace(phase, max_num_seqs=limit, load="rps", rps=phase.rps),
                 slot_queue=True,
                 least_loaded=least_loaded,
+            )
+        elif least_loaded:
+            # the searched deployment at its rate, its prompts queueing at one pool of
+            # replicas. The search keeps the split queues: searched with the pooled one,
+            # the model's Llama-3.1-405B runs (TTFT-bound in it) went to rates the runs do
+            # not reach (B200 tokens/s +7 -> +30 %, GB300 +3 -> +57 %, p99 TPOT +9 -> +75 %;
+            # measured p99 TTFT sits at 0.56-0.94 of its target: submitters stop short of it)
+            pred = self.serve_model().serve_engine(
+                pred.plan,
+                replace(phase, max_num_seqs=limit, load="rps", rps=choice.capacity_rps),
+                least_loaded=True,
             )
         return ServeChoice(prediction=pred, candidates=choice.candidates,
                            fitting=choice.candidates, fixed=dict(plan_keys or {}))  # fmt: skip
