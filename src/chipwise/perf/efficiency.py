@@ -73,6 +73,7 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_expert_peak_fraction",
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
+    "fp4_expert_routed_peak_fraction",
     "mxfp4_expert_peak_fraction",
     "mxfp4_expert_hbm_fraction",
     "mxfp4_expert_latency_s",
@@ -139,7 +140,8 @@ _OPTIONAL = frozenset(
      "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "aiter_bf16_gemm_latency_s",
      "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction",
-     "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "mxfp4_expert_peak_fraction",
+     "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "fp4_expert_routed_peak_fraction",
+     "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp8_expert_peak_fraction",
@@ -156,7 +158,8 @@ _ZERO_OK = frozenset(
      "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
-     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "mxfp4_expert_peak_fraction",
+     "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "fp4_expert_routed_peak_fraction",
+     "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
@@ -300,6 +303,11 @@ class Efficiency:
         fp4_expert_latency_s: fixed device time of one such 4-bit expert GEMM beyond a
             launch (the activations' fp4 quantisation, the per-expert tile schedule, the
             routed rows' gather); 0 = not measured.
+        fp4_expert_routed_peak_fraction: the share of the fp4 dense peak at which such a
+            fused-MoE kernel runs the routed rows' own FLOPs (no tile padding) at prefill
+            token counts, a ceiling beside its tile plan: the gather through the sorted ids,
+            the 1x32 block scales and stage 2's accumulation keep AMD's AITER MXFP4 MoE at
+            1-2 PFLOP/s on MI355X where a dense MXFP4 GEMM reaches 5; 0 = no such ceiling.
         mxfp4_expert_peak_fraction, mxfp4_expert_hbm_fraction, mxfp4_expert_latency_s: the
             same three for an MXFP4 checkpoint's experts (gpt-oss) on fp4 tensor cores, which
             the engines run with TRT-LLM-Gen's MXFP4 x MXFP8 fused MoE (small token tiles:
@@ -403,6 +411,7 @@ class Efficiency:
     fp4_expert_peak_fraction: float = 0.0
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
+    fp4_expert_routed_peak_fraction: float = 0.0
     mxfp4_expert_peak_fraction: float = 0.0
     mxfp4_expert_hbm_fraction: float = 0.0
     mxfp4_expert_latency_s: float = 0.0
@@ -579,6 +588,7 @@ class _Entry(_Frozen):
     fp4_expert_peak_fraction: _Value | None = None
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None
+    fp4_expert_routed_peak_fraction: _Value | None = None
     mxfp4_expert_peak_fraction: _Value | None = None
     mxfp4_expert_hbm_fraction: _Value | None = None
     mxfp4_expert_latency_s: _Value | None = None
