@@ -120,18 +120,21 @@ def test_mxfp4_experts_at_decode_tokens_run_at_the_ck_kernels_time() -> None:
     assert statistics.mean(abs(math.log(r)) for r in ratios.values()) < 0.07
 
 
-def _fp4_expert_block_s(table: str, tokens: int, routed_fraction: float | None = None) -> float:
+def _fp4_expert_block_s(
+    table: str, tokens: int, routed_fraction: float | None = None, engine: str = ""
+) -> float:
     """The per-op model's routed-expert block (up, activation, down) of one layer at ``tokens``
     tokens on MI355X, as in ``_expert_block_s``: DeepSeek-R1 MXFP4 at TP8 under SGLang for the
     ``dsv3`` table, gpt-oss-120b at TP1 under ATOM for the others; ``routed_fraction`` replaces
-    ``fp4_expert_routed_peak_fraction``."""
+    ``fp4_expert_routed_peak_fraction``; ``engine`` replaces the engine."""
     from chipwise.perf.base import Plan
     from chipwise.perf.predictor import Predictor
     from chipwise.workload import load_workload_model
     from chipwise.workload.ir import Inference, Workload
 
     ds = table.startswith("dsv3")
-    engine, tp = ("sglang", 8) if ds else ("atom", 1)
+    default, tp = ("sglang", 8) if ds else ("atom", 1)
+    engine = engine or default
     phase = Inference(batch=tokens, input_len=1000, output_len=2, engine=engine)
     model = load_workload_model(str(MXFP4_DSR1) if ds else "gpt-oss-120b")
     eff = efficiency_for(chip("mi355x"))
@@ -158,6 +161,9 @@ def test_mxfp4_experts_at_prefill_tokens_run_at_the_aiter_kernels_rate() -> None
     assert statistics.median(free) < 0.6
     # decode-size blocks keep their tile plan: the ceiling binds only on many routed rows
     assert _fp4_expert_block_s("dsv3", 64) == pytest.approx(_fp4_expert_block_s("dsv3", 64, 0.0))
+    # only AITER's fused MoE (SGLang, ATOM) was timed: vLLM's Triton a8w4 MoE keeps its plan
+    vllm = _fp4_expert_block_s("gptoss", 8192, engine="vllm")
+    assert vllm == pytest.approx(_fp4_expert_block_s("gptoss", 8192, 0.0, engine="vllm"))
 
 
 def _decode_attention(*, mla: bool) -> Op:

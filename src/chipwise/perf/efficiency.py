@@ -303,11 +303,11 @@ class Efficiency:
         fp4_expert_latency_s: fixed device time of one such 4-bit expert GEMM beyond a
             launch (the activations' fp4 quantisation, the per-expert tile schedule, the
             routed rows' gather); 0 = not measured.
-        fp4_expert_routed_peak_fraction: the share of the fp4 dense peak at which such a
-            fused-MoE kernel runs the routed rows' own FLOPs (no tile padding) at prefill
-            token counts, a ceiling beside its tile plan: the gather through the sorted ids,
-            the 1x32 block scales and stage 2's accumulation keep AMD's AITER MXFP4 MoE at
-            1-2 PFLOP/s on MI355X where a dense MXFP4 GEMM reaches 5; 0 = no such ceiling.
+        fp4_expert_routed_peak_fraction: the share of the fp4 dense peak at which AITER's
+            fused-MoE kernel (SGLang, ATOM) runs the routed rows' own FLOPs (no tile
+            padding) at prefill token counts, a ceiling beside its tile plan: the gather
+            through the sorted ids, the 1x32 block scales and stage 2's accumulation keep it
+            at 1-2 PFLOP/s on MI355X where a dense MXFP4 GEMM reaches 5; 0 = no ceiling.
         mxfp4_expert_peak_fraction, mxfp4_expert_hbm_fraction, mxfp4_expert_latency_s: the
             same three for an MXFP4 checkpoint's experts (gpt-oss) on fp4 tensor cores, which
             the engines run with TRT-LLM-Gen's MXFP4 x MXFP8 fused MoE (small token tiles:

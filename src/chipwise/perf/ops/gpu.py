@@ -110,10 +110,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   fused-MoE kernel's measured rates: ``fp4_expert_peak_fraction`` of the fp4 peak,
   weights streamed at ``fp4_expert_hbm_fraction`` (not the dense decode-M GEMV's
   ``fp4_gemm_hbm_fraction``), and ``fp4_expert_latency_s`` fixed per expert GEMM (CUTLASS
-  NVFP4). Where ``fp4_expert_routed_peak_fraction`` is set (CDNA4: AITER's MXFP4 fused MoE)
-  the routed rows' own FLOPs run at no more than that share of the fp4 peak, a ceiling beside
-  the tile plan: at prefill token counts the kernels' gather, block scales and stage-2
-  accumulation, not their MFMAs, set the time (1-2 PFLOP/s on MI355X). An MXFP4 checkpoint's experts (gpt-oss, ``op.weight`` "mxfp4") under
+  NVFP4). Under AITER's fused MoE (``AITER_ENGINES``) where ``fp4_expert_routed_peak_fraction``
+  is set (CDNA4) the routed rows' own FLOPs run at no more than that share of the fp4 peak,
+  a ceiling beside the tile plan: at prefill token counts the kernels' gather, block scales
+  and stage-2 accumulation, not their MFMAs, set the time (1-2 PFLOP/s on MI355X). An MXFP4
+  checkpoint's experts (gpt-oss, ``op.weight`` "mxfp4") under
   ``Inference.moe_backend`` "trtllm-gen" (``TRTLLM_GEN_MOE``: TRT-LLM-Gen's MXFP4 x MXFP8
   fused MoE, as TensorRT-LLM's TRTLLM MoE backend and vLLM's FlashInfer MXFP4 x MXFP8
   backend run them on Blackwell) take the ``mxfp4_expert_*`` values where the architecture
@@ -1189,10 +1190,12 @@ class GpuModel(PerfModel):
                                 expert=expert4, routing=grid_routing)  # fmt: skip
             compute_s = g.compute_s
             routed_frac = eff.fp4_expert_routed_peak_fraction
-            if expert4 and not (mx4 or tg) and routed_frac > 0.0:
-                # the fused MXFP4 MoE's own rate on its routed rows at prefill token counts
-                # (CDNA4: AITER's, FP4-MOE-CDNA4-PREFILL in data/efficiency.toml), a ceiling
-                # beside the tile plan, which keeps the decode-size grids
+            if expert4 and not (mx4 or tg) and routed_frac > 0.0 and self._aiter_moe():
+                # AITER's fused MXFP4 MoE (SGLang, ATOM: AITER_ENGINES) at its own rate on its
+                # routed rows at prefill token counts (FP4-MOE-CDNA4-PREFILL in
+                # data/efficiency.toml), a ceiling beside the tile plan, which keeps the
+                # decode-size grids; vLLM's ROCm build runs AITER's Triton a8w4 MoE instead,
+                # not timed at these sizes
                 routed_s = flops / (peak * routed_frac)
                 if routed_s > compute_s:
                     compute_s = routed_s
