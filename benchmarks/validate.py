@@ -47,6 +47,7 @@ from rich.console import Console
 
 from chipwise.cli.output import print_json
 from chipwise.cli.validate import report_table, report_to_dict
+from chipwise.pool import default_workers
 from chipwise.validate import (
     Report,
     SustainedFit,
@@ -198,7 +199,7 @@ def moe_host_gaps() -> None:
 def write_confidence(path: Path) -> None:
     """Predict every row (and the training rows leave-one-publication-out) and write the
     confidence table to ``path``."""
-    report = run_validation()
+    report = run_validation(workers=default_workers())
     lopo = SustainedFit(load_cases()).leave_one_publication_out()
     entries = all_entries(report, lopo)
     table = confidence_table(entries, source=CONFIDENCE_SOURCE, lopo=lopo)
@@ -232,7 +233,7 @@ def main() -> None:
     if args.moe_host_gaps:
         moe_host_gaps()
         return
-    report = run_validation(args.kind)
+    report = run_validation(args.kind, workers=default_workers())
     if args.json:
         print_json(report_to_dict(report))
     else:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from chipwise.validate import Case, Report, Result, run_case, run_validation
+from chipwise.pool import default_workers
+from chipwise.validate import Case, Report, run_case, run_validation
 
 # 'chipwise prices update' writes a user-level cache that later runs read; point it at an
 # empty temporary directory so a developer's own cache cannot change any test's answer. The
@@ -31,9 +33,10 @@ VALIDATION_GROUP = "validation"  # pytest-xdist runs the tests that share the re
 
 @pytest.fixture(scope="session")
 def validation_report() -> Report:
-    """Every validation row predicted as shipped (minutes of CPU): computed once per session
-    for the tests that read the whole report (tests/validate, ``chipwise validate`` runs)."""
-    return run_validation()
+    """Every validation row predicted as shipped (minutes of CPU, spread over the cores):
+    computed once per session for the tests that read the whole report (tests/validate,
+    ``chipwise validate`` runs)."""
+    return run_validation(workers=default_workers())
 
 
 @pytest.fixture
@@ -44,12 +47,10 @@ def validated_rows(validation_report: Report, monkeypatch: pytest.MonkeyPatch) -
 
     by_case = {r.case: r for r in validation_report.results}
 
-    def shared(case: Case, efficiency: object = None) -> Result:
-        if efficiency is None and case in by_case:
-            return by_case[case]
-        return run_case(case, efficiency)  # type: ignore[arg-type]
+    def shared(cases: Sequence[Case], **_: object) -> Report:
+        return Report(results=tuple(by_case.get(c) or run_case(c) for c in cases))
 
-    monkeypatch.setattr(cli, "run_case", shared)
+    monkeypatch.setattr(cli, "run_validation", shared)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -157,6 +157,7 @@ OPTION_SETS = {
         "--phase",  # issue 13: 'validate --phase infer', the same as --kind
         "--quiet",
         "--wide",
+        "--workers",  # the rows' runs spread over this machine's cores, as explore's points
         "-q",
     },
     "workload list": {"--json"},

@@ -539,3 +539,16 @@ def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets
     assert tokens.plan == ttft.plan == tpot.plan
     assert ttft.predicted is not None and 0 < ttft.predicted <= 2.0
     assert tpot.predicted is not None and 0 < tpot.predicted <= 0.2
+
+
+def test_a_pool_gives_the_same_report_row_for_row_and_counts_its_progress() -> None:
+    # three metrics of each run (tokens/s, TTFT, TPOT) share one prediction in either runner
+    cases = [c for c in load_cases() if c.id.startswith("IMX-")][:12]
+    assert len(cases) == 12
+    ticks: list[tuple[int, int]] = []
+    serial = run_validation(cases=cases)
+    pooled = run_validation(cases=cases, workers=2, progress=lambda d, t: ticks.append((d, t)))
+    assert [r.case.id for r in pooled.results] == [c.id for c in cases]
+    assert pooled.results == serial.results
+    assert ticks[0] == (0, 12) and ticks[-1] == (12, 12)
+    assert all(a[0] <= b[0] for a, b in zip(ticks, ticks[1:], strict=False))

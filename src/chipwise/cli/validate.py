@@ -49,7 +49,9 @@ from chipwise.cli.output import (
     spinner,
 )
 from chipwise.errors import ChipwiseError
+from chipwise.limits import MAX_WORKERS
 from chipwise.perf import PLAN_SWITCHES
+from chipwise.pool import default_workers
 from chipwise.units import format_seconds
 from chipwise.validate import (
     GroupScore,
@@ -60,7 +62,7 @@ from chipwise.validate import (
     leave_one_publication_out,
     load_cases,
     load_confidence,
-    run_case,
+    run_validation,
     score_groups,
 )
 
@@ -332,6 +334,13 @@ def validate_command(
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON (schema_version 1, see the module doc)."
     ),
+    workers: int = typer.Option(
+        0,
+        "--workers",
+        min=0,
+        max=MAX_WORKERS,
+        help="Processes on this machine. Default (0): every core.",
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict every published measurement and show the error of each, and its spread."""
@@ -348,14 +357,13 @@ def validate_command(
             console.print(measured_table(result, db))
         return
     cases = [c for c in load_cases() if kind is None or c.phase == kind.value]
-    results: list[Result] = []
     with progress_bar(show_progress(quiet=quiet, as_json=as_json), "rows") as bar:
         task = bar.add_task("predicting", total=len(cases))
-        for case in cases:
-            bar.update(task, description=f"predicting {case.id}")
-            results.append(run_case(case))
-            bar.advance(task)
-    report = Report(results=tuple(results))
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = run_validation(cases=cases, workers=workers or default_workers(), progress=tick)
     if lopo:
         with spinner(
             show_progress(quiet=quiet, as_json=as_json),

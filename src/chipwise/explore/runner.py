@@ -5,9 +5,8 @@
 per workload x chip x precision x phase x settings, its points one per chip count) to
 
 * ``workers=1``: this process;
-* ``workers=N``: a pool of N processes, forked from a fork server that has imported chipwise
-  once (so starting a worker costs no import, and the parent's progress thread is never
-  forked), or spawned where there is no fork server (Windows);
+* ``workers=N``: a pool of N processes (``chipwise.pool``: forked from a fork server that
+  has imported chipwise once, so starting a worker costs no import);
 * ``ray="auto" | ADDRESS | "local"``: a Ray cluster (the ``[ray]`` extra): "auto" joins the
   cluster this machine belongs to, an address (``ray://head:10001`` or ``head:6379``) joins
   that one, "local" starts one on this machine bound to 127.0.0.1; a Ray session the caller
@@ -21,13 +20,8 @@ run it again to compute only what is missing.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import signal
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +38,7 @@ from chipwise.hardware import (
     with_user_chips,
 )
 from chipwise.limits import MAX_WORKERS
+from chipwise.pool import default_workers, run_in_pool
 from chipwise.workload import load_workload_model
 
 Progress = Callable[[int, int], None]  # (points done, points in the grid)
@@ -222,45 +217,7 @@ def _without(task: Task, rows: dict[int, Row]) -> Task:
 def _run_pool(
     tasks: Sequence[Task], workers: int, finished: Callable[[list[tuple[int, Row]]], None]
 ) -> None:
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["chipwise.explore.evaluate"])
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    try:
-        with _sigint_ignored():  # workers start (and stay) deaf to Ctrl-C: the parent stops them
-            pending: set[Future[list[tuple[int, Row]]]] = {pool.submit(evaluate, t) for t in tasks}
-        while pending:
-            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                finished(fut.result())
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
-
-
-@contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C while worker processes are started: they inherit it, so a Ctrl-C (which
-    reaches the whole process group) stops only the parent, which cancels the pool, instead
-    of printing a traceback from every worker. The main thread only (signals live there)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def default_workers() -> int:
-    """Every core this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    run_in_pool(evaluate, tasks, workers, finished, preload="chipwise.explore.evaluate")
 
 
 def _run_ray(

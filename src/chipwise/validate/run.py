@@ -34,6 +34,7 @@ import csv
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -53,6 +54,7 @@ from chipwise.perf import (
     precision_id,
     predict,
 )
+from chipwise.pool import run_in_pool
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import (
     Inference,
@@ -589,15 +591,51 @@ def _metric(
     return None
 
 
+Progress = Callable[[int, int], None]  # (rows done, rows in the run)
+
+
 def run_validation(
     kind: str | None = None,
     cases: Sequence[Case] | None = None,
     *,
     efficiency: EfficiencyFor | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
 ) -> Report:
-    """Predict every case (of phase ``kind``: train | infer | microbench, or all)."""
+    """Predict every case (of phase ``kind``: train | infer | microbench, or all), the rows of
+    one run once, in ``workers`` processes (``efficiency`` must then pickle: a module-level
+    function). The report is the same, row for row, whatever the number of workers."""
     chosen = load_cases() if cases is None else tuple(cases)
     if kind is not None:
         chosen = tuple(c for c in chosen if c.phase == kind)
-    shared: dict[Case, Prediction] = {}  # the rows of one run are predicted once
-    return Report(results=tuple(_run_case(c, efficiency, shared) for c in chosen))
+    runs: dict[Case, list[tuple[int, Case]]] = {}
+    for i, c in enumerate(chosen):
+        runs.setdefault(_same_run(c), []).append((i, c))
+    # A server run's rate search costs seconds, any other run milliseconds: hand those out
+    # first so that no worker is left with one at the end while the others wait.
+    tasks = sorted(runs.values(), key=lambda run: run[0][1].load != "server")
+    results: dict[int, Result] = {}
+
+    def finished(done: list[tuple[int, Result]]) -> None:
+        results.update(done)
+        if progress is not None:
+            progress(len(results), len(chosen))
+
+    if progress is not None:
+        progress(0, len(chosen))
+    n = max(1, min(workers, len(tasks)))
+    if n == 1:
+        for task in tasks:
+            finished(_run_rows(task, efficiency))
+    else:
+        fn = partial(_run_rows, efficiency=efficiency)
+        run_in_pool(fn, tasks, n, finished, preload="chipwise.validate.run")
+    return Report(results=tuple(results[i] for i in range(len(chosen))))
+
+
+def _run_rows(
+    rows: Sequence[tuple[int, Case]], efficiency: EfficiencyFor | None
+) -> list[tuple[int, Result]]:
+    """The results of one run's rows (its prediction made once), each with its index."""
+    shared: dict[Case, Prediction] = {}
+    return [(i, _run_case(c, efficiency, shared)) for i, c in rows]
