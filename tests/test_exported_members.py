@@ -47,7 +47,8 @@ def test_every_exported_name_exists_and_nothing_public_is_unlisted() -> None:
     for name in chipwise.__all__:
         assert hasattr(chipwise, name), name
     modules = {"advise", "api", "cli", "compat", "cost", "errors", "explore", "hardware",
-               "limits", "perf", "report", "units", "validate", "workload", "bench"}  # fmt: skip
+               "limits", "perf", "pool", "report", "units", "validate", "workload",
+               "bench"}  # fmt: skip
     public = {n for n in dir(chipwise) if not n.startswith("_")}
     unlisted = public - set(chipwise.__all__) - modules
     assert not unlisted, f"public names missing from __all__: {sorted(unlisted)}"
