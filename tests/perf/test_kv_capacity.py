@@ -51,7 +51,7 @@ def test_vllm_loads_gpt_oss_120b_at_the_size_its_log_states() -> None:
 
 
 def test_windowed_engines_hold_more_gpt_oss_sequences_than_full_attention() -> None:
-    assert windows_kv("vllm") and windows_kv("trtllm") and not windows_kv("sglang")
+    assert windows_kv("vllm") and not windows_kv("sglang")
     assert not windows_kv("vllm", "2025-03-01")  # before the hybrid KV-cache manager
     serve = ServeModel(GPT_OSS, H100, "int4", model_for(H100), Network(H100))
     timer = serve.engine_timer(Plan(), "bf16")
@@ -61,6 +61,21 @@ def test_windowed_engines_hold_more_gpt_oss_sequences_than_full_attention() -> N
     assert short / full == pytest.approx(36 * 400 / (18 * 400 + 18 * 128))
     # a context within the window costs what it would under full attention
     assert serve.kv_capacity_tokens(Plan(), "bf16", timer, "vllm", context=100.0) == full
+
+
+def test_tensorrt_llm_sizes_sliding_layers_as_full_attention() -> None:
+    # TensorRT-LLM's KV pools are sized as if every layer were full attention
+    # (kvCacheManager.cpp, NVIDIA/TensorRT-LLM@b35ac1b6): a gpt-oss token costs 36 layers
+    assert not windows_kv("trtllm") and not windows_kv("trtllm", "2026-05-06")
+    phase = Inference(load="max_throughput", input_len=5000, output_len=1000, engine="trtllm")
+    serve = ServeModel(GPT_OSS, H100, "int4", model_for(H100), Network(H100))
+    eng = serve.serve_engine(Plan(), phase).engine
+    assert eng is not None
+    timer = serve.engine_timer(Plan(), "bf16")
+    full = serve.kv_capacity_tokens(Plan(), "bf16", timer, "trtllm")
+    windowed = serve.kv_capacity_tokens(Plan(), "bf16", timer, "trtllm", context=5500.0)
+    assert eng.kv_capacity_tokens_per_replica == pytest.approx(full)
+    assert windowed > 1.9 * full  # what windowed pools would have held
 
 
 def test_an_engine_run_reports_the_memory_it_sized_from() -> None:

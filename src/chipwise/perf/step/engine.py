@@ -252,12 +252,21 @@ KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9, "jetstream": 1.0}
 #   hybrid_kv_cache_manager, written at commit 458e74; in the v0.9.2 API docs as the default
 #   that FullAttentionSpec's "when hybrid allocator is disabled" falls back from). Before
 #   v0.9.2 (2025-07-08) V1 allocated every layer for all tokens.
-# * TensorRT-LLM's variable sliding-window attention (VSWA) keeps one KV pool per window
-#   size (nvidia.github.io/TensorRT-LLM, "KV Cache Connector under VSWA": "the cache
-#   allocates one pool per window size").
 # SGLang sizes a separate SWA pool at --swa-full-tokens-ratio of the full layers' tokens
 # (not modelled: its pool is counted as full attention on every layer).
-WINDOWED_KV_DATES = {"vllm": "2025-07-08", "trtllm": ""}
+# TensorRT-LLM is not among them: its variable sliding-window attention (VSWA) keeps one
+# KV pool per window size, but sizes every pool as if all layers were full attention
+# (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, NVIDIA/TensorRT-LLM@b35ac1b6, read
+# 2026-12-07: the per-window memory share "is not used for BaseKVCacheManager::
+# calculateMaxNumBlocks because [...] we want to first achieve identical performance as
+# assuming all layers as full attention"; "SWA allocates blocks linearly, and we need as
+# many blocks as full attention", since PR #6768, 2025-08), so a gpt-oss token costs all
+# 36 layers of the pool. Fitted nothing; checked on the MLPerf v6.0 gpt-oss-120b Server
+# runs, whose in-flight requests (Little's law on the rate, TPOT and TTFT p50) sit at
+# 0.93-1.0 of that capacity where the p99 TTFT jumps to 1.3-2.5 s (B300/GB300 ~850 of
+# 857, B200 SVM-279 ~455 of 482), not at the 896-sequence batch limit or the 943 B200
+# sequences of windowed pools.
+WINDOWED_KV_DATES = {"vllm": "2025-07-08"}
 # Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
 LENGTH_POINTS = 48
 _Z99 = NormalDist().inv_cdf(0.99)
