@@ -261,11 +261,12 @@ KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9, "jetstream": 1.0}
 # calculateMaxNumBlocks because [...] we want to first achieve identical performance as
 # assuming all layers as full attention"; "SWA allocates blocks linearly, and we need as
 # many blocks as full attention", since PR #6768, 2025-08), so a gpt-oss token costs all
-# 36 layers of the pool. Fitted nothing; checked on the MLPerf v6.0 gpt-oss-120b Server
-# runs, whose in-flight requests (Little's law on the rate, TPOT and TTFT p50) sit at
-# 0.93-1.0 of that capacity where the p99 TTFT jumps to 1.3-2.5 s (B300/GB300 ~850 of
-# 857, B200 SVM-279 ~455 of 482), not at the 896-sequence batch limit or the 943 B200
-# sequences of windowed pools.
+# 36 layers of the pool. Fitted nothing. The MLPerf v6.0 gpt-oss-120b Server runs agree:
+# those whose p99 TTFT jumps to 1.3-2.5 s hold (Little's law on their rate, TPOT and TTFT
+# p50) 848-860 requests a B300/GB300 and ~455 a B200 (SVM-279), 0.93-1.0 of what this
+# sizing holds when each request reserves its prompt and whole output (~857 / ~482;
+# GUARANTEED_NO_EVICT, modelled for trtllm-bench only), where windowed pools would hold
+# ~1,700 / ~940.
 WINDOWED_KV_DATES = {"vllm": "2025-07-08"}
 # Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
 LENGTH_POINTS = 48
