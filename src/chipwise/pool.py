@@ -1,5 +1,6 @@
 """Worker processes on this machine: how many a run may use, and a pool that runs pure tasks
-on them. ``chipwise explore`` (grid points) and ``chipwise validate`` (validation rows) share it.
+on them (or this process, for one worker). ``chipwise explore`` (grid points) and ``chipwise
+validate`` (validation rows) share it.
 
 Workers are forked from a fork server that has imported the caller's module once (so a worker
 costs no import, and no thread of the parent, such as a progress bar's, is ever forked), or
@@ -21,6 +22,8 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
+Progress = Callable[[int, int], None]  # (items done, items in the whole run)
+
 
 def default_workers() -> int:
     """Every core this process may use."""
@@ -30,7 +33,7 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def run_in_pool(
+def run_tasks(
     fn: Callable[[T], R],
     tasks: Iterable[T],
     workers: int,
@@ -38,9 +41,14 @@ def run_in_pool(
     *,
     preload: str,
 ) -> None:
-    """Run ``fn`` on every task in ``workers`` processes (``preload``: the module the fork
-    server imports first), calling ``finished`` here with each result as it arrives (in
-    completion order). An error in a task, or Ctrl-C, cancels the rest."""
+    """Run ``fn`` on every task, calling ``finished`` here with each result: in this process
+    and in order for one worker, else in ``workers`` processes (``preload``: the module the
+    fork server imports first) in completion order. An error in a task, or Ctrl-C, cancels
+    the rest."""
+    if workers <= 1:
+        for task in tasks:
+            finished(fn(task))
+        return
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":

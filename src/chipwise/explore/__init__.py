@@ -29,9 +29,9 @@ from chipwise.explore.grid import (
     grid_from,
     load_grid,
 )
-from chipwise.explore.runner import ExploreRun, Progress, run_grid
+from chipwise.explore.runner import ExploreRun, run_grid
 from chipwise.explore.table import ExploreTable
-from chipwise.pool import default_workers
+from chipwise.pool import Progress, default_workers
 
 
 def explore(

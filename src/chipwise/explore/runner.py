@@ -38,10 +38,9 @@ from chipwise.hardware import (
     with_user_chips,
 )
 from chipwise.limits import MAX_WORKERS
-from chipwise.pool import default_workers, run_in_pool
+from chipwise.pool import Progress, default_workers, run_tasks
 from chipwise.workload import load_workload_model
 
-Progress = Callable[[int, int], None]  # (points done, points in the grid)
 # With workers=None (every core) a grid with fewer points than this to compute runs in this
 # process: a spawned worker first imports chipwise and reads the catalog (about 2 s on one
 # core), which a serving point (about 0.02-0.05 s, benchmarks/explore.py) never pays back.
@@ -184,13 +183,8 @@ def run_grid(
             label = "cache"
         else:
             n = _pool_size(workers, todo)
-            if n == 1:
-                label = "serial"
-                for t in todo:
-                    finished(evaluate(t))
-            else:
-                label = f"pool of {n}"
-                _run_pool(todo, n, finished)
+            label = "serial" if n == 1 else f"pool of {n}"
+            run_tasks(evaluate, todo, n, finished, preload="chipwise.explore.evaluate")
     finally:
         if cache is not None:
             cache.close()
@@ -212,12 +206,6 @@ def _without(task: Task, rows: dict[int, Row]) -> Task:
         return task
     return Task(points=left, chip=task.chip, workload_source=task.workload_source,
                 settings=task.settings)  # fmt: skip
-
-
-def _run_pool(
-    tasks: Sequence[Task], workers: int, finished: Callable[[list[tuple[int, Row]]], None]
-) -> None:
-    run_in_pool(evaluate, tasks, workers, finished, preload="chipwise.explore.evaluate")
 
 
 def _run_ray(

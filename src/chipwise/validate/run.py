@@ -54,7 +54,7 @@ from chipwise.perf import (
     precision_id,
     predict,
 )
-from chipwise.pool import run_in_pool
+from chipwise.pool import Progress, run_tasks
 from chipwise.workload.config import load_config
 from chipwise.workload.ir import (
     Inference,
@@ -591,9 +591,6 @@ def _metric(
     return None
 
 
-Progress = Callable[[int, int], None]  # (rows done, rows in the run)
-
-
 def run_validation(
     kind: str | None = None,
     cases: Sequence[Case] | None = None,
@@ -623,13 +620,8 @@ def run_validation(
 
     if progress is not None:
         progress(0, len(chosen))
-    n = max(1, min(workers, len(tasks)))
-    if n == 1:
-        for task in tasks:
-            finished(_run_rows(task, efficiency))
-    else:
-        fn = partial(_run_rows, efficiency=efficiency)
-        run_in_pool(fn, tasks, n, finished, preload="chipwise.validate.run")
+    fn = partial(_run_rows, efficiency=efficiency)
+    run_tasks(fn, tasks, min(workers, len(tasks)), finished, preload="chipwise.validate.run")
     return Report(results=tuple(results[i] for i in range(len(chosen))))
 
 
