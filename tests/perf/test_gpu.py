@@ -16,6 +16,7 @@ from chipwise.perf.efficiency import (
     efficiency_for,
     parse_efficiency_table,
 )
+from chipwise.perf.ops import gpu
 from chipwise.perf.ops.gpu import (
     K_FILL,
     GpuModel,
@@ -27,7 +28,7 @@ from chipwise.perf.ops.gpu import (
 )
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.ops.tpu import TpuModel
-from chipwise.workload.ir import Op, OpKind
+from chipwise.workload.ir import ExpertRouting, Op, OpKind
 
 # Catalog chips pinned to their datasheet figures, so the hand arithmetic below stays valid
 # whatever the catalog later refines.
@@ -360,6 +361,69 @@ def test_gemm_time_is_monotone_in_m_and_never_beats_the_roofline(
     t_more, _, _ = _roofs(cid, m + dm, n, k)
     assert t_more >= t * (1 - 1e-12)
     assert t >= max(compute_s, stream_s) * (1 - 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cid=st.sampled_from(["h100-sxm", "a100-sxm-80gb", "mi300x", "b200", "h20", "gaudi3"]),
+    m=st.integers(1, 20_000),
+    n=st.sampled_from([128, 1000, 2880, 7168]),
+    k=st.sampled_from([64, 200, 4096, 14336]),
+    batch=st.sampled_from([1, 4]),
+    dtype=st.sampled_from(["bf16", "fp8"]),
+    routed=st.booleans(),
+)
+def test_plan_gemm_is_the_fastest_candidate_kernel_bit_for_bit(
+    cid: str, m: int, n: int, k: int, batch: int, dtype: str, routed: bool
+) -> None:
+    # plan_gemm inlines gemm_candidate's arithmetic over the tile x split-K candidates for
+    # speed: it must pick what a min over gemm_candidate picks, to the last bit, ties
+    # (equal time) going to the least tensor work, then to the first candidate
+    c = default_catalog().chip(cid)
+    if not c.supports(dtype):
+        dtype = "bf16" if c.supports("bf16") else "fp16"
+    eff = efficiency_for(c)
+    peak, n_bytes = c.peak_flops_per_s(dtype), 2.0 * (m * k + k * n + m * n) * batch
+    routing = ExpertRouting(tokens=m, topk=8, experts=256, local=32) if routed else None
+    largest = gpu._LARGEST_TILE.get(c.architecture, gpu.DEFAULT_TILE)
+    tiles = [largest, *(t for t in gpu._SMALL_TILES if gpu._intensity(t) < gpu._intensity(largest))]
+    splits = [s for s in gpu.SPLIT_K_FACTORS if s == 1 or -(-k // s) >= 2 * gpu.TILE_K]
+    candidates = [
+        gemm_candidate(
+            c,
+            eff,
+            (m, n, k, batch),
+            t,
+            s,
+            peak,
+            n_bytes,
+            None,
+            dtype,
+            expert=routed,
+            routing=routing,
+        )
+        for t in tiles
+        for s in splits
+    ]
+    best = min(candidates, key=lambda g: (g.seconds, g.compute_s))
+    got = plan_gemm(c, eff, m, n, k, batch, peak, n_bytes, None, dtype, expert=routed,
+                    routing=routing)  # fmt: skip
+    assert got == best
+
+
+def test_a_chips_packaged_efficiency_is_merged_once_and_cites_the_table() -> None:
+    # every collective of a serving search asks for its chip's parameters (and their
+    # sources): merged and cited once per chip, the same values as a fresh lookup
+    c = default_catalog().chip("h100-sxm")
+    eff = efficiency_for(c)
+    assert efficiency_for(dataclasses.replace(c)) is eff
+    fresh = default_efficiency_table().lookup(c)
+    assert eff == fresh and eff.assumptions() == fresh.assumptions()
+    assert eff.assumptions() is eff.assumptions()
+    # a copy with other values cites its own
+    changed = eff.with_values(source="test", gemm_peak_fraction=0.5)
+    cited = {a.name: (a.value, a.source) for a in changed.assumptions()}
+    assert cited["gemm_peak_fraction"] == (0.5, f"[{eff.basis}] test")
 
 
 _DECODE_CASES = [(cid, m) for m in (1, 64, 128) for cid in GEMM_AND_TPU_CHIPS]

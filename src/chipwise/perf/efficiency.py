@@ -21,14 +21,15 @@ import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chipwise.errors import CatalogError
 from chipwise.hardware.chip import Chip
+from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption
 
 # The parameters every Efficiency has, in the order reports list them.
@@ -434,6 +435,11 @@ class Efficiency:
     trtllm_attention_tile_blocks: float = 0.0
     basis: str = ""  # which catalog entries these came from, e.g. "architecture hopper"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # ``assumptions()`` once built (every collective timed cites them: thousands of times in
+    # one SLO search); a copy (``dataclasses.replace``) starts empty
+    _assumptions: list[tuple[Assumption, ...]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         for name in PARAMETERS:
@@ -524,15 +530,19 @@ class Efficiency:
 
     def assumptions(self) -> tuple[Assumption, ...]:
         """Every parameter as a named, sourced assumption."""
-        prefix = f"[{self.basis}] " if self.basis else ""
-        return tuple(
-            Assumption(
-                name=name,
-                value=getattr(self, name),
-                source=prefix + self.sources.get(name, "set in code"),
+        if not self._assumptions:
+            prefix = f"[{self.basis}] " if self.basis else ""
+            self._assumptions.append(
+                tuple(
+                    Assumption(
+                        name=name,
+                        value=getattr(self, name),
+                        source=prefix + self.sources.get(name, "set in code"),
+                    )
+                    for name in PARAMETERS
+                )
             )
-            for name in PARAMETERS
-        )
+        return self._assumptions[0]
 
 
 # ---- the data file (pydantic at the edge) --------------------------------------------------
@@ -619,6 +629,17 @@ class _EfficiencyFile(_Frozen):
     chip: dict[str, _Entry] = {}
 
 
+class _Entries(NamedTuple):
+    """What ``EfficiencyTable.lookup`` reads of a chip: the keys of its entries (``own``: the
+    chip entry's, its base chip's for a derived one) and its id for errors."""
+
+    id: str
+    kind: str
+    vendor: str
+    architecture: str
+    own: str
+
+
 @dataclass(frozen=True, slots=True)
 class EfficiencyTable:
     """The parsed ``efficiency.toml``: entries by level and key."""
@@ -630,6 +651,11 @@ class EfficiencyTable:
 
     def lookup(self, chip: Chip) -> Efficiency:
         """Merge kind <- vendor <- architecture <- chip entries for ``chip``."""
+        return self.lookup_entries(_Entries(chip.id, chip.kind, chip.vendor, chip.architecture,
+                                            chip.based_on or chip.id))  # fmt: skip
+
+    def lookup_entries(self, chip: _Entries) -> Efficiency:
+        """``lookup`` of a chip by the keys its entries are found under."""
         if chip.kind not in self.kind:
             raise CatalogError(
                 f"efficiency.toml has no [kind.{chip.kind}] defaults for {chip.id}; "
@@ -642,7 +668,7 @@ class EfficiencyTable:
             ("kind", chip.kind, self.kind),
             ("vendor", chip.vendor, self.vendor),
             ("architecture", chip.architecture, self.architecture),
-            ("chip", chip.based_on or chip.id, self.chip),  # a derived chip: its base's
+            ("chip", chip.own, self.chip),  # a derived chip: its base's
         )
         for level, key, table in levels:
             entry = table.get(key)
@@ -653,7 +679,7 @@ class EfficiencyTable:
             for name, (value, source) in entry.items():
                 values[name] = value
                 sources[name] = source
-        own = chip.based_on or chip.id  # a derived chip keeps its base chip's entry
+        own = chip.own  # a derived chip keeps its base chip's entry
         if chip.architecture not in self.architecture and own not in self.chip:
             basis.append(f"(no entry for architecture {chip.architecture!r}: defaults)")
         missing = [p for p in PARAMETERS if p not in values and p not in _OPTIONAL]
@@ -708,7 +734,16 @@ def default_efficiency_table() -> EfficiencyTable:
 
 def efficiency_for(chip: Chip) -> Efficiency:
     """The packaged efficiency parameters for ``chip`` (most specific entry wins)."""
-    return default_efficiency_table().lookup(chip)
+    return _packaged(_Entries(chip.id, chip.kind, chip.vendor, chip.architecture,
+                              chip.based_on or chip.id))  # fmt: skip
+
+
+@lru_cache(maxsize=CACHE_ENTRIES)
+def _packaged(chip: _Entries) -> Efficiency:
+    """``efficiency_for``, merged once per chip: a serving search times thousands of
+    collectives, each asking for its chip's parameters (and citing them, which
+    ``Efficiency.assumptions`` builds once per object)."""
+    return default_efficiency_table().lookup_entries(chip)
 
 
 def fabric_collective_latency_s(chip: Chip) -> float:

@@ -844,16 +844,37 @@ def plan_gemm(
         for split in SPLIT_K_FACTORS
         if split == 1 or _ceil_div(k, split) >= 2 * TILE_K
     ]
-    tile_rates = [(tile, tile_rate_factor(chip, tile, rates.balance)) for tile in tiles]
-    costs = [
-        (tile, split, _candidate_cost(gemm, tile, split, n_bytes, rates, rate, k_pad, routing))
-        for tile, rate in tile_rates
-        for split, k_pad in splits
-    ]
-    # among kernels equally fast, the one with the least tensor work (the most slack under
-    # the memory stream), so a memory-bound GEMM stays memory-bound at a lower tensor rate
-    # (the first of any still tied)
-    tile, split, cost = min(costs, key=lambda c: (c[2].seconds, c[2].compute_s))
+    # ``_candidate_cost``'s arithmetic, operation for operation, inlined over the candidates
+    # (a planner search plans thousands of distinct GEMMs); the winner's ``_Cost`` is built
+    # by ``_candidate_cost`` itself. The operand stream depends on the split only.
+    streams = []
+    for split, k_pad in splits:
+        partials = 0.0
+        if split > 1:
+            workspace = batch * m * n * split * PARTIAL_SUM_BYTES
+            partials = 2.0 * max(0.0, workspace - rates.l2_partials_bytes)
+        streams.append((split, k_pad, (n_bytes + partials) / rates.bytes_per_s))
+    exponent = rates.exponent
+    best = (math.inf, math.inf)
+    choice = (tiles[0], *splits[0], 0.0)
+    for tile in tiles:
+        tm, tn = tile
+        rate = tile_rate_factor(chip, tile, rates.balance)
+        per_sm_flops_per_s = rates.sm_flops_per_s * rate
+        grid = _ceil_div(m, tm) * _ceil_div(n, tn) * batch
+        routed = 0.0 if routing is None else routed_row_tiles(routing, tm) * _ceil_div(n, tn)
+        for split, k_pad, memory_s in streams:
+            count = grid * split if routing is None else math.ceil(routed * split - 1e-6)
+            waves = _ceil_div(count, rates.sms)
+            compute_s = waves * 2.0 * tm * tn * (k_pad + K_FILL) / per_sm_flops_per_s
+            seconds = combine(compute_s, memory_s, exponent)
+            # among kernels equally fast, the one with the least tensor work (the most slack
+            # under the memory stream), so a memory-bound GEMM stays memory-bound at a lower
+            # tensor rate (the first of any still tied)
+            if (seconds, compute_s) < best:
+                best, choice = (seconds, compute_s), (tile, split, k_pad, rate)
+    tile, split, k_pad, rate = choice
+    cost = _candidate_cost(gemm, tile, split, n_bytes, rates, rate, k_pad, routing)
     return _as_plan(chip, gemm, tile, split, cost)
 
 
