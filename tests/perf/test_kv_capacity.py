@@ -114,3 +114,22 @@ def test_sglang_holds_less_kv_than_vllm_on_an_h100() -> None:
     vllm = serve.kv_capacity_tokens(Plan(), "bf16", timer, "vllm")
     sglang = serve.kv_capacity_tokens(Plan(), "bf16", timer, "sglang")
     assert sglang < vllm
+
+
+def test_tensorrt_llm_reserves_whole_outputs_under_trtllm_bench_only() -> None:
+    # trtllm-bench keeps the LLM API's GUARANTEED_NO_EVICT (prompt + whole output held from
+    # admission); NVIDIA's MLPerf harness sets MAX_UTILIZATION (HarnessConfig's
+    # batch_scheduler_policy 'max_util', mlcommons/inference_results_v5.1@952ca601
+    # closed/NVIDIA/code/llmlib/config.py; every v6.0 gpt-oss-120b Server config sets it),
+    # which holds a running request's context only: its running set is the pool over the
+    # mean held context
+    phase = Inference(load="max_throughput", input_len=5000, output_len=1300, engine="trtllm",
+                      max_num_seqs=4096, max_num_tokens=65536)  # fmt: skip
+    serve = ServeModel(GPT_OSS, H100, "int4", model_for(H100), Network(H100))
+    mlperf = serve.serve_engine(Plan(), phase).engine
+    bench = serve.serve_engine(Plan(), replace(phase, harness="trtllm-bench")).engine
+    assert mlperf is not None and bench is not None
+    pool = mlperf.kv_capacity_tokens_per_replica
+    assert mlperf.limit == bench.limit == "kv_cache"
+    assert mlperf.max_seqs_per_replica == int(pool // (5000 + 1300 / 2))
+    assert bench.max_seqs_per_replica == int(pool // (5000 + 1300))

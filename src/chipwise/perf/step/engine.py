@@ -261,12 +261,20 @@ KV_FREE_MEMORY_FRACTION = {"trtllm": 0.9, "jetstream": 1.0}
 # calculateMaxNumBlocks because [...] we want to first achieve identical performance as
 # assuming all layers as full attention"; "SWA allocates blocks linearly, and we need as
 # many blocks as full attention", since PR #6768, 2025-08), so a gpt-oss token costs all
-# 36 layers of the pool. Fitted nothing. The MLPerf v6.0 gpt-oss-120b Server runs agree:
-# those whose p99 TTFT jumps to 1.3-2.5 s hold (Little's law on their rate, TPOT and TTFT
-# p50) 848-860 requests a B300/GB300 and ~455 a B200 (SVM-279), 0.93-1.0 of what this
-# sizing holds when each request reserves its prompt and whole output (~857 / ~482;
-# GUARANTEED_NO_EVICT, modelled for trtllm-bench only), where windowed pools would hold
-# ~1,700 / ~940.
+# 36 layers of the pool. Fitted nothing. NVIDIA's MLPerf harness runs TensorRT-LLM under
+# MAX_UTILIZATION, not the LLM API's GUARANTEED_NO_EVICT: HarnessConfig's runtime flag
+# batch_scheduler_policy defaults to 'max_util' and goes into the engine's
+# scheduler_config.capacity_scheduler_policy as MAX_UTILIZATION
+# (mlcommons/inference_results_v5.1@952ca601 closed/NVIDIA/code/llmlib/config.py), and
+# every v6.0 gpt-oss-120b Server config read sets 'max_util' (and
+# kvcache_free_gpu_mem_frac 0.98; closed/{NVIDIA,Nebius,ASUSTeK}/configs/*/Server/
+# gpt-oss-120b.py, gbeezybez/inference_results_v6.0@ab33b214, read 2026-12-07): a request
+# holds its context only, so its running set is the pool over the mean held context, and
+# the whole output is reserved under trtllm-bench only (``reserves_output``). On B300 and
+# GB300 that pool holds ~950-1,040 of these sequences, more than the configs' 896
+# (gpu_batch_size 128 x 7): the MLPerf runs whose p99 TTFT jumps to 1.3-2.5 s hold
+# (Little's law on the scheduled rate, TPOT and TTFT p50) 873-893 requests a GPU, 0.97-1.0
+# of that batch limit, those at 0.28-0.69 s 582-658 (see docs/performance.md).
 WINDOWED_KV_DATES = {"vllm": "2025-07-08"}
 # Points per length distribution (log-normal quantiles): enough for p99 within ~1 %.
 LENGTH_POINTS = 48

@@ -1022,7 +1022,8 @@ class ServeModel(StepTimer):
                 verify_tokens=1.0 + phase.spec_tokens,
                 # trtllm-bench runs the LLM API's default capacity policy,
                 # GUARANTEED_NO_EVICT (its SchedulerConfig in bench/benchmark/utils/
-                # general.py, llmapi/llm_args.py SchedulerConfig's default)
+                # general.py, llmapi/llm_args.py SchedulerConfig's default); NVIDIA's
+                # MLPerf harness sets MAX_UTILIZATION (see ``engine.WINDOWED_KV_DATES``)
                 reserves_output=phase.harness in TRTLLM_BENCH_HARNESSES,
                 lockstep_step=step.lockstep if isinstance(step, BatchingStep) else None,
                 slot_queue=slot_queue,
