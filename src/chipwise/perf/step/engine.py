@@ -913,6 +913,8 @@ class Engine:
         """Seconds to prefill prompts of ``inputs`` tokens (after prefix hits) with ``b``
         sequences decoding alongside; disaggregated: on an idle prefill replica."""
         step, room, dec = self._prefill_slot(b)
+        if inputs.size == 1:  # one length (a mean's service), without np.unique's sort
+            return np.array([_chunked_prefill_s(step, dec, self.ctx, float(inputs[0]), room)])
         uniq, index = np.unique(inputs, return_inverse=True)
         times = np.array([_chunked_prefill_s(step, dec, self.ctx, float(n), room) for n in uniq])
         return np.asarray(times[index], dtype=float)

@@ -1266,6 +1266,7 @@ class ServeModel(StepTimer):
 _GRID_PER_OCTAVE = 4
 
 
+@functools.lru_cache(maxsize=1024)  # i <= 4 log2(tokens): a few hundred at most
 def _grid_point(i: int) -> int:
     return max(1, math.floor(float(2.0 ** (i / _GRID_PER_OCTAVE)) + 0.5))
 
