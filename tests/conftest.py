@@ -1,9 +1,14 @@
 """Session-wide test setup: the suite never reads or writes the user's real price cache, and
-the validation rows are predicted once per session, not once per test module."""
+the validation rows are predicted once per session, not once per test module, in the
+background while the other tests run."""
 
 from __future__ import annotations
 
 import os
+import pickle
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,13 +35,59 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 VALIDATION_GROUP = "validation"  # pytest-xdist runs the tests that share the report on one worker
 
+# The report is predicted by a child process started once the tests are collected (pytest
+# itself runs on one core; the prediction is minutes of CPU, most of it MLPerf Server rate
+# searches and finite max-throughput runs): it runs the same ``run_validation`` over the
+# cores at a lower priority, so the other tests keep their core and the report's waits for
+# none; the tests that read it run last. A run that reads no report starts none, and
+# pytest-xdist workers (each collects every test) predict it in the worker that needs it.
+_BACKGROUND_NICE = 10
+_PREDICT_REPORT = """\
+import os, pickle, sys
+if hasattr(os, "nice"):
+    os.nice(int(sys.argv[2]))
+from chipwise.pool import default_workers
+from chipwise.validate import run_validation
+report = run_validation(workers=default_workers())
+with open(sys.argv[1] + ".part", "wb") as fh:
+    pickle.dump(report, fh)
+os.replace(sys.argv[1] + ".part", sys.argv[1])
+"""
+_REPORT_DIR = tempfile.TemporaryDirectory(prefix="chipwise-test-report-")
+_REPORT_PATH = Path(_REPORT_DIR.name) / "validation-report.pickle"
+_background: subprocess.Popen[bytes] | None = None
+
+
+def _start_validation_report() -> subprocess.Popen[bytes]:
+    """The child process that predicts every validation row into ``_REPORT_PATH``."""
+    import chipwise
+
+    # the chipwise this session imported, wherever it was found (a checkout, an install)
+    paths = [str(Path(chipwise.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    with (_REPORT_PATH.parent / "validation-report.stderr").open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", _PREDICT_REPORT, str(_REPORT_PATH), str(_BACKGROUND_NICE)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,  # its pool's workers are stopped with it (a group)
+        )
+
 
 @pytest.fixture(scope="session")
 def validation_report() -> Report:
     """Every validation row predicted as shipped (minutes of CPU, spread over the cores):
     computed once per session for the tests that read the whole report (tests/validate,
     ``chipwise validate`` runs)."""
-    return run_validation(workers=default_workers())
+    if _background is None:
+        return run_validation(workers=default_workers())
+    if _background.wait() != 0:
+        err = (_REPORT_PATH.parent / "validation-report.stderr").read_text(errors="replace")
+        raise RuntimeError(f"predicting the validation report failed:\n{err}")
+    with _REPORT_PATH.open("rb") as fh:
+        report: Report = pickle.load(fh)
+    return report
 
 
 @pytest.fixture
@@ -53,9 +104,24 @@ def validated_rows(validation_report: Report, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(cli, "run_validation", shared)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the tests that read the session's validation report in one pytest-xdist group, so
-    ``-n`` workers predict it once between them (``--dist loadgroup``), not once each."""
-    for item in items:
-        if "validation_report" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(VALIDATION_GROUP))
+    ``-n`` workers predict it once between them (``--dist loadgroup``), not once each; without
+    xdist, run them last and start predicting the report now (``_start_validation_report``)."""
+    global _background
+    readers = [i for i in items if "validation_report" in getattr(i, "fixturenames", ())]
+    for item in readers:
+        item.add_marker(pytest.mark.xdist_group(VALIDATION_GROUP))
+    xdist = "PYTEST_XDIST_WORKER" in os.environ or getattr(config.option, "numprocesses", None)
+    if not readers or xdist or config.option.collectonly or _background is not None:
+        return
+    chosen = set(readers)
+    items[:] = [i for i in items if i not in chosen] + readers
+    _background = _start_validation_report()
+
+
+def pytest_sessionfinish() -> None:
+    """Stop the report's process group if no test waited for it (a failure under -x)."""
+    if _background is not None and _background.poll() is None:
+        os.killpg(_background.pid, signal.SIGTERM)
+        _background.wait()

@@ -516,7 +516,7 @@ def test_a_server_run_s_latency_rows_may_be_timed_at_its_scheduled_rate(
     assert slow != searched
 
 
-def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets() -> None:
+def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets(report) -> None:  # type: ignore[no-untyped-def]
     # MLPerf Server reports the highest Poisson rate whose p99 TTFT/TPOT meet the targets and
     # the latencies at that rate: every Server row (tokens/s and latencies) is a server load
     # (an Offline row may name an "RTX PRO 6000 Blackwell Server Edition": its scenario says)
@@ -532,10 +532,13 @@ def test_mlperf_server_rows_are_predicted_at_the_highest_rate_within_the_targets
         stated = re.search(r"ttft_latency (\d+) ns, tpot_latency (\d+) ns", c.notes)
         targets = (int(stated[1]) / 1e9, int(stated[2]) / 1e9) if stated else (2.0, 0.2)
         assert (c.ttft_p99_target_s, c.tpot_p99_target_s) == pytest.approx(targets), c.id
-    by_id = {c.id: c for c in rows}
-    tokens, ttft, tpot = (run_case(by_id[i]) for i in ("SVM-020", "SVM-022", "SVM-024"))
-    # one deployment: the latency rows are predicted under the tokens/s row's plan, within
-    # the targets
+    # the latency rows from the session's report (a rate search is seconds of CPU), the
+    # tokens/s row predicted alone: one deployment, the latency rows predicted under the
+    # tokens/s row's plan, within the targets
+    by_id = {r.case.id: r for r in report.results}
+    ttft, tpot = by_id["SVM-022"], by_id["SVM-024"]
+    tokens = run_case(by_id["SVM-020"].case)
+    assert tokens == by_id["SVM-020"]
     assert tokens.plan == ttft.plan == tpot.plan
     assert ttft.predicted is not None and 0 < ttft.predicted <= 2.0
     assert tpot.predicted is not None and 0 < tpot.predicted <= 0.2
