@@ -3,14 +3,19 @@ done-when command), its --kv-dtype and --precision options."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from chipwise.cli import app
+from chipwise.pool import run_tasks
 
 runner = CliRunner()
+# the module (chipwise.advise exports its function of the same name)
+recommend_module = importlib.import_module("chipwise.advise.recommend")
 
 
 def _advise(*args: str) -> Any:
@@ -29,6 +34,24 @@ def test_the_issue_command_meets_both_targets_over_the_whole_catalog() -> None:
     # every listed option meets the targets too, and the serving confidence is quoted
     assert all(o["ttft_p99_s"] <= 2.0 and o["tpot_p99_s"] <= 0.05 for o in data["options"])
     assert data["confidence"]["what"] == "serving-throughput"
+
+
+def test_chips_searched_on_worker_processes_give_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # --workers 2 searches the chips on two processes (chipwise.pool): the same options,
+    # pick and exclusions, bit for bit, as one process
+    pools: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        pools.append(args[2])  # the worker count
+        run_tasks(*args, **kwargs)
+
+    monkeypatch.setattr(recommend_module, "run_tasks", counted)
+    args = ("llama3-70b", "--phase", "infer", "--rps", "20", "--ttft", "2000", "--tpot", "50",
+            "--chips", "h100,mi300x,v5e,l4")  # fmt: skip
+    assert _advise(*args, "--workers", "2") == _advise(*args, "--workers", "1")
+    assert pools == [2]
 
 
 def test_kv_dtype_without_the_engine_is_refused_with_the_fix() -> None:

@@ -50,6 +50,7 @@ OPTION_SETS = {
         "--utilization",
         "--verbose",
         "--work",
+        "--workers",
         "-q",
         "-v",
     },

@@ -9,10 +9,11 @@ best TPU option and the overall pick, with the article's situations as reasons
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from chipwise.advise.candidates import search_chip
+from chipwise.advise.candidates import ChipSearch, search_chip
 from chipwise.advise.confidence import Confidence, confidence_for_chip, latency_confidence
 from chipwise.advise.nonml import NonMLOption, non_ml_options, work_of
 from chipwise.advise.nonml import bottleneck as bottleneck_of
@@ -30,6 +31,7 @@ from chipwise.advise.situations import (
 )
 from chipwise.hardware import Catalog, Chip, default_catalog
 from chipwise.hardware.schema import FEATURES
+from chipwise.pool import run_tasks
 from chipwise.workload.ir import Inference, NonMLKind, Training
 
 Progress = Callable[[str, int, int], None]  # (chip id, index, total)
@@ -212,13 +214,76 @@ def _chips(request: AdviseRequest, catalog: Catalog) -> tuple[Chip, ...]:
     return tuple({c.id: c for c in chosen}.values())
 
 
+def _exclusion(chip: Chip, request: AdviseRequest) -> str:
+    """Why ``chip`` is left out before any planning ('' if it is not)."""
+    return (
+        project_exclusion(chip, request)
+        or method_exclusion(chip, request)
+        or as_is_exclusion(chip, request)
+    )
+
+
+def _search_task(task: tuple[int, bytes]) -> tuple[int, ChipSearch]:
+    """One chip's search in a worker: the ``i``-th of the pickled (chips, request, catalog),
+    pickled once for all the tasks (the catalog's prices are most of its ~160 kB)."""
+    i, shared = task
+    chips, request, catalog = pickle.loads(shared)  # this run's own pickle
+    return i, search_chip(chips[i], request, catalog)
+
+
+def _search_chips(
+    chips: tuple[Chip, ...],
+    request: AdviseRequest,
+    catalog: Catalog,
+    workers: int,
+    progress: Progress | None,
+) -> dict[str, ChipSearch | str]:
+    """Each chip's search, or why it is left out, by chip id: one after another here, or
+    on ``workers`` processes (``chipwise.pool``) when there are several chips to search
+    (each search is pure, so the answer is the same bit for bit)."""
+    out: dict[str, ChipSearch | str] = {}
+    todo: list[Chip] = []
+    for chip in chips:
+        why = _exclusion(chip, request)
+        if why:
+            out[chip.id] = why
+        else:
+            todo.append(chip)
+    done = len(out)
+    if workers <= 1 or len(todo) < 2:
+        for chip in todo:
+            if progress is not None:
+                progress(chip.id, done, len(chips))
+            out[chip.id] = search_chip(chip, request, catalog)
+            done += 1
+    else:
+        shared = pickle.dumps((tuple(todo), request, catalog))
+
+        def finished(result: tuple[int, ChipSearch]) -> None:
+            nonlocal done
+            chip = todo[result[0]]
+            out[chip.id] = result[1]
+            done += 1
+            if progress is not None:
+                progress(chip.id, done, len(chips))
+
+        tasks = [(i, shared) for i in range(len(todo))]
+        run_tasks(_search_task, tasks, min(workers, len(todo)), finished,
+                  preload="chipwise.advise.recommend")  # fmt: skip
+    if progress is not None:
+        progress("", len(chips), len(chips))
+    return out
+
+
 def recommend(
     request: AdviseRequest,
     catalog: Catalog | None = None,
     *,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> Recommendation:
-    """Compare the catalog (or ``request.chip_ids``) for ``request`` and explain the choice."""
+    """Compare the catalog (or ``request.chip_ids``) for ``request`` and explain the choice;
+    ``workers`` > 1 searches the chips on that many processes (``chipwise.pool``)."""
     cat = default_catalog() if catalog is None else catalog
     chips = _chips(request, cat)
     model = request.workload.model
@@ -229,18 +294,12 @@ def recommend(
     single_gpu: list[Option] = []
     considered: list[Option] = []
     key = objective_key(request)
-    for i, chip in enumerate(chips):
-        if progress is not None:
-            progress(chip.id, i, len(chips))
-        why = (
-            project_exclusion(chip, request)
-            or method_exclusion(chip, request)
-            or as_is_exclusion(chip, request)
-        )
-        if why:
-            excluded.append(Excluded(chip_id=chip.id, why=why))
+    searches = _search_chips(chips, request, cat, workers, progress)
+    for chip in chips:
+        found = searches[chip.id]
+        if isinstance(found, str):
+            excluded.append(Excluded(chip_id=chip.id, why=found))
             continue
-        found = search_chip(chip, request, cat)
         if not found.options:
             excluded.append(Excluded(chip_id=chip.id, why=found.why_none))
             continue
@@ -253,8 +312,6 @@ def recommend(
             excluded.append(Excluded(chip_id=chip.id, why=closest.excluded))
             continue
         best.append(choice)
-    if progress is not None:
-        progress("", len(chips), len(chips))
     best.sort(key=key)
     best_gpu = next((o for o in best if o.chip.kind != "tpu"), None)
     best_tpu = next((o for o in best if o.chip.kind == "tpu"), None)
@@ -277,7 +334,7 @@ def recommend(
     owning = None
     if request.own_hardware and pick is not None and pick.days is not None:
         # the same job rented (any chip), to price the purchase against
-        rented = recommend(replace(request, own_hardware=False), cat)
+        rented = recommend(replace(request, own_hardware=False), cat, workers=workers)
         owning = ownership_advice(pick, rented.options, request)
     notes = []
     if not best:

@@ -34,9 +34,11 @@ from chipwise.limits import (
     MAX_SEQ_LEN,
     MAX_SERVE_BATCH,
     MAX_WIDTH,
+    MAX_WORKERS,
     check_quantity,
 )
 from chipwise.perf import precision_id
+from chipwise.pool import default_workers
 from chipwise.report.advice import render_recommendation
 from chipwise.report.advice_json import recommendation_to_dict
 from chipwise.units import parse_quantity
@@ -303,6 +305,13 @@ def advise(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Everything: plan, price sources, all evidence and reasons."
     ),
+    workers: int = typer.Option(
+        0,
+        "--workers",
+        min=0,
+        max=MAX_WORKERS,
+        help="Processes that search the chips at once. Default (0): every core.",
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Compare every chip for WORKLOAD and recommend the best GPU, best TPU and overall pick.
@@ -369,7 +378,7 @@ def advise(
         def tick(chip_id: str, i: int, total: int) -> None:
             bar.update(task, description=f"planning {chip_id}", completed=i, total=total)
 
-        rec = recommend(request, catalog, progress=tick)
+        rec = recommend(request, catalog, progress=tick, workers=workers or default_workers())
     if user_prices is not None:
         rec = replace(rec, notes=(*rec.notes, user_prices.note))
     if html is not None:
