@@ -28,8 +28,30 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chipwise.advise import AdviseRequest
 
 TARGET_S = 5.0
+
+
+def _request(input_len: int, tpot_s: float) -> AdviseRequest:
+    """The issue's command (llama3-70b, 20 requests/s, p99 TTFT 2 s) at ``input_len``-token
+    prompts and a p99 TPOT of ``tpot_s``."""
+    from chipwise.advise import AdviseRequest
+    from chipwise.workload.ir import Inference, Workload
+    from chipwise.workload.load import load_workload_model
+
+    return AdviseRequest(
+        workload=Workload(
+            model=load_workload_model("llama3-70b"),
+            phase=Inference(input_len=input_len, output_len=256),
+        ),
+        rps=20.0,
+        ttft_p99_s=2.0,
+        tpot_p99_s=tpot_s,
+    )
 
 
 def _time_search(
@@ -37,15 +59,11 @@ def _time_search(
 ) -> tuple[list[float], list[float], str]:
     """Wall and CPU seconds of each run of the whole-catalog search (CPU time is what a
     shared machine does not inflate), and what the last one found."""
-    from chipwise.advise import AdviseRequest
     from chipwise.advise import disaggregation as dis
     from chipwise.advise.candidates import search_chip
     from chipwise.hardware import default_catalog
-    from chipwise.workload.ir import Inference, Workload
-    from chipwise.workload.load import load_workload_model
 
     catalog = default_catalog()
-    model = load_workload_model("llama3-70b")
     solved = [0]
     fewest = dis.DisaggregatedSearch.fewest
 
@@ -62,12 +80,7 @@ def _time_search(
     found = []
     for _ in range(repeat):
         solved[0] = 0
-        request = AdviseRequest(
-            workload=Workload(model=model, phase=Inference(input_len=input_len, output_len=256)),
-            rps=20.0,
-            ttft_p99_s=2.0,
-            tpot_p99_s=tpot_s,
-        )
+        request = _request(input_len, tpot_s)
         start, start_cpu = time.perf_counter(), time.process_time()
         found = [search_chip(c, request, catalog) for c in catalog.chips]  # fresh models
         times.append(time.perf_counter() - start)
@@ -85,27 +98,18 @@ def _time_search(
     )
 
 
-_CLI_RUN = """
-import sys, time
-from chipwise.advise import AdviseRequest, recommend
-from chipwise.hardware import default_catalog
-from chipwise.workload.ir import Inference, Workload
-from chipwise.workload.load import load_workload_model
+def _cli_run(workers: int) -> None:
+    """One ``advise.recommend`` of the issue's command on ``workers`` processes, as the CLI
+    runs it (this script's ``--cli-run``, in a fresh interpreter): prints its seconds and
+    pick."""
+    from chipwise.advise import recommend
+    from chipwise.hardware import default_catalog
 
-if __name__ == "__main__":
-    catalog = default_catalog()
-    model = load_workload_model("llama3-70b")
-    request = AdviseRequest(
-        workload=Workload(model=model, phase=Inference(input_len=1024, output_len=256)),
-        rps=20.0,
-        ttft_p99_s=2.0,
-        tpot_p99_s=0.05,
-    )
+    catalog, request = default_catalog(), _request(1024, 0.05)
     start = time.perf_counter()
-    rec = recommend(request, catalog, workers=int(sys.argv[1]))
+    rec = recommend(request, catalog, workers=workers)
     pick = f"{rec.pick.chips}x{rec.pick.chip.id}" if rec.pick else "none"
     print(time.perf_counter() - start, pick)
-"""
 
 
 def _time_cli(repeat: int, workers: int) -> tuple[list[float], str]:
@@ -115,7 +119,7 @@ def _time_cli(repeat: int, workers: int) -> tuple[list[float], str]:
     pick = ""
     for _ in range(repeat):
         out = subprocess.run(
-            [sys.executable, "-c", _CLI_RUN, str(workers)],
+            [sys.executable, __file__, "--cli-run", str(workers)],
             check=True,
             capture_output=True,
             text=True,
@@ -128,7 +132,13 @@ def _time_cli(repeat: int, workers: int) -> tuple[list[float], str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs (default 3)")
+    parser.add_argument(
+        "--cli-run", type=int, metavar="WORKERS", help="one timed run (what each run calls)"
+    )
     args = parser.parse_args()
+    if args.cli_run is not None:
+        _cli_run(args.cli_run)
+        return 0
     from chipwise.advise.confidence import confidence_for_chip
     from chipwise.hardware import default_catalog
     from chipwise.pool import default_workers

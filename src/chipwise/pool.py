@@ -1,6 +1,6 @@
 """Worker processes on this machine: how many a run may use, and a pool that runs pure tasks
-on them (or this process, for one worker). ``chipwise explore`` (grid points) and ``chipwise
-validate`` (validation rows) share it.
+on them (or this process, for one worker). ``chipwise explore`` (grid points), ``chipwise
+validate`` (validation rows) and ``chipwise advise`` (chips) share it.
 
 Workers are forked from a fork server that has imported the caller's module once (so a worker
 costs no import, and no thread of the parent, such as a progress bar's, is ever forked), or

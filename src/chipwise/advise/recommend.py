@@ -240,7 +240,9 @@ def _search_chips(
 ) -> dict[str, ChipSearch | str]:
     """Each chip's search, or why it is left out, by chip id: one after another here, or
     on ``workers`` processes (``chipwise.pool``) when there are several chips to search
-    (each search is pure, so the answer is the same bit for bit)."""
+    (each search is pure, so the answer is the same bit for bit). Not ``run_tasks``' own
+    one-worker loop: here ``progress`` runs before each chip (the web UI's deadline check
+    between searches) and nothing is pickled."""
     out: dict[str, ChipSearch | str] = {}
     todo: list[Chip] = []
     for chip in chips:
