@@ -191,3 +191,42 @@ def test_only_mla_ops_count_as_latent_decode_attention() -> None:
 
     assert is_latent_decode_attention(_decode_attention(mla=True))
     assert not is_latent_decode_attention(_decode_attention(mla=False))
+
+
+# ROCm/aiter PR #3116 (2026-05-14), its reviewer's pre-patch run of bench_moe_gemm_a8w4.py
+# --shape 2880 5760 --experts 128 4 on MI355X: the gpt-oss-120b down GEMM of AITER's Triton
+# a8w4 MoE (vLLM's ROCm MXFP4 experts), kernel us by tokens (efficiency.toml A8W4-MOE)
+A8W4_DOWN_US = {64: 132.35, 128: 150.30, 256: 153.28, 1024: 237.18}
+
+
+def _gpt_oss_expert_down_s(tokens: int, engine: str) -> float:
+    """gpt-oss-120b's routed down GEMM of one layer at ``tokens`` tokens on one MI355X."""
+    from chipwise.perf.base import Plan
+    from chipwise.perf.predictor import Predictor
+    from chipwise.workload import load_workload_model
+    from chipwise.workload.ir import Inference, Workload
+
+    phase = Inference(batch=tokens, input_len=1000, output_len=2, engine=engine)
+    workload = Workload(model=load_workload_model("gpt-oss-120b"), phase=phase)
+    serve = Predictor(workload, "mi355x", "fp4").serve_model()
+    _, decode = serve.layer_op_times(Plan(tp=1), batch=tokens, input_len=1000, output_len=2)
+    return next(t.seconds for t in decode if t.op.name == "expert_down")
+
+
+def test_a8w4_block_m_follows_aiters_routing() -> None:
+    from chipwise.perf.efficiency import a8w4_block_m
+
+    # max(16, min(next_power_of_2(tokens x top_k // experts), 128))
+    assert [a8w4_block_m(r) for r in (0.5, 2, 16, 17, 22.3, 32, 33, 100, 500)] == [
+        16, 16, 16, 32, 32, 32, 64, 128, 128,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("tokens", sorted(A8W4_DOWN_US))
+def test_vllm_mxfp4_experts_stream_at_the_triton_a8w4_kernels_rate(tokens: int) -> None:
+    eff = efficiency_for(chip("mi355x"))
+    assert (eff.a8w4_expert_hbm_fraction, eff.a8w4_expert_wide_hbm_fraction) == (0.50, 0.33)
+    model = _gpt_oss_expert_down_s(tokens, "vllm")
+    assert model == pytest.approx(A8W4_DOWN_US[tokens] * 1e-6, rel=0.05)
+    # AITER's CK / FlyDSL fused MoE (ATOM, SGLang) keeps its own, faster weight stream
+    assert _gpt_oss_expert_down_s(tokens, "atom") < 0.8 * model

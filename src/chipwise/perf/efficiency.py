@@ -75,6 +75,8 @@ PARAMETERS: tuple[str, ...] = (
     "fp4_expert_hbm_fraction",
     "fp4_expert_latency_s",
     "fp4_expert_routed_peak_fraction",
+    "a8w4_expert_hbm_fraction",
+    "a8w4_expert_wide_hbm_fraction",
     "mxfp4_expert_peak_fraction",
     "mxfp4_expert_hbm_fraction",
     "mxfp4_expert_latency_s",
@@ -96,6 +98,20 @@ PARAMETERS: tuple[str, ...] = (
     "attention_tile_blocks",
     "trtllm_attention_tile_blocks",
 )
+
+# AITER's Triton a8w4 MoE (vLLM's ROCm MXFP4 experts) picks its row tile from the routed
+# rows an expert: max(16, min(next_power_of_2(tokens x top_k // experts), 128))
+# (aiter/ops/triton/moe_routing/routing.py at ROCm/aiter@6af8b6874, the MLPerf v6.0 build),
+# and its configs by that tile (moe_op_gemm_a8w4.get_kernel_config).
+A8W4_MIN_BLOCK_M = 16
+A8W4_MAX_BLOCK_M = 128
+
+
+def a8w4_block_m(rows_per_expert: float) -> int:
+    """The row tile AITER's a8w4 MoE routing picks at ``rows_per_expert`` routed rows."""
+    rows = max(1, int(rows_per_expert))
+    return max(A8W4_MIN_BLOCK_M, min(1 << (rows - 1).bit_length(), A8W4_MAX_BLOCK_M))
+
 
 _FRACTIONS = frozenset(PARAMETERS) - {
     "launch_overhead_s",
@@ -142,7 +158,7 @@ _OPTIONAL = frozenset(
      "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "fp4_expert_routed_peak_fraction",
-     "mxfp4_expert_peak_fraction",
+     "a8w4_expert_hbm_fraction", "a8w4_expert_wide_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp8_expert_peak_fraction",
@@ -160,7 +176,7 @@ _ZERO_OK = frozenset(
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "fp4_expert_routed_peak_fraction",
-     "mxfp4_expert_peak_fraction",
+     "a8w4_expert_hbm_fraction", "a8w4_expert_wide_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
      "trtllm_gen_fp8_expert_peak_fraction", "trtllm_gen_fp8_expert_hbm_fraction",
@@ -309,6 +325,12 @@ class Efficiency:
             padding) at prefill token counts, a ceiling beside its tile plan: the gather
             through the sorted ids, the 1x32 block scales and stage 2's accumulation keep it
             at 1-2 PFLOP/s on MI355X where a dense MXFP4 GEMM reaches 5; 0 = no ceiling.
+        a8w4_expert_hbm_fraction: the share of HBM bandwidth at which AITER's Triton a8w4
+            MoE GEMM (fp8 activations x MXFP4 experts, which vLLM's ROCm build runs) streams
+            the expert weights on its 16-row tiles (<= 16 routed rows an expert); 0 = not
+            measured, as ``gemm_memory_fraction``. vLLM only.
+        a8w4_expert_wide_hbm_fraction: the same on its taller row tiles (17 or more routed
+            rows an expert); 0 = as ``a8w4_expert_hbm_fraction``.
         mxfp4_expert_peak_fraction, mxfp4_expert_hbm_fraction, mxfp4_expert_latency_s: the
             same three for an MXFP4 checkpoint's experts (gpt-oss) on fp4 tensor cores, which
             the engines run with TRT-LLM-Gen's MXFP4 x MXFP8 fused MoE (small token tiles:
@@ -413,6 +435,8 @@ class Efficiency:
     fp4_expert_hbm_fraction: float = 0.0
     fp4_expert_latency_s: float = 0.0
     fp4_expert_routed_peak_fraction: float = 0.0
+    a8w4_expert_hbm_fraction: float = 0.0
+    a8w4_expert_wide_hbm_fraction: float = 0.0
     mxfp4_expert_peak_fraction: float = 0.0
     mxfp4_expert_hbm_fraction: float = 0.0
     mxfp4_expert_latency_s: float = 0.0
@@ -515,6 +539,13 @@ class Efficiency:
             return self.fp4_gemm_hbm_fraction
         return self.gemm_hbm_fraction or self.hbm_fraction
 
+    def a8w4_expert_fraction(self, rows_per_expert: float) -> float:
+        """The weight-stream share of AITER's Triton a8w4 MoE GEMM at ``rows_per_expert``
+        routed rows an expert (its routing's ``block_m``: ``a8w4_block_m``); 0 = none."""
+        if a8w4_block_m(rows_per_expert) > A8W4_MIN_BLOCK_M:
+            return self.a8w4_expert_wide_hbm_fraction or self.a8w4_expert_hbm_fraction
+        return self.a8w4_expert_hbm_fraction
+
     def attention_fraction(self, *, backward: bool) -> float:
         """The achievable share of the dense peak for fused attention, forward or backward."""
         ratio = self.attention_backward_ratio if backward else 1.0
@@ -599,6 +630,8 @@ class _Entry(_Frozen):
     fp4_expert_hbm_fraction: _Value | None = None
     fp4_expert_latency_s: _Value | None = None
     fp4_expert_routed_peak_fraction: _Value | None = None
+    a8w4_expert_hbm_fraction: _Value | None = None
+    a8w4_expert_wide_hbm_fraction: _Value | None = None
     mxfp4_expert_peak_fraction: _Value | None = None
     mxfp4_expert_hbm_fraction: _Value | None = None
     mxfp4_expert_latency_s: _Value | None = None

@@ -181,7 +181,7 @@ from typing import NamedTuple, final
 from chipwise.hardware.chip import Chip
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
-from chipwise.perf.efficiency import Efficiency, efficiency_for
+from chipwise.perf.efficiency import Efficiency, a8w4_block_m, efficiency_for
 from chipwise.perf.ops.kernels import measured_gemm_s
 from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
@@ -1273,6 +1273,19 @@ class GpuModel(PerfModel):
             # the weight stream of a block-scaled fp8 GEMM whose tiles each walk all of K
             # serially: latency-bound below the chip's rate at decode M (module doc)
             memory_s = g.memory_s
+            a8w4_frac = eff.a8w4_expert_fraction(m) if expert4 and fused else 0.0
+            if self.engine == "vllm" and a8w4_frac > 0.0:
+                # vLLM's ROCm build runs MXFP4 experts on AITER's Triton a8w4 MoE GEMM,
+                # whose weight stream falls short of the copy rate, the more so on the
+                # taller row tiles its routing picks above 16 rows an expert (A8W4-MOE in
+                # data/efficiency.toml)
+                stream_s = op_bytes(op) / (chip.hbm_bytes_per_s * a8w4_frac)
+                if stream_s > memory_s:
+                    memory_s = stream_s
+                    notes.append(
+                        f"Triton a8w4 MoE (block_m {a8w4_block_m(m)}): weights at "
+                        f"{a8w4_frac:.0%} of HBM"
+                    )
             k_serial = self._blockscale_k_serial_s(op)
             if k_serial > memory_s:
                 memory_s = k_serial
