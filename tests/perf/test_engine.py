@@ -22,8 +22,11 @@ from chipwise.perf.step.engine import (
     MAX_NUM_SEQS_DEFAULT,
     BatchDefaults,
     Engine,
+    _bisect_quantiles,
+    _discrete_quantiles,
     _mg1_quantiles,
     _mg1_wait_cdf,
+    _wait_tail,
     engine_batch_defaults,
     kv_pool_bytes,
     lengths_of,
@@ -1075,3 +1078,43 @@ def test_a_tensorrt_llm_server_run_is_timed_with_least_loaded_dispatch(
     assert isinstance(split, InferPrediction) and split.engine is not None
     assert pooled.output_tokens_per_s == pytest.approx(split.output_tokens_per_s)
     assert pooled.engine.ttft_p99_s < split.engine.ttft_p99_s
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    points=st.lists(st.integers(0, 30), min_size=1, max_size=40),
+    weights=st.lists(st.integers(0, 5), min_size=40, max_size=40),
+    q=st.sampled_from([0.5, 0.9, 0.99]),
+)
+def test_quantiles_without_a_queue_are_what_bisecting_the_tail_finds(
+    points: list[int], weights: list[int], q: float
+) -> None:
+    """With no queue (theta 0) a quantile of S is read off its sorted points, with the
+    tail summed as bisection sums it, so ties land where bisection puts them (equal
+    weights, p50 on a boundary)."""
+    service = np.array(points, dtype=float) * 0.37
+    w = np.array(weights[: len(points)], dtype=float)
+    if w.sum() == 0:
+        w[0] = 1.0
+    w = w / w.sum()
+    (exact,) = _discrete_quantiles(service, w, (q,))
+    top = float(service.max()) + 1e-9
+    (bisected,) = _bisect_quantiles(lambda t: _wait_tail(t, service, w, 0.0, 0.0), top, (q,))
+    assert exact == pytest.approx(bisected, rel=1e-9, abs=1e-9)
+
+
+def test_replicas_of_one_shape_share_their_step_timings() -> None:
+    """A deployment of many replicas reuses the step timings of one replica of the same
+    shape (an SLO search times one, then the deployment), and predicts as a fresh model
+    would; so does a replica whose tp group spans PCIe domains of one chip."""
+    phase = Inference(load="rps", rps=4.0, input_len=512, output_len=128)  # type: ignore[arg-type]
+    shared = _serve(LLAMA70)
+    shared.serve_engine(Plan(tp=4), phase)
+    after = shared.serve_engine(Plan(tp=4, dp=3), phase)
+    fresh = _serve(LLAMA70).serve_engine(Plan(tp=4, dp=3), phase)
+    assert after == fresh
+    one = shared.engine_timer(Plan(tp=4), "bf16")
+    assert shared.engine_timer(Plan(tp=4, dp=3), "bf16")._linear is one._linear
+    l40s = _serve(LLAMA70, c=chip("l40s"))  # PCIe: a domain of one chip
+    alone = l40s.engine_timer(Plan(tp=2), "bf16")
+    assert l40s.engine_timer(Plan(tp=2, dp=2), "bf16")._linear is alone._linear

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chipwise.errors import DoesNotFitError, PlanError
 from chipwise.hardware import chip
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.plan.planner import plan_constraints, plan_slo, plan_training
+from chipwise.perf.plan.planner import (
+    _highest_passing,
+    plan_constraints,
+    plan_slo,
+    plan_training,
+)
 from chipwise.perf.predict import predict
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.train import StepModel
@@ -146,11 +155,11 @@ def test_a_server_search_with_no_plan_to_try_says_why() -> None:
     serve = ServeModel(load_preset("llama3-8b"), l40s, "bf16", model_for(l40s), Network(l40s))
     phase = Inference(load="rps", rps=1.0, input_len=128, output_len=128)
     choice = plan_slo(serve, phase, chips=16, ttft_p99_s=2.0, tpot_p99_s=0.1, fixed={"tp": 16})
-    assert choice.prediction is None
+    assert choice.plan is None
     assert "16" in choice.missed and ("scale-out" in choice.missed or "domain" in choice.missed)
     # a tp that does not divide the heads leaves nothing to try, and says so
     choice = plan_slo(serve, phase, chips=6, ttft_p99_s=2.0, tpot_p99_s=0.1, fixed={"tp": 6})
-    assert choice.prediction is None and choice.missed.startswith("no serving plan")
+    assert choice.plan is None and choice.missed.startswith("no serving plan")
 
 
 @pytest.mark.parametrize(
@@ -174,3 +183,64 @@ def test_a_plan_with_no_layout_names_its_own_fault(
             "bf16",
             plan_keys=plan_constraints(plan, chips),
         )
+
+
+def _bisected(passes, points: int) -> int:  # type: ignore[no-untyped-def]
+    """The highest passing point by plain bisection (what the rate search used to run)."""
+    if not passes(0):
+        return -1
+    lo, hi = 0, points
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if passes(mid) else (lo, mid)
+    return lo
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    capacity=st.floats(0.0005, 1.5),
+    floor=st.floats(0.0, 2.0),
+    power=st.floats(0.2, 3.0),
+    tpot=st.booleans(),
+)
+def test_the_rate_search_finds_what_bisection_finds_in_fewer_probes(
+    capacity: float, floor: float, power: float, tpot: bool
+) -> None:
+    """Regula falsi over the rate grid lands on bisection's point for any monotone margin:
+    a queue's (floor + 1 / (1 - rate / capacity), saturating beyond it) or a smooth
+    TPOT-like one (floor + rate^power), and needs fewer probes on a queue."""
+    points, octaves = 1024, 10
+
+    def margin(point: int) -> float:
+        rate = 2.0 ** (octaves * (point / points - 1.0))
+        if tpot:
+            return floor + rate**power
+        return math.inf if rate >= capacity else floor + 0.1 / (1.0 - rate / capacity)
+
+    probes: list[int] = []
+
+    def probe(point: int) -> tuple[str, float]:
+        probes.append(point)
+        m = margin(point)
+        return ("miss" if m > 1 else ""), m
+
+    found, why = _highest_passing(probe, points, octaves)
+    assert found == _bisected(lambda p: margin(p) <= 1, points)
+    assert (why == "miss") == (found < 0)
+    assert len(set(probes)) == len(probes)  # no point probed twice
+    assert len(probes) <= 2 * 11
+
+
+def test_the_rate_search_probes_a_queue_a_few_times() -> None:
+    """A queue-shaped margin (1 / (1 - rate / capacity)) is found in a handful of probes,
+    where bisection over 1024 rates takes 11."""
+    probes: list[int] = []
+
+    def probe(point: int) -> tuple[str, float]:
+        probes.append(point)
+        rate = 2.0 ** (10 * (point / 1024 - 1.0))
+        m = math.inf if rate >= 0.7 else 0.2 / (1.0 - rate / 0.7)
+        return ("miss" if m > 1 else ""), m
+
+    _highest_passing(probe, 1024, 10)
+    assert len(probes) <= 5

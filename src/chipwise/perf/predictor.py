@@ -416,41 +416,38 @@ class Predictor:
             for limit in limits
         ]
         # the limit serving the most requests/s within the targets; none: the first's miss
-        met = [c for c in choices if c.prediction is not None]
+        met = [c for c in choices if c.plan is not None]
         choice = max(met, key=lambda c: c.capacity_rps) if met else choices[0]
-        if choice.prediction is None:
+        if choice.plan is None:
             raise PlanError(
                 f"{self.workload.model.name} on {chips} x {self.chip.id}: no load meets the "
                 f"p99 targets ({choice.missed}); use more chips or looser --ttft/--tpot"
             )
-        pred = choice.prediction
+        plan = choice.plan
         limit = limits[choices.index(choice)]
         least_loaded = phase.engine in LEAST_LOADED_SERVER_ENGINES
+        # the chosen deployment at its highest passing rate (MLPerf's reported one), or ...
+        rps, slot_queue = choice.capacity_rps, False
         if 0 < phase.rps < choice.capacity_rps:
-            # the run's stated rate (its scheduled one): the chosen deployment timed there.
-            # A stated rate at or above the rate the model finds within the targets keeps
-            # the search's prediction (a run that met them is no faster than the model's
-            # deployment at its own highest passing rate): timed at that capacity with the
-            # slot wait added, its p99 TTFT overshot the target it was searched to meet
-            # (the batch then sits at the slot limit, where the Erlang C wait diverges:
-            # RTX Pro 6000 gpt-oss-120b p99 TTFT +24,000 %, 2026-12-06)
-            pred = self.serve_model().serve_engine(
-                pred.plan,
-                replace(phase, max_num_seqs=limit, load="rps", rps=phase.rps),
-                slot_queue=True,
-                least_loaded=least_loaded,
-            )
-        elif least_loaded:
-            # the searched deployment at its rate, its prompts queueing at one pool of
-            # replicas. The search keeps the split queues: searched with the pooled one,
-            # the model's Llama-3.1-405B runs (TTFT-bound in it) went to rates the runs do
-            # not reach (B200 tokens/s +7 -> +30 %, GB300 +3 -> +57 %, p99 TPOT +9 -> +75 %;
-            # measured p99 TTFT sits at 0.56-0.94 of its target: submitters stop short of it)
-            pred = self.serve_model().serve_engine(
-                pred.plan,
-                replace(phase, max_num_seqs=limit, load="rps", rps=choice.capacity_rps),
-                least_loaded=True,
-            )
+            # ... at the run's stated rate (its scheduled one). A stated rate at or above
+            # the rate the model finds within the targets keeps the search's rate (a run
+            # that met them is no faster than the model's deployment at its own highest
+            # passing rate): timed at that capacity with the slot wait added, its p99 TTFT
+            # overshot the target it was searched to meet (the batch then sits at the slot
+            # limit, where the Erlang C wait diverges: RTX Pro 6000 gpt-oss-120b p99 TTFT
+            # +24,000 %, 2026-12-06)
+            rps, slot_queue = phase.rps, True
+        # least-loaded engines: the prompts queue at one pool of replicas. The search keeps
+        # the split queues: searched with the pooled one, the model's Llama-3.1-405B runs
+        # (TTFT-bound in it) went to rates the runs do not reach (B200 tokens/s +7 -> +30 %,
+        # GB300 +3 -> +57 %, p99 TPOT +9 -> +75 %; measured p99 TTFT sits at 0.56-0.94 of its
+        # target: submitters stop short of it)
+        pred = self.serve_model().serve_engine(
+            plan,
+            replace(phase, max_num_seqs=limit, load="rps", rps=rps),
+            slot_queue=slot_queue,
+            least_loaded=least_loaded,
+        )
         return ServeChoice(prediction=pred, candidates=choice.candidates,
                            fitting=choice.candidates, fixed=dict(plan_keys or {}))  # fmt: skip
 
@@ -476,12 +473,10 @@ class Predictor:
         serve = self.serve_model()
         choice = plan_slo(serve, phase, chips=decode_chips(phase, chips), ttft_p99_s=ttft_p99_s,
                           tpot_p99_s=tpot_p99_s, fixed=plan_keys)  # fmt: skip
-        if choice.prediction is None:
+        if choice.plan is None:
             return SloServing(prediction=None, replicas=0, capacity_rps=0.0, missed=choice.missed)
         replicas = max(1, math.ceil(rps / choice.capacity_rps * (1 - 1e-9)))
-        pred = serve.serve_engine(
-            choice.prediction.plan, replace(phase, load="rps", rps=rps / replicas)
-        )
+        pred = serve.serve_engine(choice.plan, replace(phase, load="rps", rps=rps / replicas))
         reason = (
             f"planner chose {pred.plan} as the serving plan of {chips} chips with the most "
             f"requests/s within the p99 targets ({choice.capacity_rps:.3g} req/s of "

@@ -1627,6 +1627,8 @@ def _sum_quantiles(service: FloatArray, w: FloatArray, rho: float, wait_mean: fl
             s0 + (theta * math.log(rho / (1 - q)) if theta > 0 and rho > 1 - q else 0.0) for q in qs
         )
 
+    if theta <= 0:
+        return _discrete_quantiles(service, w, qs)
     if rho > 0 and 0 < float(service.max()) < _CLOSED_FORM_SPAN * theta:
         return _exp_wait_quantiles(service, w, rho, theta, qs)
     return _bisect_quantiles(
@@ -1665,6 +1667,25 @@ def _exp_wait_quantiles(service: FloatArray, w: FloatArray, rho: float, theta: f
         if k > 0 and y > above[k - 1]:
             t = min(t, float(s[k - 1]) + theta * math.log(float(d[k - 1]) / (y - above[k - 1])))
         out.append(t)
+    return tuple(out)
+
+
+def _discrete_quantiles(service: FloatArray, w: FloatArray,
+                        qs: tuple[float, ...]) -> tuple[float, ...]:  # fmt: skip
+    """``_sum_quantiles``' quantiles without a queue, those of S alone: the lowest point
+    whose weight above it (summed as ``_wait_tail`` sums it) is at most 1 - q, found by
+    bisection over the points, where bisecting the time converges to it."""
+    points = np.unique(service[w > 0])
+    out: list[float] = []
+    for q in qs:
+        lo, hi = -1, points.size - 1  # the tail above the top point is 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if float(w @ (service > points[mid])) > 1.0 - q:
+                lo = mid
+            else:
+                hi = mid
+        out.append(float(points[hi]))
     return tuple(out)
 
 

@@ -888,6 +888,16 @@ class ServeModel(StepTimer):
                 self, plan, kv_dtype, spec_tokens=spec_tokens, spec_method=spec_method,
                 gemm_all_reduce=gemm_all_reduce,
             )  # fmt: skip
+            # One replica's step is the same however many replicas there are, unless their
+            # number moves its tp / pp / ep groups across scale-up domains (a group of one
+            # rank communicates nothing): such timers share their timings (an SLO search
+            # times one replica, then the deployment)
+            replica: dict[tuple[object, ...], EngineStepTimer] = self.__dict__.setdefault(
+                "_replica_timers", {}
+            )
+            axes = (timer.groups[a] for a in ("tp", "pp", "ep"))
+            same = (replace(plan, dp=1), *key[1:], *(g if g.size > 1 else None for g in axes))
+            timer.share_timings(replica.setdefault(same, timer))
         return timer
 
     def batch_defaults(self, phase: Inference, load: str = "") -> BatchDefaults:
@@ -1363,6 +1373,15 @@ class EngineStepTimer:
         self._layer_model = serve.model.with_tp_fusion(tp_fused)
         # the shared expert inside the fused MoE at this plan's ep (ServeModel.fuses_shared)
         self._fused_shared = serve.fuses_shared(self.shard)
+
+    def share_timings(self, other: EngineStepTimer) -> None:
+        """Use ``other``'s cached timings from now on (a timer of the same replica step:
+        ``ServeModel.engine_timer``)."""
+        if other is self:
+            return
+        self._linear, self._attn, self._logits = other._linear, other._attn, other._logits
+        self._comms, self._routed, self._draft = other._comms, other._routed, other._draft
+        self._device = other._device
 
     def eager_launches(self, tokens: int = 1024) -> int:
         """Kernels one eager forward over ``tokens`` prompt tokens launches: each layer's
