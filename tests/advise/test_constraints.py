@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,14 @@ from .factories import serving, training
 
 CAT = default_catalog()
 CHIPS = ("h100-sxm", "mi300x", "b200", "tpu-v5e", "tpu-v6e")
+
+
+@cache
+def _recommend_64(objective: str) -> tuple[AdviseRequest, Recommendation]:
+    """The five chips up to 64 each under ``objective``: one search per objective, shared by
+    the tests that read it (pure, so each would compute the same recommendation)."""
+    req = training(chips=CHIPS, max_chips=64, objective=objective)
+    return req, recommend(req)
 
 
 def _check_invariants(rec: Recommendation, req: AdviseRequest) -> None:
@@ -46,8 +55,7 @@ def _check_invariants(rec: Recommendation, req: AdviseRequest) -> None:
 
 @pytest.mark.parametrize("objective", ["cost", "time", "energy"])
 def test_the_pick_is_optimal_for_its_objective_among_allowed_options(objective: str) -> None:
-    req = training(chips=CHIPS, max_chips=64, objective=objective)
-    rec = recommend(req)
+    req, rec = _recommend_64(objective)
     _check_invariants(rec, req)
     # each chip's option is that chip's best under the objective
     for o in rec.options:
@@ -55,10 +63,7 @@ def test_the_pick_is_optimal_for_its_objective_among_allowed_options(objective: 
 
 
 def test_objectives_rank_by_their_own_measure() -> None:
-    recs = {
-        obj: recommend(training(chips=CHIPS, max_chips=64, objective=obj))
-        for obj in ("cost", "time", "energy")
-    }
+    recs = {obj: _recommend_64(obj)[1] for obj in ("cost", "time", "energy")}
     picks = {obj: r.pick for obj, r in recs.items()}
     assert all(p is not None for p in picks.values())
     fastest = min(o.days for r in recs.values() for o in r.options if o.days is not None)
@@ -71,7 +76,7 @@ def test_objectives_rank_by_their_own_measure() -> None:
 
 
 def test_a_budget_excludes_dearer_options_with_the_reason() -> None:
-    free = recommend(training(chips=CHIPS, max_chips=64))
+    free = _recommend_64("cost")[1]  # the default objective
     costs = sorted(o.usd for o in free.options if o.usd is not None)
     assert len(costs) >= 2
     budget = (costs[0] + costs[-1]) / 2
