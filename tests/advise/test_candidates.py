@@ -3,6 +3,8 @@ stop, pricing and the wording of exclusions."""
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 from chipwise.advise.candidates import chip_counts, search_chip
@@ -93,18 +95,27 @@ def test_serving_memory_floor_never_exceeds_the_prediction(model: str, chip_id: 
         assert memory_floor_bytes(spec, chip, n, "bf16", training=False) <= pred.memory.total_bytes
 
 
-def _exhaustive_options(chip_id: str, objective: str) -> list[Option]:
-    req = training(chips=(chip_id,), max_chips=256, objective=objective)
+@cache
+def _every_count(chip_id: str) -> tuple[TrainPrediction, ...]:
+    """The workload planned at every count up to 256 chips: the objective prices and ranks
+    the predictions but does not change them, so the three objectives share one planning."""
+    req = training(chips=(chip_id,), max_chips=256)
     chip = CAT.chip(chip_id)
-    options = []
+    preds = []
     for n in chip_counts(chip, req.max_chips):
         try:
             pred = predict(req.workload, chip, n, req.precision)
         except ChipwiseError:
             continue
         assert isinstance(pred, TrainPrediction)
-        options.append(priced_training(pred, chip, req, CAT))
-    return options
+        preds.append(pred)
+    return tuple(preds)
+
+
+def _exhaustive_options(chip_id: str, objective: str) -> list[Option]:
+    req = training(chips=(chip_id,), max_chips=256, objective=objective)
+    chip = CAT.chip(chip_id)
+    return [priced_training(pred, chip, req, CAT) for pred in _every_count(chip_id)]
 
 
 @pytest.mark.parametrize("chip_id", ["h100-sxm", "tpu-v5e", "mi300x"])
