@@ -10,12 +10,32 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import chipwise.cli.advise as advise_cli
+from chipwise.advise import Recommendation, recommend
 from chipwise.cli import app
 from chipwise.report import advice_json
 
 FIXTURES = Path(__file__).parents[1] / "compat" / "fixtures"
 runner = CliRunner()
 SMALL = ["--chips", "h100-sxm,mi300x,tpu-v5e,tpu-v6e", "--max-chips", "64"]
+
+_SEARCHED: dict[str, Recommendation] = {}
+
+
+@pytest.fixture(autouse=True)
+def _one_search_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands here that ask the same question (SMALL as JSON, as text at two widths, as
+    HTML, ...) share one search: ``recommend`` is pure, so a repeated request, catalog and
+    worker count reads the first answer. These tests check the CLI's options and output;
+    tests/advise checks the search."""
+
+    def shared(request: Any, catalog: Any = None, **kwargs: Any) -> Recommendation:
+        key = repr((request, catalog, kwargs.get("workers")))
+        if key not in _SEARCHED:
+            _SEARCHED[key] = recommend(request, catalog, **kwargs)
+        return _SEARCHED[key]
+
+    monkeypatch.setattr(advise_cli, "recommend", shared)
 
 
 def advise(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
