@@ -238,11 +238,11 @@ def _search_chips(
     workers: int,
     progress: Progress | None,
 ) -> dict[str, ChipSearch | str]:
-    """Each chip's search, or why it is left out, by chip id: one after another here, or
-    on ``workers`` processes (``chipwise.pool``) when there are several chips to search
-    (each search is pure, so the answer is the same bit for bit). Not ``run_tasks``' own
-    one-worker loop: here ``progress`` runs before each chip (the web UI's deadline check
-    between searches) and nothing is pickled."""
+    """Each chip's search, or why it is left out, by chip id: one after another here, or on
+    ``workers`` processes, this one among them (``chipwise.pool``), when there are several
+    chips to search (each search is pure, so the answer is the same bit for bit). Not
+    ``run_tasks``' own one-worker loop: here ``progress`` runs before each chip (the web
+    UI's deadline check between searches) and nothing is pickled."""
     out: dict[str, ChipSearch | str] = {}
     todo: list[Chip] = []
     for chip in chips:
@@ -269,9 +269,12 @@ def _search_chips(
             if progress is not None:
                 progress(chip.id, done, len(chips))
 
+        def here(task: tuple[int, bytes]) -> tuple[int, ChipSearch]:
+            return task[0], search_chip(todo[task[0]], request, catalog)  # nothing to unpickle
+
         tasks = [(i, shared) for i in range(len(todo))]
         run_tasks(_search_task, tasks, min(workers, len(todo)), finished,
-                  preload="chipwise.advise.recommend")  # fmt: skip
+                  preload="chipwise.advise.recommend", here=here)  # fmt: skip
     if progress is not None:
         progress("", len(chips), len(chips))
     return out
