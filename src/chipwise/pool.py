@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -69,14 +70,21 @@ def run_tasks(
         with sigint_ignored():  # workers start (and stay) deaf to Ctrl-C: the parent stops them
             futures = [pool.submit(fn, t) for t in items]
         waiting = set(futures)
+        # futures as they complete, appended by the pool's thread (a cancelled one too),
+        # so this process reports them between its own tasks without scanning them all
+        completed: deque[Future[R]] = deque()
+        for fut in futures:
+            fut.add_done_callback(completed.append)
 
         def report(ready: Iterable[Future[R]]) -> None:
             for fut in ready:
-                waiting.discard(fut)
-                finished(fut.result())
+                if fut in waiting:  # not one this process cancelled and ran, nor reported
+                    waiting.discard(fut)
+                    finished(fut.result())
 
         for fut, task in zip(reversed(futures), reversed(items), strict=True):
-            report([f for f in waiting if f.done()])
+            while completed:
+                report((completed.popleft(),))
             if fut.cancel():  # not started by a worker: run it here
                 waiting.discard(fut)
                 finished(run_here(task))
