@@ -672,6 +672,11 @@ class _Entries(NamedTuple):
     architecture: str
     own: str
 
+    @classmethod
+    def of(cls, chip: Chip) -> _Entries:
+        """``chip``'s keys (a derived chip keeps its base chip's entry)."""
+        return cls(chip.id, chip.kind, chip.vendor, chip.architecture, chip.based_on or chip.id)
+
 
 @dataclass(frozen=True, slots=True)
 class EfficiencyTable:
@@ -684,8 +689,7 @@ class EfficiencyTable:
 
     def lookup(self, chip: Chip) -> Efficiency:
         """Merge kind <- vendor <- architecture <- chip entries for ``chip``."""
-        return self.lookup_entries(_Entries(chip.id, chip.kind, chip.vendor, chip.architecture,
-                                            chip.based_on or chip.id))  # fmt: skip
+        return self.lookup_entries(_Entries.of(chip))
 
     def lookup_entries(self, chip: _Entries) -> Efficiency:
         """``lookup`` of a chip by the keys its entries are found under."""
@@ -767,8 +771,7 @@ def default_efficiency_table() -> EfficiencyTable:
 
 def efficiency_for(chip: Chip) -> Efficiency:
     """The packaged efficiency parameters for ``chip`` (most specific entry wins)."""
-    return _packaged(_Entries(chip.id, chip.kind, chip.vendor, chip.architecture,
-                              chip.based_on or chip.id))  # fmt: skip
+    return _packaged(_Entries.of(chip))
 
 
 @lru_cache(maxsize=CACHE_ENTRIES)
