@@ -170,3 +170,25 @@ def test_embedding_and_loss_in_a_stage_slot_of_their_own_replace_a_layer() -> No
     assert stage_ends < stage_full
     bound = model.lower_bound_s(Plan(pp=5, vp=2), seq_len=512, global_batch=64)
     assert bound <= ends.step_time_s
+
+
+def test_the_bound_cache_keys_everything_the_bound_reads() -> None:
+    """The planner's bound caches one micro-batch's stage work per layout shape; each layout
+    bounded on one shared model must get what a fresh model gives it (a key missing a field
+    the bound reads, e.g. fsdp's MoE host time, would hand one layout another's work)."""
+    moe = replace(SPEC, n_experts=8, experts_per_token=2, moe_d_ff=1024, first_dense_layers=1)
+    layouts = [
+        Plan(dp=dp, fsdp=fsdp, tp=tp, pp=pp, vp=vp, ep=ep, microbatch=mb, recompute=rc,
+             attn_graph=graph, full_graph=full)
+        for dp, fsdp in ((8, 1), (1, 8), (2, 4))
+        for tp, pp, vp in ((1, 1, 1), (2, 2, 2))
+        for ep in (1, 2)
+        for mb in (1, 2)
+        for rc in ("none", "full")
+        for graph, full in ((-1, -1), (1, -1), (-1, 1))
+    ]  # fmt: skip
+    shared = StepModel(moe, H100, "bf16", model_for(H100), Network(H100))
+    for plan in layouts:
+        fresh = StepModel(moe, H100, "bf16", model_for(H100), Network(H100))
+        want = fresh.lower_bound_s(plan, seq_len=512, global_batch=64)
+        assert shared.lower_bound_s(plan, seq_len=512, global_batch=64) == want, plan

@@ -194,9 +194,11 @@ class Plan:
     adp: int = 0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name not in _NOT_COUNTS and getattr(self, f.name) < 1:
-                raise PlanError(f"plan: {f.name} must be >= 1, got {getattr(self, f.name)}")
+        # the planner builds ~10^5 plans per search: read the count fields by name, not
+        # through dataclasses.fields() (a third of the search's time went to it)
+        for name in _COUNTS:
+            if getattr(self, name) < 1:
+                raise PlanError(f"plan: {name} must be >= 1, got {getattr(self, name)}")
         if self.etp < 0:
             raise PlanError(f"plan: etp must be >= 1 (or 0 = automatic), got {self.etp}")
         if self.recompute not in ("none", "selective", "full", "norm_act"):
@@ -258,6 +260,8 @@ PLAN_SWITCHES = ("a2a_overlap", "attn_graph", "full_graph", "end_slots", "flash"
 _NOT_COUNTS = (
     "recompute", "etp", "states", "grad_reduce", "dispatcher", *PLAN_SWITCHES,
 )  # fmt: skip
+# Plan fields that count chips, ranks or sequences (each >= 1).
+_COUNTS = tuple(f.name for f in fields(Plan) if f.name not in _NOT_COUNTS)
 _UNSTATED: dict[str, object] = {
     "etp": 0,
     "states": "fp32",

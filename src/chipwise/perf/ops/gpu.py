@@ -917,6 +917,9 @@ class GpuModel(PerfModel):
                   ExpertRouting | None],
             GemmPlan,
         ] = {}  # fmt: skip
+        # op_time is pure in (this model, op): a planner search times the same op (an
+        # attention at one micro-batch and tp, a norm) for every layout that shares it
+        self._op_times: dict[Op, OpTime] = {}
 
     def _plan_gemm(
         self, m: int, n: int, k: int, batch: int, peak: float, n_bytes: float,
@@ -1059,7 +1062,7 @@ class GpuModel(PerfModel):
             return self
         clone = copy.copy(self)
         clone.fused_ops = self.fused_ops | extra
-        clone._gemms = {}
+        clone._gemms, clone._op_times = {}, {}
         return clone
 
     def with_moe_backend(self, backend: str) -> PerfModel:
@@ -1068,7 +1071,7 @@ class GpuModel(PerfModel):
             return self
         clone = copy.copy(self)
         clone.trtllm_gen_moe, clone.marlin_moe = gen, marlin
-        clone._gemms = {}
+        clone._gemms, clone._op_times = {}, {}
         return clone
 
     def _w4a16_kernel(self) -> str:
@@ -1094,6 +1097,12 @@ class GpuModel(PerfModel):
         )
 
     def op_time(self, op: Op) -> OpTime:
+        t = self._op_times.get(op)
+        if t is None:
+            t = self._op_times[op] = self._op_time(op)
+        return t
+
+    def _op_time(self, op: Op) -> OpTime:
         chip, eff = self.chip, self.efficiency
         flops = op_flops(op)
         n_bytes = op_bytes(op)

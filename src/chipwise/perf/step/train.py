@@ -396,6 +396,8 @@ class StepModel(StepTimer):
         self._layers: dict[tuple[int, int, int, int, int, bool, bool, int, bool, bool],
                            LayerCost] = {}  # fmt: skip
         self._ends: dict[tuple[int, int, int, int], tuple[Cost, Cost]] = {}
+        # one micro-batch's device work on the busiest stage, by what it depends on
+        self._micro_work: dict[tuple[object, ...], float] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
         self._ops: dict[Op, OpTime] = {}
         self._groups: dict[Plan, dict[str, Group]] = {}
@@ -529,6 +531,18 @@ class StepModel(StepTimer):
         micro-batches and the bubble, without any communication (the planner prunes with it).
         """
         m = global_batch // plan.data_parallel // plan.microbatch
+        return self._micro_work_s(plan, seq_len) * (m + (plan.pp - 1) / plan.vp)
+
+    def _micro_work_s(self, plan: Plan, seq_len: int) -> float:
+        """Device work of one micro-batch on ``plan``'s busiest stage (layers, their
+        recompute, MoE host time and the stage's ends), cached: the planner bounds ~10^5
+        layouts a search, and those differing only in dp (or in fsdp beyond on/off) share it."""
+        key = (plan.microbatch, seq_len, plan.tp, plan.cp, plan.ep, plan.expert_tp, plan.pp,
+               plan.vp, plan.end_slots, plan.recompute, plan.fsdp > 1, plan.full_graph,
+               plan.attn_graph, plan.flash)  # fmt: skip
+        cached = self._micro_work.get(key)
+        if cached is not None:
+            return cached
         b = plan.microbatch
         layers = layers_per_stage(self.spec.n_layers, plan.pp, plan.vp, plan.end_slots)
         work = 0.0
@@ -539,7 +553,8 @@ class StepModel(StepTimer):
             if moe:
                 work += count * self._moe_host_s(plan, lc)
         work += self._stage_ends(plan, b, seq_len, work / layers).total_s
-        return work * (m + (plan.pp - 1) / plan.vp)
+        self._micro_work[key] = work
+        return work
 
     def _stage_ends(self, plan: Plan, b: int, seq_len: int, layer_s: float) -> Cost:
         """What the embedding and head add to the busiest stage of one micro-batch of ``b``
