@@ -97,5 +97,5 @@ def test_the_default_backend_keeps_its_own_values() -> None:
     plain.efficiency = replace(  # type: ignore[attr-defined]
         efficiency_for(chip("b200")), trtllm_gen_fp8_expert_peak_fraction=0.0
     )
-    plain._gemms = {}  # type: ignore[attr-defined]
+    plain._gemms, plain._op_times = {}, {}  # type: ignore[attr-defined]
     assert _served_us(row, plain) < _served_us(row)

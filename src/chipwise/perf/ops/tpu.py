@@ -152,6 +152,7 @@ class TpuModel(PerfModel):
         super().__init__(chip)
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
         self.mxu_dim = chip.matrix_unit_dim or DEFAULT_MXU_DIM
+        self._op_times: dict[Op, OpTime] = {}  # op_time is pure in (model, op); see GpuModel
 
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
@@ -159,7 +160,10 @@ class TpuModel(PerfModel):
     # -- one op ---------------------------------------------------------------------------
 
     def op_time(self, op: Op) -> OpTime:
-        return self._time(op, saved_bytes=0.0, fused_into=None)
+        t = self._op_times.get(op)
+        if t is None:
+            t = self._op_times[op] = self._time(op, saved_bytes=0.0, fused_into=None)
+        return t
 
     def fused_op_time(self, op: Op, producer: Op) -> OpTime:
         """``op`` fused into ``producer`` if it is element-wise/norm and the producer can host it.
