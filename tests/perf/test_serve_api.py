@@ -102,11 +102,12 @@ def test_a_gated_harness_is_still_an_api_client() -> None:
         Inference(engine="sglang", harness="api-sglang-recv-10", load="batch")
 
 
-@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "trtllm"])
 def test_an_overlapping_loop_delays_a_busy_engines_prompt_by_one_step(engine: str) -> None:
-    """SGLang's default overlap loop and vLLM's async scheduling have launched the next batch
-    when they take a prompt, so at 16 clients the prompt waits about one decode step more
-    than with the loop off (``SCHEDULER_LAUNCHED_AHEAD``)."""
+    """SGLang's default overlap loop, vLLM's async scheduling and TensorRT-LLM's overlap
+    scheduler have launched the next batch when they take a prompt, so at 16 clients the
+    prompt waits about one decode step more than with the loop off
+    (``SCHEDULER_LAUNCHED_AHEAD``)."""
     assert SCHEDULER_LAUNCHED_AHEAD[engine] == 1.0
     on = _engine("api", engine, load="concurrency", concurrency=16, async_scheduling=True)
     off = _engine("api", engine, load="concurrency", concurrency=16, async_scheduling=False)
@@ -114,7 +115,12 @@ def test_an_overlapping_loop_delays_a_busy_engines_prompt_by_one_step(engine: st
     assert 0.5 * on.tpot_p50_s < extra < 2.0 * on.tpot_p50_s
 
 
-def test_trtllms_overlap_scheduler_adds_no_step_its_server_latency_was_read_with_it() -> None:
-    """TensorRT-LLM's API_REQUEST_S was read off a row with its overlap scheduler on, so the
-    launched-ahead step is not added on top (it would count twice)."""
-    assert "trtllm" not in SCHEDULER_LAUNCHED_AHEAD
+def test_trtllms_overlap_scheduler_delays_an_open_loops_prompt_in_process_too() -> None:
+    """An in-process harness (MLPerf's, no server latency) under Poisson arrivals: with
+    TensorRT-LLM's overlap scheduler on, a prompt that finds a step running joins the one
+    after the step already launched, so its TTFT is longer by up to a step; the decode
+    steps themselves are no longer (the host work hides behind the device)."""
+    on = _engine("", "trtllm", load="rps", rps=8.0, async_scheduling=True)
+    off = _engine("", "trtllm", load="rps", rps=8.0, async_scheduling=False)
+    assert on.tpot_p50_s <= off.tpot_p50_s
+    assert on.ttft_p50_s - off.ttft_p50_s > 0.3 * on.tpot_p50_s

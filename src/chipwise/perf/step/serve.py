@@ -208,7 +208,9 @@ VLLM_CUDA_GRAPH_MAX_TOKENS = 512
 # engine TTFT with the overlap loop's step, SCHEDULER_LAUNCHED_AHEAD, and the eager prefill
 # forward's host launches, EAGER_LAUNCH_HOST_S: 27.25 - 20.5 = 6.7 ms without those until
 # 2026-12-06, 27.3 - 13.1 = 14 ms without either before);
-# TensorRT-LLM 1.2.0rc1 trtllm-serve, same model and load, 45.5 - 13.1 ms (GPS-287); vLLM
+# TensorRT-LLM 1.2.0rc1 trtllm-serve, same model and load, 45.5 - 20.3 ms (GPS-287: the
+# engine TTFT with its overlap scheduler's launched-ahead step, from 2026-12-07; 45.5 - 13.1
+# = 32 ms without it before); vLLM
 # (v0.10.2/v0.11.0), the median over all ten of its 1-8-client TTFT rows on five pages
 # (2026-12-05): gpt-oss-120b on H100 at tp 1/2 (GPS-026/036: 2.1, 11.2 ms) and on A100
 # (GPS-058/068: -18.4, -6.6 ms), Qwen3-8B on H100 at 1/2/4/8 clients (GPS-302/305/281/308:
@@ -238,7 +240,7 @@ VLLM_CUDA_GRAPH_MAX_TOKENS = 512
 # process that renders and tokenises the request and detokenises each streamed chunk, the
 # engine core in a process of its own behind ZMQ queues: ROCm/ATOM atom/entrypoints/
 # openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's is taken.
-API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0018, "trtllm": 0.032, "atom": 0.020}
+API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0018, "trtllm": 0.025, "atom": 0.020}
 # SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
 # --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
 # launches batch k, and only then waits for batch k-1 to finish and processes its result.
@@ -260,10 +262,19 @@ API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0018, "trtllm": 0.032, "atom": 0.020
 # k+2 (vllm-project/vllm vllm/v1/engine/core.py, batch queue of 2 under
 # --async-scheduling, PR #19970). It applies only where the engine overlaps
 # (``engine_overlaps_host``); vLLM's API_REQUEST_S was read off v0.10/v0.11 rows that ran
-# without async scheduling, so the step is not in it. TensorRT-LLM's overlap scheduler runs
-# one step ahead too, but its API_REQUEST_S was read off a row with the overlap on
-# (GPS-287) and has not been re-read without it (0 here).
-SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0, "vllm": 1.0}
+# without async scheduling, so the step is not in it. TensorRT-LLM's PyTorch backend has
+# the same loop under its overlap scheduler (on unless ``disable_overlap_scheduler``):
+# ``PyExecutor._executor_loop_overlap`` fetches and schedules batch k+1, launches its
+# forward, and only then blocks on batch k's sampled tokens (``_update_requests``) and sends
+# batch k's responses (``_process_previous_batch``), so a request fetched while batch k runs
+# joins batch k+1 only if it came before that fetch, else k+2 (NVIDIA/TensorRT-LLM
+# tensorrt_llm/_torch/pyexecutor/py_executor.py @9521caf4, read 2026-12-07). Its
+# API_REQUEST_S was re-read with the step (2026-12-07; until then trtllm had none here, its
+# server latency having been read with the step inside it). MLPerf Server rows carry no
+# server latency, so there the step was missing: a TTFT of 1.5 steps (the rest of the
+# running one and the prompt's own) where the loop takes 2.5, and NVIDIA's v6.0 Llama-2
+# B300 run measures a p50 TTFT of 2.7 of its p50 decode steps (326 / 119 ms, SVM-091).
+SCHEDULER_LAUNCHED_AHEAD = {"sglang": 1.0, "vllm": 1.0, "trtllm": 1.0}
 # Engines whose prompt (extend) forward runs eagerly: SGLang captures CUDA graphs for its
 # decode batches only (``cuda_graph_runner``, up to --cuda-graph-max-bs); a prefill chunk
 # runs the model's PyTorch code op by op unless --enable-piecewise-cuda-graph is passed
