@@ -67,7 +67,16 @@ def run_tasks(
         ctx.set_forkserver_preload([preload])
     pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
     try:
-        with sigint_ignored():  # workers start (and stay) deaf to Ctrl-C: the parent stops them
+        # workers start (and stay) deaf to Ctrl-C: the parent stops them. A fork server
+        # started deaf forks deaf workers, so only its start ignores Ctrl-C; one pressed
+        # while the workers start (the server imports ``preload`` first, ~1 s) is raised
+        # once they have. Spawned workers (no fork server) inherit the ignoring itself.
+        if method == "forkserver":
+            from multiprocessing import forkserver  # POSIX only
+
+            with sigint_ignored():
+                forkserver.ensure_running()
+        with sigint_deferred() if method == "forkserver" else sigint_ignored():
             futures = [pool.submit(fn, t) for t in items]
         waiting = set(futures)
         # futures as they complete, appended by the pool's thread (a cancelled one too),
@@ -91,6 +100,11 @@ def run_tasks(
         while waiting:
             ready, _ = wait(waiting, return_when=FIRST_COMPLETED)
             report(ready)
+    except KeyboardInterrupt:
+        # wait for the workers' running tasks (they ignore Ctrl-C): a worker still starting
+        # when this process exits cannot open the pool's semaphores and prints a traceback
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -110,3 +124,24 @@ def sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C pressed during the block and raise it (``KeyboardInterrupt``) when the
+    block ends, so the block is never cut short. The main thread only, and only while
+    Ctrl-C raises (a process told to ignore it keeps ignoring it)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
