@@ -70,12 +70,42 @@ def test_the_table_covers_the_served_layouts() -> None:
 
 
 def test_nvfp4_blocks_match_the_trtllm_gen_kernel_they_were_fitted_on() -> None:
-    """TG-NVFP4-MOE: median error within 5 %, median |error| within 12 % over 1-16384
-    tokens (the CUTLASS-fitted fp4_expert_* values ran these blocks slow)."""
+    """TG-NVFP4-MOE with TG-NVFP4-EP: median error within 6 %, median |error| within 12 %
+    and p90 |error| within 30 % over 1-16384 tokens (the CUTLASS-fitted fp4_expert_* values
+    ran these blocks slow; without the EP term the p90 was 69 %)."""
     errors = _log_errors("nvfp4")
     assert len(errors) == 54
-    assert abs(statistics.median(errors)) <= math.log(1.05), statistics.median(errors)
+    assert abs(statistics.median(errors)) <= math.log(1.06), statistics.median(errors)
     assert statistics.median(abs(e) for e in errors) <= math.log(1.12)
+    p90 = sorted(abs(e) for e in errors)[int(0.9 * len(errors))]
+    assert p90 <= math.log(1.30), p90
+
+
+def test_nvfp4_blocks_under_ep_pay_every_tokens_routing() -> None:
+    """TG-NVFP4-EP: at prefill sizes the ep 8 block takes most of the ep 4 block's time (a
+    per-token cost the rank's share of the experts does not shrink): within 25 % of the
+    kernel at 2048-16384 tokens at ep 4 and ep 8 (without the term ep 8 ran 0.48-0.68x)."""
+    rows = [r for r in _rows() if r["moe_dtype"] == "nvfp4" and int(r["tokens"]) >= 2048]
+    assert len(rows) == 14
+    for r in rows:
+        ratio = _served_us(r) / float(r["us"])
+        assert 0.75 <= ratio <= 1.25, (r["moe_ep"], r["tokens"], ratio)
+
+
+def test_the_ep_term_is_charged_only_under_expert_parallelism() -> None:
+    """At ep 1 every token's rows are the rank's own: the per-token EP cost is not added."""
+    _, served = _ops("fp4", 1, 8, 8192)
+    plain = copy.copy(served)
+    plain.efficiency = replace(  # type: ignore[attr-defined]
+        efficiency_for(chip("b200")), trtllm_gen_fp4_expert_ep_token_s=0.0
+    )
+    plain._gemms, plain._op_times = {}, {}  # type: ignore[attr-defined]
+    row = {"moe_dtype": "nvfp4", "moe_tp": "1", "moe_ep": "8", "tokens": "8192"}
+    added = _served_us(row) - _served_us(row, plain)
+    assert math.isclose(added, 8192 * efficiency_for(chip("b200")).trtllm_gen_fp4_expert_ep_token_s
+                        * 1e6, rel_tol=1e-6)  # fmt: skip
+    ep1 = {"moe_dtype": "nvfp4", "moe_tp": "8", "moe_ep": "1", "tokens": "8192"}
+    assert math.isclose(_served_us(ep1), _served_us(ep1, plain), rel_tol=1e-9)
 
 
 def test_block_fp8_blocks_match_the_trtllm_gen_kernel_at_prefill_sizes() -> None:

@@ -83,6 +83,7 @@ PARAMETERS: tuple[str, ...] = (
     "trtllm_gen_fp4_expert_peak_fraction",
     "trtllm_gen_fp4_expert_hbm_fraction",
     "trtllm_gen_fp4_expert_latency_s",
+    "trtllm_gen_fp4_expert_ep_token_s",
     "trtllm_gen_fp8_expert_peak_fraction",
     "trtllm_gen_fp8_expert_hbm_fraction",
     "trtllm_gen_fp8_expert_latency_s",
@@ -134,6 +135,7 @@ _FRACTIONS = frozenset(PARAMETERS) - {
     "fp4_expert_latency_s",
     "mxfp4_expert_latency_s",
     "trtllm_gen_fp4_expert_latency_s",
+    "trtllm_gen_fp4_expert_ep_token_s",
     "trtllm_gen_fp8_expert_latency_s",
     "w4a16_expert_latency_s",
     "gdn_chunk_latency_s",
@@ -161,7 +163,8 @@ _OPTIONAL = frozenset(
      "a8w4_expert_hbm_fraction", "a8w4_expert_wide_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "mxfp4_expert_latency_s", "w4a16_expert_dequant_fraction",
      "trtllm_gen_fp4_expert_peak_fraction", "trtllm_gen_fp4_expert_hbm_fraction",
-     "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp8_expert_peak_fraction",
+     "trtllm_gen_fp4_expert_latency_s", "trtllm_gen_fp4_expert_ep_token_s",
+     "trtllm_gen_fp8_expert_peak_fraction",
      "trtllm_gen_fp8_expert_hbm_fraction", "trtllm_gen_fp8_expert_latency_s",
      "w4a16_expert_latency_s", "trtllm_fp8_expert_peak_fraction",
      "trtllm_w4a16_expert_peak_fraction", "marlin_expert_peak_fraction",
@@ -342,6 +345,9 @@ class Efficiency:
             under TRT-LLM-Gen's fused MoE (``Inference.moe_backend`` "trtllm-gen": SGLang's
             --moe-runner-backend flashinfer_trtllm, FlashInfer trtllm_fp4_block_scale_moe),
             of the fp4 peak; 0 = not measured, as the ``fp4_expert_*`` ones. Serving only.
+        trtllm_gen_fp4_expert_ep_token_s: seconds per token of the step that kernel adds
+            under expert parallelism whatever the ranks' share of the experts (each rank's
+            block runs over every token's routing, not its local rows); 0 = none.
         trtllm_gen_fp8_expert_peak_fraction, trtllm_gen_fp8_expert_hbm_fraction,
             trtllm_gen_fp8_expert_latency_s: the same for a block-scaled fp8 checkpoint's
             experts under that backend (FlashInfer trtllm_fp8_block_scale_moe), of the fp8
@@ -443,6 +449,7 @@ class Efficiency:
     trtllm_gen_fp4_expert_peak_fraction: float = 0.0
     trtllm_gen_fp4_expert_hbm_fraction: float = 0.0
     trtllm_gen_fp4_expert_latency_s: float = 0.0
+    trtllm_gen_fp4_expert_ep_token_s: float = 0.0
     trtllm_gen_fp8_expert_peak_fraction: float = 0.0
     trtllm_gen_fp8_expert_hbm_fraction: float = 0.0
     trtllm_gen_fp8_expert_latency_s: float = 0.0
@@ -638,6 +645,7 @@ class _Entry(_Frozen):
     trtllm_gen_fp4_expert_peak_fraction: _Value | None = None
     trtllm_gen_fp4_expert_hbm_fraction: _Value | None = None
     trtllm_gen_fp4_expert_latency_s: _Value | None = None
+    trtllm_gen_fp4_expert_ep_token_s: _Value | None = None
     trtllm_gen_fp8_expert_peak_fraction: _Value | None = None
     trtllm_gen_fp8_expert_hbm_fraction: _Value | None = None
     trtllm_gen_fp8_expert_latency_s: _Value | None = None

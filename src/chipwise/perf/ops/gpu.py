@@ -1337,6 +1337,24 @@ class GpuModel(PerfModel):
                     if tg == "tg-fp4"
                     else eff.trtllm_gen_fp8_expert_latency_s
                 )
+            routing = op.routing
+            if (
+                tg == "tg-fp4"
+                and op.name == "expert_up"
+                and routing is not None
+                and routing.local < routing.experts
+                and eff.trtllm_gen_fp4_expert_ep_token_s
+            ):
+                # under expert parallelism each rank's TRT-LLM-Gen block runs over every
+                # token's routing, not its local rows: a cost per token of the step that
+                # the rank's share of the experts does not shrink (TG-NVFP4-EP in
+                # data/efficiency.toml), once a block
+                ep_token_s = eff.trtllm_gen_fp4_expert_ep_token_s * routing.tokens
+                overhead += ep_token_s
+                notes.append(
+                    f"TRT-LLM-Gen NVFP4 MoE under EP: {ep_token_s * 1e6:.1f} us over "
+                    f"{routing.tokens} tokens' routing"
+                )
             if tg == "tg-fp8":
                 overhead += expert_lat
                 notes.append(
