@@ -1,5 +1,6 @@
 """A load timed through the engine's HTTP server (``Inference.harness == "api"``): its TTFT
-holds the server's own latency (``serve.API_REQUEST_S``), an in-process harness's does not."""
+holds the server's own latency (``serve.API_REQUEST_S``) and the prompt's tokenisation
+(``serve.TOKENIZE_S_PER_TOKEN``), an in-process harness's does not."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
-from chipwise.perf.step.serve import API_REQUEST_S, SCHEDULER_LAUNCHED_AHEAD, ServeModel
+from chipwise.perf.step.serve import (
+    API_REQUEST_S,
+    SCHEDULER_LAUNCHED_AHEAD,
+    TOKENIZE_S_PER_TOKEN,
+    ServeModel,
+    api_request_s,
+)
 from chipwise.workload.ir import ENGINES, Inference
 from chipwise.workload.presets import load_preset
 
@@ -18,8 +25,8 @@ H100 = chip("h100-sxm")
 SERVE = ServeModel(load_preset("llama3-8b"), H100, "bf16", model_for(H100), Network(H100))
 
 
-def _engine(harness: str, engine: str = "vllm", **kw: object):
-    phase = Inference(input_len=233, output_len=221, engine=engine, harness=harness, **kw)  # type: ignore[arg-type]
+def _engine(harness: str, engine: str = "vllm", input_len: int = 233, **kw: object):
+    phase = Inference(input_len=input_len, output_len=221, engine=engine, harness=harness, **kw)  # type: ignore[arg-type]
     result = SERVE.serve_engine(Plan(), phase).engine
     assert result is not None
     return result
@@ -41,11 +48,27 @@ def test_one_client_through_the_server_waits_its_latency_on_top_of_the_prefill(e
     api = _engine("api", engine, load="concurrency", concurrency=1)
     bare = _engine("", engine, load="concurrency", concurrency=1)
     for a, b in ((api.ttft_p50_s, bare.ttft_p50_s), (api.ttft_p99_s, bare.ttft_p99_s)):
-        assert a == pytest.approx(b + API_REQUEST_S[engine], rel=1e-6)
+        assert a == pytest.approx(b + api_request_s(engine, 233), rel=1e-6)
     assert api.tpot_p50_s == pytest.approx(bare.tpot_p50_s)  # decode steps are the engine's
     # the client's cycle is longer by the latency, so it sends fewer requests a second
-    cycle = 1 / bare.requests_per_s + API_REQUEST_S[engine]
+    cycle = 1 / bare.requests_per_s + api_request_s(engine, 233)
     assert api.requests_per_s == pytest.approx(1 / cycle, rel=1e-3)
+
+
+@pytest.mark.parametrize("engine", HTTP_ENGINES)
+def test_the_server_tokenises_a_longer_prompt_for_longer(engine: str) -> None:
+    """The front end encodes the prompt before the engine sees it (~1.9 us a token): a
+    7,373-token prompt's request spends ~14 ms more in the server than the fixed latency,
+    on top of the engine's own longer prefill."""
+    assert 1e-6 < TOKENIZE_S_PER_TOKEN < 1e-5
+    assert api_request_s(engine, 7373) - api_request_s(engine, 0) == pytest.approx(
+        7373 * TOKENIZE_S_PER_TOKEN
+    )
+    for n in (233, 7373):
+        api = _engine("api", engine, input_len=n, load="concurrency", concurrency=1)
+        bare = _engine("", engine, input_len=n, load="concurrency", concurrency=1)
+        extra = api.ttft_p50_s - bare.ttft_p50_s
+        assert extra == pytest.approx(API_REQUEST_S[engine] + n * TOKENIZE_S_PER_TOKEN, rel=1e-6)
 
 
 def test_a_closed_loop_through_the_server_runs_fewer_requests_in_the_engine() -> None:
@@ -60,7 +83,7 @@ def test_an_open_loop_keeps_its_rate_and_adds_the_latency() -> None:
     api = _engine("api", load="rps", rps=2.0)
     bare = _engine("", load="rps", rps=2.0)
     assert api.requests_per_s == pytest.approx(bare.requests_per_s)
-    assert api.ttft_p50_s == pytest.approx(bare.ttft_p50_s + API_REQUEST_S["vllm"], rel=1e-6)
+    assert api.ttft_p50_s == pytest.approx(bare.ttft_p50_s + api_request_s("vllm", 233), rel=1e-6)
 
 
 @pytest.mark.parametrize("load", ["batch", "server"])

@@ -31,6 +31,10 @@ def test_every_in_sample_row_is_a_validation_row_and_names_its_constant() -> Non
     # ... and the serving rows each engine's HTTP-server latency was read off (API_REQUEST_S)
     api = {"GPS-284", "GPS-287", "GPS-302", "GPS-305", "GPS-308", "GPS-281", "GPS-026", "GPS-036",
            "GPS-058", "GPS-068", "GPS-382", "GPS-425"}  # fmt: skip
+    # ... re-read with InferenceMAX gpt-oss-120b's 1-8-client B200 vLLM / TensorRT-LLM rows
+    api |= {f"IMX-{n:03d}" for n in (3, 9, 15, 21, 27, 33, 39, 45, 51, 57, 60, 63, 66, 69,
+            81, 87, 93, 117, 123, 129, 141, 144, 147, 153, 156)}  # fmt: skip
+    assert "IMX-195" not in read_off  # the same runs' H100 rows stay out of sample
     assert read_off == {"GPU-061", "GPU-062", "GPU-065", "GPU-070", "GPU-072", "TPU-049"} | api
     assert "hbm_fraction (architecture.hopper)" in in_sample_of("GPU-070")
     assert in_sample_of("GPU-073") == ()  # NCCL all-reduce: no constant read off it

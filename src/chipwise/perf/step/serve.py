@@ -234,13 +234,39 @@ VLLM_CUDA_GRAPH_MAX_TOKENS = 512
 # in ~62 ms, of which ~20 ms is the prefill's weight read (vLLM issue #770, 2024-12-03);
 # vLLM's V1 front end is a separate process for the same reason, its API server's work having
 # measured 33 % of V0's time for Llama-3-8B on an H100 (blog.vllm.ai/2024/09/05/perf-update).
-# Prompt tokenisation (~10 us per token with a fast BPE tokenizer, tt-inference-server issue
-# #2173) is left in the constant: ~2 ms at these prompts' lengths.
+# Prompt tokenisation is out of the constants since 2026-12-07 (TOKENIZE_S_PER_TOKEN below;
+# ~0.4 ms at these pages' ~230-token prompts). vLLM's and TensorRT-LLM's were then re-read by
+# the same rule over every 1-8-client TTFT row timed through their servers on GPUStack's pages
+# and InferenceMAX's B200 gpt-oss-120b runs (``--backend vllm``, the completions endpoint;
+# vLLM v0.13 at tp 1-8, 14 rows; TensorRT-LLM at tp 2-8, 11 rows; 2026-12-07, h183): vLLM
+# 11.6 ms over 24 rows (the GPUStack ten alone 25.2 ms with the engine model of that day),
+# TensorRT-LLM 20.0 ms over 12 (GPS-287 alone 24.7 ms; both with its overlap scheduler's
+# launched-ahead step). The same runs' H100 and H200 vLLM rows (21 at 4 clients, not used)
+# read 14.6 ms. The InferenceMAX rows bound it without the engine
+# model: at 4 clients and ~1k-token prompts on 8 B200s the whole median TTFT is 24.7 ms
+# through vLLM and 29.3 ms through TensorRT-LLM (IMX-057, IMX-141), less than the 20 or 25 ms
+# used before plus a prefill step and the wait for the step in flight. Left: vLLM's tp 1 rows
+# read 16-21 ms at ~1k-token prompts against 9-17 ms at tp 2-8 (IMX-003/009 and IMX-213/216
+# against IMX-021..066 and IMX-159..267), unexplained.
 # ATOM's has not been measured: its OpenAI server has vLLM V1's shape (a FastAPI/uvicorn
 # process that renders and tokenises the request and detokenises each streamed chunk, the
 # engine core in a process of its own behind ZMQ queues: ROCm/ATOM atom/entrypoints/
-# openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's is taken.
-API_REQUEST_S = {"vllm": 0.020, "sglang": 0.0018, "trtllm": 0.025, "atom": 0.020}
+# openai_server.py and atom/model_engine/engine_core.py at 8ccc65c0), so vLLM's 20 ms of
+# before 2026-12-07 is kept (the rule above over ATOM's eleven 4-client InferenceMAX TTFT rows
+# reads 23 ms; not used).
+API_REQUEST_S = {"vllm": 0.0116, "sglang": 0.0018, "trtllm": 0.020, "atom": 0.020}
+# Seconds per prompt token of tokenising it in the HTTP front end, in series before the engine
+# sees the request: vLLM's API server encodes a completion prompt and hands its ids to the
+# engine core (vllm/entrypoints/openai, the renderer's tokenizer call), as trtllm-serve,
+# SGLang's TokenizerManager and ATOM's server do. A BPE encode of a long prompt takes ~1.9 us a
+# token (ModelTC/LightLLM PR #1258, 2026-04-06: a 22k-token prompt through the Qwen3.5-35B-A3B
+# tokenizer in 40.2-41.7 ms); a short one costs more a token (10-21 us at 131 tokens,
+# tenstorrent/tt-inference-server issue #2173: the call's fixed part, left in API_REQUEST_S).
+# The InferenceMAX gpt-oss-120b rows show it: through vLLM on B200 the median TTFT at 4 clients
+# grows by 5.6-6.2 us a prompt token from ~1k- to ~7k-token prompts at tp 2-8 (IMX-021/033,
+# IMX-039/051, IMX-057/069), where the modelled prefill grew 3.5-5.0 us (at tp 8, 1.9 us of
+# it the all-reduces): a cost that tensor parallelism does not divide.
+TOKENIZE_S_PER_TOKEN = 1.9e-6
 # SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
 # --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
 # launches batch k, and only then waits for batch k-1 to finish and processes its result.
@@ -398,6 +424,12 @@ EAGLE_DRAFT_VOCAB = 32000
 # DeepSeek checkpoint keeps its MTP layer in fp8 like the rest.
 DRAFT_PRECISION = {("mtp", "fp4"): "bf16"}
 EAGLE_DRAFT_PRECISION = "bf16"
+
+
+def api_request_s(engine: str, mean_input_len: float) -> float:
+    """Seconds an HTTP client's request spends in ``engine``'s server beside the engine: its
+    front end's fixed latency and the prompt's tokenisation."""
+    return API_REQUEST_S[engine] + TOKENIZE_S_PER_TOKEN * mean_input_len
 
 
 def draft_precision(method: str, precision: str) -> str:
@@ -1036,7 +1068,9 @@ class ServeModel(StepTimer):
                 arrival_window=HARNESS_ARRIVAL_WINDOWS.get(phase.harness),
                 window_replicas=replicas,
                 scheduler=phase.engine,
-                client_s=API_REQUEST_S[phase.engine] if api_harness(phase.harness) else 0.0,
+                client_s=api_request_s(phase.engine, lengths.mean_in)
+                if api_harness(phase.harness)
+                else 0.0,
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
                 launched_ahead=SCHEDULER_LAUNCHED_AHEAD.get(phase.engine, 0.0) if overlap else 0.0,
                 tokens_per_step=accept,
