@@ -399,18 +399,10 @@ class StepModel(StepTimer):
         # one micro-batch's device work on the busiest stage, by what it depends on
         self._micro_work: dict[tuple[object, ...], float] = {}
         self._comm: dict[tuple[str, float, Group], float] = {}
-        self._ops: dict[Op, OpTime] = {}
         self._groups: dict[Plan, dict[str, Group]] = {}
         self._assumptions = step_assumptions() + self.model_assumptions
 
     # ---- cached pieces ------------------------------------------------------------------
-
-    def time_op(self, op: Op) -> OpTime:
-        t = self._ops.get(op)
-        if t is None:
-            t = self.model.op_time(op)
-            self._ops[op] = t
-        return t
 
     def comm(self, kind: Collective, n_bytes: float, group: Group) -> float:
         key = (kind, n_bytes, group)
@@ -811,4 +803,4 @@ class StepModel(StepTimer):
             bytes_written=(ADAM_BF16_WRITE_BYTES if bf16 else ADAM_WRITE_BYTES) * params,
             shape=(int(params),),
         )
-        return cost_of([self.time_op(op)])
+        return cost_of([self.model.op_time(op)])  # the GPU and TPU models cache it
