@@ -63,20 +63,21 @@ def run_tasks(
     items = list(tasks)
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
+    # workers start (and stay) deaf to Ctrl-C: the parent stops them. Spawned workers
+    # inherit the parent's ignoring while they start; a fork server started deaf forks deaf
+    # workers, so only its own start ignores Ctrl-C, and one pressed while the workers start
+    # (the server imports ``preload`` first, ~1 s) is held and raised once they have.
+    starting = sigint_ignored
     if method == "forkserver":
+        from multiprocessing import forkserver  # POSIX only
+
         ctx.set_forkserver_preload([preload])
+        with sigint_ignored():
+            forkserver.ensure_running()
+        starting = sigint_deferred
     pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
     try:
-        # workers start (and stay) deaf to Ctrl-C: the parent stops them. A fork server
-        # started deaf forks deaf workers, so only its start ignores Ctrl-C; one pressed
-        # while the workers start (the server imports ``preload`` first, ~1 s) is raised
-        # once they have. Spawned workers (no fork server) inherit the ignoring itself.
-        if method == "forkserver":
-            from multiprocessing import forkserver  # POSIX only
-
-            with sigint_ignored():
-                forkserver.ensure_running()
-        with sigint_deferred() if method == "forkserver" else sigint_ignored():
+        with starting():
             futures = [pool.submit(fn, t) for t in items]
         waiting = set(futures)
         # futures as they complete, appended by the pool's thread (a cancelled one too),
