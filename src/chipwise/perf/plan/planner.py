@@ -687,7 +687,7 @@ def _replica_capacity(
     top_rps = eng.requests_per_s / whole.dp
 
     def rate(point: int) -> float:
-        return top_rps * math.pow(2.0, SLO_RATE_OCTAVES * (point / SLO_RATE_POINTS - 1.0))
+        return top_rps * _rate_share(point, SLO_RATE_POINTS, SLO_RATE_OCTAVES)
 
     def probe(point: int) -> tuple[str, float]:
         load = replace(phase, load="rps", rps=rate(point) * replicas)
@@ -711,6 +711,12 @@ def _slo_margin(pred: InferPrediction, ttft_p99_s: float | None, tpot_p99_s: flo
     return max(ttft, tpot)
 
 
+def _rate_share(point: int, points: int, octaves: int) -> float:
+    """The share of the top rate at ``point`` of a grid of ``points`` points spaced evenly in
+    log rate over ``octaves`` octaves below it (``points``: the top itself)."""
+    return math.pow(2.0, octaves * (point / points - 1.0))
+
+
 def _highest_passing(
     probe: Callable[[int], tuple[str, float]], points: int, octaves: int
 ) -> tuple[int, str]:
@@ -726,7 +732,7 @@ def _highest_passing(
     has passed yet, probes the lowest rate)."""
 
     def rate(point: int) -> float:
-        return math.pow(2.0, octaves * (point / points - 1.0))
+        return _rate_share(point, points, octaves)
 
     def nearest_below(x: float) -> int:
         return math.floor(points + points / octaves * math.log2(x)) if x > 0 else 0
