@@ -94,14 +94,14 @@ def validation_report() -> Report:
 def validated_rows(validation_report: Report, monkeypatch: pytest.MonkeyPatch) -> None:
     """``chipwise validate`` takes a row's result from the session's report instead of
     predicting it again: a CLI test checks options and output, tests/validate the figures."""
-    import chipwise.cli.validate as cli
+    import chipwise.validate as validate_package  # where the CLI reads it at run time
 
     by_case = {r.case: r for r in validation_report.results}
 
     def shared(cases: Sequence[Case], **_: object) -> Report:
         return Report(results=tuple(by_case.get(c) or run_case(c) for c in cases))
 
-    monkeypatch.setattr(cli, "run_validation", shared)
+    monkeypatch.setattr(validate_package, "run_validation", shared)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -10,13 +11,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import chipwise.cli.advise as advise_cli
 from chipwise.advise import Recommendation, recommend
 from chipwise.cli import app
 from chipwise.report import advice_json
 
 FIXTURES = Path(__file__).parents[1] / "compat" / "fixtures"
 runner = CliRunner()
+# the package, where the CLI reads ``recommend`` when a command runs (the attribute
+# chipwise.advise of the top-level package is the function of the same name)
+advise_package = importlib.import_module("chipwise.advise")
 SMALL = ["--chips", "h100-sxm,mi300x,tpu-v5e,tpu-v6e", "--max-chips", "64"]
 
 _SEARCHED: dict[str, Recommendation] = {}
@@ -35,7 +38,7 @@ def _one_search_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
             _SEARCHED[key] = recommend(request, catalog, **kwargs)
         return _SEARCHED[key]
 
-    monkeypatch.setattr(advise_cli, "recommend", shared)
+    monkeypatch.setattr(advise_package, "recommend", shared)
 
 
 def advise(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -343,7 +346,7 @@ def no_planning(monkeypatch: pytest.MonkeyPatch) -> None:
     def planned(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("recommend() ran before the bad option was caught")
 
-    monkeypatch.setattr("chipwise.cli.advise.recommend", planned)
+    monkeypatch.setattr(advise_package, "recommend", planned)
 
 
 @pytest.mark.parametrize(

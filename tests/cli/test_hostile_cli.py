@@ -78,24 +78,24 @@ def test_one_line_joins_and_cuts() -> None:
 
 
 def test_an_os_error_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
-    import chipwise.cli.workload as workload_cli
+    from chipwise.workload import load  # where the CLI reads it when the command runs
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", "/some/file")
 
-    monkeypatch.setattr(workload_cli, "load_workload_model", refuse)
+    monkeypatch.setattr(load, "load_workload_model", refuse)
     result = runner.invoke(app, ["workload", "show", "x"])
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: Permission denied (/some/file)"
 
 
 def test_a_bug_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    import chipwise.cli.workload as workload_cli
+    from chipwise.workload import load  # where the CLI reads it when the command runs
 
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("oops")
 
-    monkeypatch.setattr(workload_cli, "load_workload_model", broken)
+    monkeypatch.setattr(load, "load_workload_model", broken)
     result = runner.invoke(app, ["workload", "show", "x"])
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()

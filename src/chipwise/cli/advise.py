@@ -8,10 +8,13 @@ from pathlib import Path
 
 import typer
 
-from chipwise.advise import AdviseError, AdviseOptions, build_request, check_options, recommend
-from chipwise.advise.defaults import DEFAULT_WORKLOAD
-from chipwise.advise.request import DEFAULT_MAX_CHIPS
 from chipwise.cli.app import app
+from chipwise.cli.defaults import (
+    DEFAULT_MAX_CHIPS,
+    DEFAULT_WORKLOAD,
+    LORA_DEFAULT_RANK,
+    LORA_TARGETS,
+)
 from chipwise.cli.output import (
     check_writable,
     console,
@@ -23,9 +26,6 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
-from chipwise.cost import with_energy_prices
-from chipwise.hardware import load_chip_file, with_user_chips
-from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
     MAX_CHIPS,
     MAX_GLOBAL_BATCH,
@@ -37,16 +37,8 @@ from chipwise.limits import (
     MAX_WORKERS,
     check_quantity,
 )
-from chipwise.perf import precision_id
 from chipwise.pool import default_workers
-from chipwise.report.advice import render_recommendation
-from chipwise.report.advice_json import recommendation_to_dict
 from chipwise.units import parse_quantity
-from chipwise.workload.ir import (
-    LORA_DEFAULT_RANK,
-    LORA_TARGETS,
-)
-from chipwise.workload.load import load_workload_model
 
 
 class KvDtypeChoice(StrEnum):
@@ -319,6 +311,15 @@ def advise(
     The reasons follow the article's "when to use which" table, each with the number or scan
     finding behind it.
     """
+    from chipwise.advise import AdviseOptions, build_request, check_options, recommend
+    from chipwise.cost import with_energy_prices
+    from chipwise.hardware import load_chip_file, with_user_chips
+    from chipwise.hardware.prices import run_catalog
+    from chipwise.perf import precision_id
+    from chipwise.report.advice import render_recommendation
+    from chipwise.report.advice_json import recommendation_to_dict
+    from chipwise.workload.load import load_workload_model
+
     if html is not None:
         check_writable(html, "--html")
     options = AdviseOptions(
@@ -395,6 +396,8 @@ def advise(
 
 def _chip_list(text: str | None) -> tuple[str, ...]:
     """``--chips h100,v5p`` -> ids; a value that names no chip is an error, not 'all'."""
+    from chipwise.advise import AdviseError
+
     if text is None:
         return ()
     ids = tuple(c.strip() for c in text.split(",") if c.strip())
@@ -408,6 +411,8 @@ def _chip_list(text: str | None) -> tuple[str, ...]:
 
 def _quantity(option: str, text: str) -> float:
     """A count such as 15T, 2e9 or 300B; a clear error instead of a traceback."""
+    from chipwise.advise import AdviseError
+
     try:
         value = parse_quantity(text)
     except ValueError:

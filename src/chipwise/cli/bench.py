@@ -37,22 +37,15 @@ directory, else the temporary one) and the error line names that file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
 from rich.table import Table
 from typer._click.exceptions import UsageError
 
-from chipwise.bench import store
-from chipwise.bench.calibrate import Calibration, calibrate, save_calibration
-from chipwise.bench.cases import Case
-from chipwise.bench.compare import compare_measured, comparison_to_dict
-from chipwise.bench.devices import DEVICE_REQUESTS, detect_device
-from chipwise.bench.micro import BenchConfig, BenchResult, run_benchmarks
-from chipwise.bench.profile import profile_factory
-from chipwise.bench.store import BENCHMARKS, Measurement
 from chipwise.cli.app import app
+from chipwise.cli.defaults import BENCHMARKS, DEVICE_REQUESTS
 from chipwise.cli.output import (
     console,
     err_console,
@@ -63,10 +56,14 @@ from chipwise.cli.output import (
     spinner,
 )
 from chipwise.errors import MeasurementError
-from chipwise.hardware import default_catalog
 from chipwise.limits import MAX_PROFILE_STEPS
-from chipwise.perf import EFFICIENCY_PARAMETERS, efficiency_for
 from chipwise.units import format_rate, format_seconds
+
+if TYPE_CHECKING:
+    from chipwise.bench.calibrate import Calibration
+    from chipwise.bench.cases import Case
+    from chipwise.bench.micro import BenchResult
+    from chipwise.bench.store import Measurement
 
 bench_app = typer.Typer(
     help=(
@@ -94,6 +91,8 @@ def _split(text: str | None, known: tuple[str, ...], what: str) -> tuple[str, ..
 
 def _peak_fraction(m: Measurement) -> float | None:
     """Achieved / catalog peak: FLOP/s for GEMM and attention, bandwidth for memory ops."""
+    from chipwise.hardware import default_catalog
+
     if m.chip_id is None:
         return None
     chip = default_catalog().chip(m.chip_id)
@@ -211,6 +210,11 @@ def bench(
         obj = ctx.ensure_object(dict)
         obj["bench_db"], obj["bench_json"] = db, as_json
         return
+    # imported here, not above: 'bench list --help' runs this callback too
+    from chipwise.bench import store
+    from chipwise.bench.devices import detect_device
+    from chipwise.bench.micro import BenchConfig, run_benchmarks
+
     config = BenchConfig(
         quick=quick,
         dtypes=_split(dtypes, ("fp64", "fp32", "tf32", "bf16", "fp16"), "dtype"),
@@ -304,6 +308,8 @@ def list_measurements(
     run_id: str | None = typer.Option(None, "--run", help="Only this run id."),
 ) -> None:
     """List stored measurements."""
+    from chipwise.bench import store
+
     db, as_json = _group_db(ctx, db), _group_json(ctx, as_json)
     rows = store.list_measurements(db, device=device, benchmark=benchmark, run_id=run_id)
     if as_json:
@@ -337,6 +343,9 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """Compare stored measurements of catalog chips with the model's predictions."""
+    from chipwise.bench import store
+    from chipwise.bench.compare import compare_measured, comparison_to_dict
+
     db, as_json = _group_db(ctx, db), _group_json(ctx, as_json)
     result = compare_measured(db, chip_id=chip, benchmark=benchmark, calibrated=calibrated)
     if as_json:
@@ -372,6 +381,9 @@ def compare(
 
 
 def _calibration_dict(cal: Calibration, db: Path, saved: bool) -> dict[str, Any]:
+    from chipwise.bench import store
+    from chipwise.perf import EFFICIENCY_PARAMETERS
+
     eff = cal.efficiency
     return {
         "schema_version": store.SCHEMA_VERSION,
@@ -409,6 +421,11 @@ def calibrate_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """Fit the performance model's efficiency parameters to stored measurements."""
+    from chipwise.bench import store
+    from chipwise.bench.calibrate import calibrate, save_calibration
+    from chipwise.hardware import default_catalog
+    from chipwise.perf import EFFICIENCY_PARAMETERS, efficiency_for
+
     cal = calibrate(db, chip_id=chip, device=device)
     path = store.resolve_db(db)
     if not no_save:
@@ -494,6 +511,9 @@ def profile_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Time real training steps of a PyTorch model here and compare with the prediction."""
+    from chipwise.bench import store
+    from chipwise.bench.profile import profile_factory
+
     kwargs = parse_factory_args(args)
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"profiling {spec}"):
         r = profile_factory(spec, trust_code=trust_code, device=device, steps=steps,

@@ -11,8 +11,6 @@ from typer._click.exceptions import UsageError
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
-from chipwise.hardware.prices import run_catalog
-from chipwise.report.chips import JSON_SCHEMA_VERSION, chip_detail_table, chip_to_dict, chips_table
 
 chips_app = typer.Typer(
     help="The hardware catalog: every figure with its source and date.",
@@ -48,6 +46,10 @@ def list_chips(
             )
         ctx.ensure_object(dict)["chips_json"] = as_json  # 'chips --json show ID' works too
         return
+    # imported here, not above: 'chips show --help' runs this callback too
+    from chipwise.hardware.prices import run_catalog
+    from chipwise.report.chips import JSON_SCHEMA_VERSION, chip_to_dict, chips_table
+
     catalog, _ = run_catalog()  # packaged prices, refreshed by 'chipwise prices update'
     chosen = tuple(c for c in catalog.chips if kind is None or c.kind == kind.value)
     if as_json:
@@ -73,6 +75,9 @@ def show_chip(
     ),
 ) -> None:
     """Show every figure of one chip with its source and date."""
+    from chipwise.hardware.prices import run_catalog
+    from chipwise.report.chips import JSON_SCHEMA_VERSION, chip_detail_table, chip_to_dict
+
     as_json = as_json or bool((ctx.obj or {}).get("chips_json"))
     catalog, _ = run_catalog()  # packaged prices, refreshed by 'chipwise prices update'
     chip = catalog.chip(chip_id)

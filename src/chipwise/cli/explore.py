@@ -11,24 +11,18 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from chipwise.cli.app import app
+from chipwise.cli.defaults import DEFAULT_MAX_POINTS
 from chipwise.cli.output import err_console, print_json, progress_bar, quiet_option, show_progress
-from chipwise.explore import (
-    DEFAULT_MAX_POINTS,
-    ExploreError,
-    ExploreRun,
-    Grid,
-    grid_from,
-    load_grid,
-    run_grid,
-)
-from chipwise.explore.table import EXPLORE_EXTRA_HINT
 from chipwise.limits import MAX_WORKERS
 from chipwise.units import parse_quantity
+
+if TYPE_CHECKING:
+    from chipwise.explore import ExploreRun, Grid
 
 JSON_SCHEMA_VERSION = 1
 CACHE_FOLDER = ".cache"
@@ -36,6 +30,8 @@ CACHE_FOLDER = ".cache"
 
 def _ints(option: str, values: list[str]) -> list[int]:
     """``--count 1,2,4 --count 8`` -> [1, 2, 4, 8]."""
+    from chipwise.explore import ExploreError
+
     out: list[int] = []
     for text in values:
         for part in text.split(","):
@@ -53,6 +49,8 @@ def _words(values: list[str]) -> list[str]:
 
 
 def _quantity(option: str, text: str | None) -> float | None:
+    from chipwise.explore import ExploreError
+
     if text is None:
         return None
     try:
@@ -128,6 +126,8 @@ def explore_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict and price every point of a grid; write one tidy table and an HTML summary."""
+    from chipwise.explore import ExploreError, run_grid
+
     grid = _grid(grid_file, locals())
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -180,6 +180,8 @@ def explore_command(
 
 def _grid(grid_file: Path | None, opts: dict[str, Any]) -> Grid:
     """The grid file's keys, with every option that was given replacing its key."""
+    from chipwise.explore import ExploreError, grid_from, load_grid
+
     if grid_file is not None:
         base = load_grid(grid_file)
         data: dict[str, Any] = base.spec.model_dump()
@@ -219,6 +221,9 @@ def _grid(grid_file: Path | None, opts: dict[str, Any]) -> Grid:
 
 
 def _write(run: ExploreRun, out: Path, *, quiet: bool) -> list[Path]:
+    from chipwise.explore import ExploreError
+    from chipwise.explore.table import EXPLORE_EXTRA_HINT
+
     files = [run.table.write_csv(out / "points.csv")]
     try:
         files.append(run.table.write_parquet(out / "points.parquet"))

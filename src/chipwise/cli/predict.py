@@ -27,14 +27,20 @@ from __future__ import annotations
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from chipwise.bench.calibrate import calibrated_efficiency
-from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
+from chipwise.cli.defaults import (
+    INFER_BATCH,
+    INFER_INPUT_LEN,
+    INFER_OUTPUT_LEN,
+    MAX_SPEC_TOKENS,
+    TRAIN_GLOBAL_BATCH,
+    TRAIN_SEQ_LEN,
+)
 from chipwise.cli.output import (
     console,
     print_json,
@@ -43,10 +49,7 @@ from chipwise.cli.output import (
     show_progress,
     spinner,
 )
-from chipwise.cost import cheapest_offer, price_of_prediction
 from chipwise.errors import MeasurementError, WorkloadError
-from chipwise.hardware import Chip, PriceOffer, chip_option, default_catalog
-from chipwise.hardware.prices import run_catalog
 from chipwise.limits import (
     MAX_CHIPS,
     MAX_GLOBAL_BATCH,
@@ -55,30 +58,12 @@ from chipwise.limits import (
     MAX_SEQ_LEN,
     MAX_SERVE_BATCH,
 )
-from chipwise.perf import (
-    Breakdown,
-    InferPrediction,
-    MemoryUse,
-    Plan,
-    Prediction,
-    PrimitivePrediction,
-    TrainPrediction,
-    decode_chips,
-    plan_constraints,
-    predict,
-)
-from chipwise.report.chips import offer_to_dict
 from chipwise.units import format_bytes, format_count, format_rate, format_seconds
-from chipwise.workload.ir import (
-    MAX_SPEC_TOKENS,
-    Inference,
-    Primitive,
-    Training,
-    Workload,
-    parse_prefill_pool,
-)
-from chipwise.workload.lengths import read_lengths
-from chipwise.workload.load import load_workload_model
+
+if TYPE_CHECKING:
+    from chipwise.hardware import Chip, PriceOffer
+    from chipwise.perf import Breakdown, InferPrediction, MemoryUse, Plan, Prediction
+    from chipwise.workload.ir import Inference
 
 JSON_SCHEMA_VERSION = 1
 
@@ -161,17 +146,17 @@ def predict_command(
         PrecisionChoice.bf16, "--precision", help=PRECISION_HELP, case_sensitive=False
     ),
     seq_len: int = typer.Option(
-        Training().seq_len, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
+        TRAIN_SEQ_LEN, "--seq-len", min=1, max=MAX_SEQ_LEN, help="Train: tokens per sequence."
     ),
     global_batch: int = typer.Option(
-        Training().global_batch,
+        TRAIN_GLOBAL_BATCH,
         "--global-batch",
         min=1,
         max=MAX_GLOBAL_BATCH,
         help="Train: sequences per step.",
     ),
     batch: int = typer.Option(
-        Inference().batch,
+        INFER_BATCH,
         "--batch",
         min=1,
         max=MAX_SERVE_BATCH,
@@ -345,14 +330,14 @@ def predict_command(
         help="Infer: share of prompt tokens served from the prefix cache.",
     ),
     input_len: int = typer.Option(
-        Inference().input_len,
+        INFER_INPUT_LEN,
         "--input-len",
         min=1,
         max=MAX_SEQ_LEN,
         help="Infer: prompt tokens per request.",
     ),
     output_len: int = typer.Option(
-        Inference().output_len,
+        INFER_OUTPUT_LEN,
         "--output-len",
         min=0,
         max=MAX_SEQ_LEN,
@@ -388,6 +373,15 @@ def predict_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict step time, throughput and memory of WORKLOAD on --chips x --chip."""
+    from chipwise.bench.calibrate import calibrated_efficiency
+    from chipwise.bench.store import resolve_db
+    from chipwise.hardware import chip_option
+    from chipwise.hardware.prices import run_catalog
+    from chipwise.perf import decode_chips, predict
+    from chipwise.workload.ir import Inference, Primitive, Training, Workload, parse_prefill_pool
+    from chipwise.workload.lengths import read_lengths
+    from chipwise.workload.load import load_workload_model
+
     refuse_other_phase_options(ctx, phase.value)
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload)
@@ -465,6 +459,10 @@ def predict_command(
 def price_of(pred: Prediction, offers: tuple[PriceOffer, ...]) -> dict[str, Any] | None:
     """The cheapest on-demand offer (else the cheapest of any pricing) applied to ``pred``:
     ``{"offer", "usd_per_step" | "usd_per_million_output_tokens"}``; None without a price."""
+    from chipwise.cost import cheapest_offer, price_of_prediction
+    from chipwise.perf import PrimitivePrediction
+    from chipwise.report.chips import offer_to_dict
+
     offer = cheapest_offer(offers)
     if offer is None or isinstance(pred, PrimitivePrediction):
         return None
@@ -484,6 +482,8 @@ def serving_phase(
 ) -> Inference:
     """The ``Inference`` phase of the load options (at most one of --concurrency, --rps,
     --max-throughput; none = a static --batch)."""
+    from chipwise.workload.ir import Inference
+
     options = (
         ("--concurrency", concurrency),
         ("--rps", rps),
@@ -520,6 +520,8 @@ def _plan_from(
     text: str | None, chips: int, phase: PhaseChoice
 ) -> tuple[Plan | None, dict[str, int | str] | None]:
     """(an exact plan, or the keys the planner must keep)."""
+    from chipwise.perf import Plan, plan_constraints
+
     if text is None or not text.replace(",", "").strip():
         return None, None  # --plan "" (an empty shell variable): the planner decides
     fixed = plan_constraints(text, chips)
@@ -559,6 +561,9 @@ def prediction_to_dict(
 
     ``chip`` is the chip predicted on; needed for a hypothetical one (default: the catalog's).
     """
+    from chipwise.hardware import default_catalog
+    from chipwise.perf import Breakdown, InferPrediction, PrimitivePrediction, TrainPrediction
+
     out: dict[str, Any] = {
         "schema_version": JSON_SCHEMA_VERSION,
         "workload": pred.workload,
@@ -666,6 +671,8 @@ def _finite(x: float) -> float | None:
 
 
 def _table(pred: Prediction, data: dict[str, Any]) -> Table:
+    from chipwise.perf import Breakdown, InferPrediction, PrimitivePrediction, TrainPrediction
+
     title = f"{pred.workload} on {pred.chips} x {pred.chip_id}"
     if data.get("chip_provenance"):
         title += f" ({data['chip_provenance']})"

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import urllib.request
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -30,17 +29,10 @@ from typer.core import TyperGroup
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
-from chipwise.hardware import PriceOffer
-from chipwise.hardware.chip import STALE_AFTER_DAYS
-from chipwise.hardware.prices import (
-    PricesFileError,
-    read_cache,
-    run_catalog,
-    write_cache,
-)
-from chipwise.hardware.skypilot import parse_vms_csv
 from chipwise.limits import read_user_file
-from chipwise.report.chips import offer_to_dict
+
+if TYPE_CHECKING:
+    from chipwise.hardware import PriceOffer
 
 JSON_SCHEMA_VERSION = 1
 # SkyPilot's public GCP catalog, the source of the packaged GCP prices.
@@ -96,6 +88,10 @@ def show_prices(
 ) -> None:
     """List every price with provider, region, instance, $/chip-h, pricing model, source,
     date and age; stale (older than a year) and low-confidence prices are marked."""
+    from chipwise.hardware.chip import STALE_AFTER_DAYS
+    from chipwise.hardware.prices import read_cache, run_catalog
+    from chipwise.report.chips import offer_to_dict
+
     catalog, user = run_catalog(prices)
     chip_id = catalog.chip(chip).id if chip else None
     offers = [
@@ -146,6 +142,8 @@ def show_prices(
 
 def _table(offers: list[PriceOffer]) -> Table:
     """Two rows per offer (what and where, then its source), readable at 80 columns."""
+    from chipwise.hardware.chip import STALE_AFTER_DAYS
+
     table = Table(
         title="cloud prices per chip-hour: the whole machine (accelerators + host VM + disk)",
         title_justify="left",
@@ -194,6 +192,9 @@ def update_prices(
 ) -> None:
     """Read SkyPilot's price catalog (GPU/TPU instances with their host VM prices), map it to
     catalog chips, show what changed and write the user price cache that later runs use."""
+    from chipwise.hardware.prices import PricesFileError, read_cache, run_catalog, write_cache
+    from chipwise.hardware.skypilot import parse_vms_csv
+
     text, source, date = _read_origin(origin)
     name = provider or _provider_from(origin)
     parsed = parse_vms_csv(text, provider=name, source=source, date=date)
@@ -247,6 +248,8 @@ def _describe(key: tuple[str, str, str, str]) -> str:
 
 
 def _provider_from(origin: str) -> str:
+    from chipwise.hardware.prices import PricesFileError
+
     tokens = re.split(r"[/\\._-]+", origin.lower())
     found = [t for t in tokens if t in _PROVIDERS]
     if not found:
@@ -258,6 +261,10 @@ def _provider_from(origin: str) -> str:
 
 def _read_origin(origin: str) -> tuple[str, str, str]:
     """(CSV text, source to cite, date of the prices) of a local file or a URL."""
+    import urllib.request
+
+    from chipwise.hardware.prices import PricesFileError
+
     today = dt.date.today().isoformat()
     if origin.startswith(("http://", "https://")):
         try:

@@ -6,7 +6,6 @@ import typer
 
 from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json
-from chipwise.compat import render_report, report_to_dict, scan_project
 
 
 @app.command("scan")
@@ -21,6 +20,8 @@ def scan(
 
     Reads files only: nothing in the project is imported, executed or built.
     """
+    from chipwise.compat import render_report, report_to_dict, scan_project
+
     report = scan_project(path)
     if as_json:
         print_json(report_to_dict(report))

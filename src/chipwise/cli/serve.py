@@ -14,7 +14,6 @@ import typer
 
 from chipwise.cli.app import app
 from chipwise.cli.output import err_console
-from chipwise.report.charts import WEB_EXTRA_HINT, ReportError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -38,6 +37,8 @@ def is_loopback(host: str) -> bool:
 def check_bindable(host: str, port: int) -> None:
     """Fail with one line, before the banner, when ``host:port`` cannot be bound (an address
     that is not this machine's, a name that does not resolve, a port in use)."""
+    from chipwise.report.charts import ReportError
+
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
     except OSError as err:
@@ -74,6 +75,8 @@ def serve(
     Runs until Ctrl-C. Nothing is loaded from the internet; the page and its API answer as
     'chipwise advise' does.
     """
+    from chipwise.report.charts import WEB_EXTRA_HINT, ReportError
+
     try:
         import uvicorn
     except ImportError as err:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -37,8 +37,6 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from chipwise.bench.compare import Comparison, compare_measured, comparison_to_dict
-from chipwise.bench.store import resolve_db
 from chipwise.cli.app import app
 from chipwise.cli.output import (
     console,
@@ -50,21 +48,12 @@ from chipwise.cli.output import (
 )
 from chipwise.errors import ChipwiseError
 from chipwise.limits import MAX_WORKERS
-from chipwise.perf import PLAN_SWITCHES
 from chipwise.pool import default_workers
 from chipwise.units import format_seconds
-from chipwise.validate import (
-    GroupScore,
-    Report,
-    Result,
-    Stats,
-    in_sample_of,
-    leave_one_publication_out,
-    load_cases,
-    load_confidence,
-    run_validation,
-    score_groups,
-)
+
+if TYPE_CHECKING:
+    from chipwise.bench.compare import Comparison
+    from chipwise.validate import GroupScore, Report, Result, Stats
 
 JSON_SCHEMA_VERSION = 1
 
@@ -91,6 +80,8 @@ class Held:
 
 def shipped_lopo(report: Report) -> Held:
     """The out-of-sample training predictions stored in the shipped confidence table."""
+    from chipwise.validate import load_confidence
+
     try:
         table = load_confidence()
     except ChipwiseError:
@@ -100,6 +91,8 @@ def shipped_lopo(report: Report) -> Held:
 
 def computed_lopo(report: Report) -> Held:
     """Refit for every publication now (``--lopo``)."""
+    from chipwise.validate import leave_one_publication_out
+
     lopo = leave_one_publication_out(r.case for r in report.results)
     return Held(
         results={r.case.id: r for r in lopo.results},
@@ -109,6 +102,8 @@ def computed_lopo(report: Report) -> Held:
 
 
 def result_to_dict(r: Result, held: Mapping[str, Result] | None = None) -> dict[str, Any]:
+    from chipwise.validate import in_sample_of
+
     c = r.case
     lopo = (held or {}).get(c.id)
     return {
@@ -140,6 +135,8 @@ def _stats_dict(s: Stats) -> dict[str, Any]:
 
 
 def report_to_dict(report: Report, held: Held | None = None) -> dict[str, Any]:
+    from chipwise.validate import score_groups
+
     held = held or shipped_lopo(report)
     scores = score_groups(report, held.results)
     return {
@@ -166,6 +163,8 @@ def _num(x: float) -> str:
 
 def short_plan(text: str) -> str:
     """``dp=1,fsdp=256,tp=1,...,recompute=full`` -> ``fsdp=256 mb=1 full``: the axes above 1."""
+    from chipwise.perf import PLAN_SWITCHES
+
     if not text:
         return ""
     parts = dict(p.split("=", 1) for p in text.split(","))
@@ -196,6 +195,8 @@ def report_table(report: Report, *, wide: bool = False, held: Held | None = None
     """Every row (predicted ones first, in file order), then unusable rows and the summary.
 
     The default columns fit 80 columns; ``wide`` adds metric, plan (fits) and notes."""
+    from chipwise.validate import in_sample_of, score_groups
+
     table = _table("chipwise validate: predicted vs measured")
     table.add_column("id", no_wrap=True)
     table.add_column("workload", overflow="fold", min_width=12)
@@ -268,6 +269,8 @@ def summary_text(scores: tuple[GroupScore, ...], held: Held) -> Text:
 
 def measured_table(result: Comparison, db: Path | None) -> Group:
     """``validate --measured``: each stored measurement against the model, then the spread."""
+    from chipwise.bench.store import resolve_db
+
     kind = "calibrated" if result.calibrated else "packaged"
     if not result.rows:
         parts: list[Any] = [
@@ -344,6 +347,9 @@ def validate_command(
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict every published measurement and show the error of each, and its spread."""
+    from chipwise.bench.compare import compare_measured, comparison_to_dict
+    from chipwise.validate import load_cases, run_validation
+
     if kind is not None and phase is not None and kind != phase:
         raise ValidateOptionError(
             f"--kind {kind.value} and --phase {phase.value} disagree: give one of them"

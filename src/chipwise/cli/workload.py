@@ -11,7 +11,7 @@ JSON (``--json``) carries ``schema_version`` 1; fields are only ever added withi
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -23,12 +23,9 @@ from chipwise.cli.app import app
 from chipwise.cli.output import console, print_json, quiet_option, show_progress, spinner
 from chipwise.limits import MAX_SEQ_LEN
 from chipwise.units import DTYPE_BYTES, format_bytes, format_count, format_rate
-from chipwise.workload import accounting as acc
-from chipwise.workload.ir import Graph, Model, NonMLKind, Primitive, TransformerSpec
-from chipwise.workload.kinds import NON_ML_KINDS
-from chipwise.workload.load import load_workload_model
-from chipwise.workload.presets import PRESETS, load_preset
-from chipwise.workload.primitives import SYNTAX, primitive_graph
+
+if TYPE_CHECKING:
+    from chipwise.workload.ir import Graph, Model, NonMLKind, TransformerSpec
 
 JSON_SCHEMA_VERSION = 1
 FLOPS_CONVENTION = (
@@ -48,6 +45,10 @@ def list_workloads(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema_version 1)."),
 ) -> None:
     """List the model zoo (ids, parameters, dense or MoE) and the non-ML kinds."""
+    from chipwise.workload.kinds import NON_ML_KINDS
+    from chipwise.workload.presets import PRESETS
+    from chipwise.workload.primitives import SYNTAX
+
     models = [_zoo_entry(p.id, p.title, p.aliases) for p in PRESETS]
     kinds = [{"id": k.name, "title": k.title} for k in NON_ML_KINDS]
     if as_json:
@@ -111,6 +112,8 @@ def show_workload(
     quiet: bool = quiet_option(),
 ) -> None:
     """Parameters, FLOPs per token, op mix, memory needs and the source of a workload."""
+    from chipwise.workload.load import load_workload_model
+
     with spinner(show_progress(quiet=quiet, as_json=as_json), f"reading {workload}"):
         model = load_workload_model(workload, trust_code=trust_code)
     summary = summarize(model, seq_len)
@@ -138,6 +141,9 @@ def _compact_table(title: str) -> Table:
 
 def summarize(model: Model, seq_len: int) -> dict[str, Any]:
     """Everything ``workload show`` prints, as JSON-ready data."""
+    from chipwise.workload.ir import Graph, Primitive, TransformerSpec
+    from chipwise.workload.primitives import primitive_graph
+
     if isinstance(model, TransformerSpec):
         return _transformer_summary(model, seq_len)
     if isinstance(model, Graph):
@@ -158,6 +164,8 @@ def summarize(model: Model, seq_len: int) -> dict[str, Any]:
 
 
 def _transformer_summary(spec: TransformerSpec, seq_len: int) -> dict[str, Any]:
+    from chipwise.workload import accounting as acc
+
     train = acc.model_flops_per_token(spec, seq_len)
     share = acc.tensor_flops_share(spec, seq_len)
     return {
@@ -192,6 +200,8 @@ def _transformer_summary(spec: TransformerSpec, seq_len: int) -> dict[str, Any]:
 
 
 def _graph_summary(graph: Graph) -> dict[str, Any]:
+    from chipwise.workload import accounting as acc
+
     share = graph.tensor_flops_share
     weights = graph.params * DTYPE_BYTES["bf16"]
     return {
@@ -224,6 +234,9 @@ def _kind_summary(kind: NonMLKind) -> dict[str, Any]:
 
 
 def _zoo_entry(preset_id: str, title: str, aliases: tuple[str, ...]) -> dict[str, Any]:
+    from chipwise.workload import accounting as acc
+    from chipwise.workload.presets import load_preset
+
     spec = load_preset(preset_id)
     return {
         "id": preset_id,
