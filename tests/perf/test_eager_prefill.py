@@ -1,6 +1,7 @@
-"""SGLang runs a prompt's forward eagerly (CUDA graphs for decode only): the host issues
-every kernel of the forward while the device runs them, so a step carrying prompt tokens
-takes at least the host's launches (``serve.EAGER_LAUNCH_HOST_S`` per kernel)."""
+"""SGLang runs a prompt's forward eagerly (CUDA graphs for decode only, up to its
+--cuda-graph-max-bs sequences): the host issues every kernel of the forward while the device
+runs them, so a step carrying prompt tokens, or a decode batch beyond the graphs, takes at
+least the host's launches (``serve.EAGER_LAUNCH_HOST_S`` per kernel)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from chipwise.hardware.chip import Chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.engine import SGLANG_GRAPH_TIERS_DATE, sglang_cuda_graph_max_bs
 from chipwise.perf.step.serve import (
     EAGER_LAUNCH_HOST_S,
     EAGER_PREFILL_ENGINES,
@@ -144,3 +146,58 @@ def test_a_tensor_parallel_short_prompt_waits_longer_than_its_ranks_in_step(
     in_step = _serve("deepseek-v3", "fp8", H200).serve_engine(Plan(tp=8), phase).engine
     assert skewed is not None and in_step is not None
     assert skewed.ttft_p50_s > in_step.ttft_p50_s + 0.01
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("gib", "tp", "date", "expected"),
+    [
+        (79.21, 1, "", 256),  # H100 (and H200, under 160 GiB): 256 under tp 4
+        (79.21, 8, "", 512),
+        (178.0, 1, "", 512),  # B200, MI300X: 512 at every tp
+        (79.21, 8, "2025-09-01", 160),  # before PR #10372: 160 on every large GPU
+        (22.0, 1, "2025-09-01", 8),  # and 8 (80 at tp 4+) under 25,000 MiB
+        (22.0, 4, "2025-09-01", 80),
+    ],
+)
+def test_sglang_graphs_decode_batches_up_to_its_default_max_bs(
+    gib: float, tp: int, date: str, expected: int
+) -> None:
+    assert sglang_cuda_graph_max_bs(gib * GIB, tp, date) == expected
+    assert SGLANG_GRAPH_TIERS_DATE < "2025-09-27"  # before PR #10975, which sizes from it
+
+
+def test_a_decode_batch_beyond_the_graphs_waits_for_the_hosts_launches() -> None:
+    timer = _serve("llama3-70b", "bf16", H200).engine_timer(Plan(tp=8), "bf16")
+    host = timer.eager_host_s()
+    graphed = BatchingStep(timer=timer, overlap=True)
+    capped = BatchingStep(
+        timer=timer, overlap=True, eager_host_s=host, eager_prefill=False, graph_max_seqs=512
+    )
+    assert graphed(600, 400, 0, 0) < host  # the device alone would be done sooner
+    assert capped(512, 400, 0, 0) == graphed(512, 400, 0, 0)  # still a graph replay
+    assert capped(600, 400, 0, 0) == pytest.approx(host)
+    # prompts run in (piecewise) graphs here: a short prompt's step has no floor
+    assert capped(0, 0, 64, 64) == graphed(0, 0, 64, 64) < host
+
+
+def test_sglangs_max_throughput_tpot_holds_its_eager_decode_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1000 requests at once on 8 x H200: the running batch outgrows the 512-sequence
+    graphs, so the median request decodes slower than with every batch graphed; vLLM's
+    step is untouched."""
+    phase = Inference(input_len=220, output_len=200, engine="sglang", load="max_throughput",
+                      num_requests=1000, engine_date="2025-11-04")  # fmt: skip
+    capped = _serve("llama3-70b", "bf16", H200).serve_engine(Plan(tp=8), phase).engine
+    vllm_phase = replace(phase, engine="vllm")
+    vllm = _serve("llama3-70b", "bf16", H200).serve_engine(Plan(tp=8), vllm_phase).engine
+    monkeypatch.setattr(serve_mod, "sglang_cuda_graph_max_bs", lambda *a, **k: 1 << 20)
+    graphed = _serve("llama3-70b", "bf16", H200).serve_engine(Plan(tp=8), phase).engine
+    vllm_after = _serve("llama3-70b", "bf16", H200).serve_engine(Plan(tp=8), vllm_phase).engine
+    assert capped is not None and graphed is not None
+    assert capped.tpot_p50_s > 1.02 * graphed.tpot_p50_s
+    assert vllm is not None and vllm_after is not None
+    assert vllm.tpot_p50_s == vllm_after.tpot_p50_s

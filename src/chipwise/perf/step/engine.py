@@ -479,6 +479,26 @@ _SGLANG_TIERS = (
     (160 * 1024, 8192, 256, 512),
     (float("inf"), 16384, 512, 512),
 )
+# SGLang captures CUDA graphs for decode batches of up to --cuda-graph-max-bs sequences; a
+# larger decode batch runs the model op by op (``CudaGraphRunner.can_run``: "batch_size <=
+# self.max_bs", else ``ModelRunner.forward_decode`` eagerly), so its step waits for the host
+# to launch every kernel, as an eager prompt forward does (``EAGER_LAUNCH_HOST_S``). The
+# default (python/sglang/srt/server_args.py) is the by-memory tier above since PR #10372
+# ("relax max_cuda_graph_bs", opened 2025-09-12 "to align with vLLM ... and avoid wrong
+# benchmark" results, e.g. a Qwen3-235B-A22B-FP8 ShareGPT run; merged before PR #10975 of
+# 2025-09-27, which sizes memory from it); before it 160, or 8 (80 at tp 4+) on GPUs under
+# 25,000 MiB (PR #2360, 2024-12-05).
+SGLANG_GRAPH_TIERS_DATE = "2025-09-19"
+
+
+def sglang_cuda_graph_max_bs(gpu_bytes: float, tp: int, date: str = "") -> int:
+    """SGLang's default --cuda-graph-max-bs on a GPU of ``gpu_bytes`` under ``tp``, for the
+    release of ``date`` ("" = newest; ``SGLANG_GRAPH_TIERS_DATE``)."""
+    mib = gpu_bytes / 2**20
+    if released_before(date, SGLANG_GRAPH_TIERS_DATE):
+        return 160 if mib >= 25_000 else (8 if tp < 4 else 80)
+    _, _, bs_small, bs_large = next(t for t in _SGLANG_TIERS if mib < t[0])
+    return bs_small if tp < 4 else bs_large
 
 
 def sglang_mem_fraction_static(gpu_bytes: float, tp: int, pp: int = 1, date: str = "") -> float:
@@ -488,8 +508,8 @@ def sglang_mem_fraction_static(gpu_bytes: float, tp: int, pp: int = 1, date: str
     if released_before(date, SGLANG_MEM_FRACTION_DATE):
         return next(f for size, f in _SGLANG_TP_FRACTIONS if world >= size)
     mib = gpu_bytes / 2**20
-    _, chunk, bs_small, bs_large = next(t for t in _SGLANG_TIERS if mib < t[0])
-    graph_bs = bs_small if tp < 4 else bs_large
+    chunk = next(t for t in _SGLANG_TIERS if mib < t[0])[1]
+    graph_bs = sglang_cuda_graph_max_bs(gpu_bytes, tp, date)
     reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + world / 8 * 1024
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -1859,6 +1879,7 @@ __all__ = [
     "MAX_NUM_SEQS_DEFAULT",
     "MAX_NUM_TOKENS_DEFAULT",
     "MAX_THROUGHPUT_MAX_SEQS",
+    "SGLANG_GRAPH_TIERS_DATE",
     "SGLANG_MEM_FRACTION_DATE",
     "VLLM_V1_DEFAULT_DATE",
     "AdmissionGate",
@@ -1872,6 +1893,7 @@ __all__ = [
     "kv_pool_bytes",
     "lengths_of",
     "released_before",
+    "sglang_cuda_graph_max_bs",
     "sglang_mem_fraction_static",
     "windows_kv",
 ]

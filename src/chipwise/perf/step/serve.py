@@ -103,6 +103,7 @@ from chipwise.perf.step.engine import (
     kv_pool_bytes,
     lengths_of,
     released_before,
+    sglang_cuda_graph_max_bs,
     sglang_mem_fraction_static,
     sglang_state_split,
     windows_kv,
@@ -1026,13 +1027,16 @@ class ServeModel(StepTimer):
             if slots is not None and slots < max_seqs:
                 max_seqs, seq_limit = slots, "state_slots"
         max_tokens = phase.max_num_tokens or default_tokens
-        eager = 0.0
-        if runs_prefill_eagerly(phase.engine, phase.engine_date):
-            eager = timer.eager_host_s()
+        eager_prefill = runs_prefill_eagerly(phase.engine, phase.engine_date)
+        graph_seqs = math.inf
+        if phase.engine == "sglang" and chip.kind == "gpu":
+            graph_seqs = sglang_cuda_graph_max_bs(chip.usable_hbm_bytes, plan.tp, phase.engine_date)
+        eager = timer.eager_host_s() if eager_prefill or graph_seqs < max_seqs else 0.0
         mixed = mixed_step_host_s_per_seq(phase.engine, spec.uses_linear_attention, chip.kind)
         step: EngineStep = BatchingStep(
-            timer=timer, overlap=overlap, eager_host_s=eager, mixed_host_s_per_seq=mixed
-        )
+            timer=timer, overlap=overlap, eager_host_s=eager, eager_prefill=eager_prefill,
+            graph_max_seqs=graph_seqs, mixed_host_s_per_seq=mixed,
+        )  # fmt: skip
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
             js = self._jetstream(timer, phase, overlap, max_seqs=max_seqs, capacity=capacity)
@@ -1765,10 +1769,15 @@ class BatchingStep:
 
     timer: EngineStepTimer
     overlap: bool
-    # host seconds issuing an eager prefill forward's kernels (EAGER_PREFILL_ENGINES; 0 =
-    # the engine runs prompts in CUDA graphs or compiled): a step with prompt tokens takes
-    # at least that long
+    # host seconds issuing an eager forward's kernels (``EngineStepTimer.eager_host_s``; 0 =
+    # no forward runs eagerly): an eager step takes at least that long
     eager_host_s: float = 0.0
+    # whether a step with prompt tokens runs eagerly (EAGER_PREFILL_ENGINES; False = the
+    # engine runs prompts in CUDA graphs or compiled)
+    eager_prefill: bool = True
+    # decode batches of more sequences than this run eagerly (SGLang's --cuda-graph-max-bs,
+    # ``sglang_cuda_graph_max_bs``; inf = every decode batch is graphed)
+    graph_max_seqs: float = math.inf
     # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
     # adds in series (mixed_step_host_s_per_seq; 0 = none)
     mixed_host_s_per_seq: float = 0.0
@@ -1795,13 +1804,15 @@ class BatchingStep:
             t = device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         else:
             t = timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
-        return self._eager(t, prefill)
+        return self._eager(t, decode, prefill)
 
-    def _eager(self, step: float, prefill: float) -> float:
-        """``step`` held to the eager forward's host launches when it carries prompt
-        tokens: the host issues kernels while the device runs them, so the slower binds
-        (the step's own scheduling work stays where ``overlap`` puts it)."""
-        if prefill <= 0 or self.eager_host_s <= 0:
+    def _eager(self, step: float, decode: float, prefill: float) -> float:
+        """``step`` held to the eager forward's host launches when it runs eagerly (it
+        carries prompt tokens, or more decoding sequences than the CUDA graphs hold): the
+        host issues kernels while the device runs them, so the slower binds (the step's own
+        scheduling work stays where ``overlap`` puts it)."""
+        eager = (prefill > 0 and self.eager_prefill) or decode > self.graph_max_seqs
+        if not eager or self.eager_host_s <= 0:
             return step
         series = 0.0 if self.overlap else HOST_STEP_S
         return max(step, self.eager_host_s + series)
