@@ -110,9 +110,9 @@ def test_adp_never_adds_the_attention_all_reduce(tp: int, tokens: int, moe: bool
     # every collective the step times, measured (kernels.py) or modelled (the network)
     measured_or_modelled = s._collective_s
 
-    def recorded(kind, n_bytes, group):  # type: ignore[no-untyped-def]
+    def recorded(kind, n_bytes, group, **kw):  # type: ignore[no-untyped-def]
         net.kinds.append(kind)  # type: ignore[attr-defined]
-        return measured_or_modelled(kind, n_bytes, group)
+        return measured_or_modelled(kind, n_bytes, group, **kw)
 
     s._collective_s = recorded  # type: ignore[method-assign]
     comm = EngineStepTimer(s, Plan(tp=tp, ep=tp if moe else 1, adp=1), "fp8").comm_s(tokens)
@@ -230,3 +230,20 @@ def test_the_engine_times_a_lockstep_chunked_step_with_the_mean_prompt_per_rank(
     assert routed == pytest.approx(111.0 * 800 / 4000 / exact.f)
     assert routed < chunk == pytest.approx(exact.chunk)
     assert exact.t1_s < upper.t1_s and exact.f == upper.f
+
+
+def test_a_decode_step_gathers_its_tokens_at_the_graphs_latency_not_the_hosts() -> None:
+    """A decode-only step is the CUDA graph TensorRT-LLM replays: its MoE all-gather and
+    reduce-scatter drop nccl-tests' host-launched floor (serve.ServeModel._collective_s);
+    a step with prompt tokens, launched eagerly, keeps the measured times."""
+    b200 = chip("b200")
+    s = ServeModel(MOE, b200, "fp8", model_for(b200), Network(b200), engine="trtllm")
+    timer = EngineStepTimer(s, Plan(tp=4, ep=4, adp=1), "fp8")
+    eager, graphed = timer.comm_s(16), timer.comm_s(16, graphed=True)
+    assert 0.0 < graphed < 0.8 * eager
+    # the step's time follows: a decode-only step pays the graphed collectives
+    decode = timer.device_s(16, 1024, 0.0, 1.0)
+    assert decode == pytest.approx(
+        timer.linear_s(16) + timer.attention_s(16, 1024, decode=True) + timer.logits_s(16)
+        + graphed
+    )  # fmt: skip

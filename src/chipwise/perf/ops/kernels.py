@@ -136,12 +136,26 @@ def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float 
     over a whole buffer of ``elements`` 16-bit values on ``gpus`` GPUs of ``chip_id`` in one
     NVLink domain (nccl-tests' size convention; a group size its own table lacks: its
     ``NCCL_FABRIC_TWIN``'s), or None where no measurement ships."""
+    curve = _nccl_curve(chip_id, op, gpus)
+    return None if curve is None or elements <= 0 else curve.at(elements)
+
+
+def measured_nccl_floor(chip_id: str, op: str, gpus: int) -> tuple[int, float] | None:
+    """The smallest size (16-bit elements) of ``measured_nccl_s``'s curve and its time, the
+    table's latency floor; None where no measurement ships."""
+    curve = _nccl_curve(chip_id, op, gpus)
+    return None if curve is None else (curve.elements[0], curve.seconds[0])
+
+
+def _nccl_curve(chip_id: str, op: str, gpus: int) -> SizeCurve | None:
+    """``nccl.csv``'s curve of ``op`` over ``gpus`` GPUs of ``chip_id``, else of its
+    ``NCCL_FABRIC_TWIN``'s; None where neither ships."""
     table = _size_table("nccl.csv", "op")
     curve = table.get((chip_id, op, gpus))
     twin = NCCL_FABRIC_TWIN.get(chip_id)
     if curve is None and twin is not None:
         curve = table.get((twin, op, gpus))
-    return None if curve is None or elements <= 0 else curve.at(elements)
+    return curve
 
 
 __all__ = [
@@ -150,5 +164,6 @@ __all__ = [
     "SizeCurve",
     "measured_all_reduce_s",
     "measured_gemm_s",
+    "measured_nccl_floor",
     "measured_nccl_s",
 ]

@@ -54,7 +54,11 @@ from chipwise.perf.base import (
     ServingLoadResult,
 )
 from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
-from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_nccl_s
+from chipwise.perf.ops.kernels import (
+    measured_all_reduce_s,
+    measured_nccl_floor,
+    measured_nccl_s,
+)
 from chipwise.perf.ops.layers import (
     Dtypes,
     Shard,
@@ -740,7 +744,7 @@ class ServeModel(StepTimer):
         kw1 = {"b": b, "seq_len": 1, "shard": shard, "precision": self.precision}
         head1 = head_ops(spec, loss=False, quantised_checkpoint=True, **kw1)  # type: ignore[arg-type]
         dec = dec + self._time(embedding_ops(spec, **kw1) + head1, sustained=True)  # type: ignore[arg-type]
-        comm_dec = self._comm(plan, g, b * spec.d_model * act)
+        comm_dec = self._comm(plan, g, b * spec.d_model * act, graphed=True)
         tpot = dec.total_s + comm_dec + DECODE_STEP_OVERHEAD_S
 
         memory = serve_memory(
@@ -1249,24 +1253,48 @@ class ServeModel(StepTimer):
             net = self.__dict__["_custom_all_reduce"] = Network(self.chip, eff)
         return net.time_s("all_reduce", n_bytes, group)
 
-    def _collective_s(self, op: Collective, n_bytes: float, group: Group) -> float:
+    # The NCCL table (kernels.py, nccl.csv) is nccl-tests run without CUDA graphs
+    # (AIConfigurator's collector/collect_nccl.py calls all_gather_perf etc. with -t N, one
+    # process driving N GPUs, and no -G), so its small-message floor (B200: 8.8 us for an
+    # all-gather over 2 GPUs, 13 us over 4, 19 us over 8) is mostly the host's launch and
+    # NCCL's per-call bookkeeping: with CUDA graphs the same small all-reduce takes ~3 us on
+    # 8 B200s (NVIDIA/nccl#1940, 2025-12) against 9-22 us launched from the host
+    # (NVIDIA/nccl-tests#333, 2025-07: "Using CUDA Graphs is needed" for those latencies).
+    # The engines replay their decode-only steps as CUDA graphs (TensorRT-LLM
+    # cuda_graph_config, vLLM's and SGLang's decode graphs), collectives included: there a
+    # collective pays the fabric's own per-step latency (``Network``, the alpha of the
+    # algorithm's steps) plus what the table adds above its floor (the size's bandwidth
+    # and protocol cost), so large messages keep their measured time.
+    def _collective_s(
+        self, op: Collective, n_bytes: float, group: Group, *, graphed: bool = False
+    ) -> float:
         """One NCCL collective of ``n_bytes`` (the whole buffer) over ``group``: its measured
         time on this chip where one ships and the group stays in one scale-up domain
-        (kernels.py), else the fabric's collective model."""
+        (kernels.py), else the fabric's collective model. ``graphed``: launched inside the
+        step's CUDA graph, where the table's latency floor gives way to the fabric's
+        (the comment above)."""
         if not group.crosses_domains:
             measured = measured_nccl_s(self.chip.id, op, group.size, n_bytes / 2)
             if measured is not None:
-                return measured
+                floor = measured_nccl_floor(self.chip.id, op, group.size) if graphed else None
+                if floor is None:
+                    return measured
+                elements, floor_s = floor
+                fabric = self.network.time_s(op, 2.0 * elements, group)
+                return fabric + max(0.0, measured - floor_s)
         return self.network.time_s(op, n_bytes, group)
 
-    def _comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
+    def _comm(
+        self, plan: Plan, g: dict[str, Group], n_bytes: float, *, graphed: bool = False
+    ) -> float:
         """Per forward pass: 2 all-reduces per layer over tp, p2p between stages, and the
         all-to-alls of MoE layers over ep; under ``adp`` the MoE all-gather and
         reduce-scatter instead (``_adp_comm``). ``n_bytes``: the pass's activations
-        (tokens x D) on one replica, on one rank under ``adp``."""
+        (tokens x D) on one replica, on one rank under ``adp``; ``graphed``: a decode-only
+        pass, which the engines replay as a CUDA graph (``_adp_comm``)."""
         spec = self.spec
         if plan.adp:
-            return self._adp_comm(plan, g, n_bytes)
+            return self._adp_comm(plan, g, n_bytes, graphed=graphed)
         t = 0.0
         if plan.tp > 1:
             t += 2 * spec.n_layers * self._tp_all_reduce_s(n_bytes, g["tp"])
@@ -1290,11 +1318,19 @@ class ServeModel(StepTimer):
                 t += 2 * spec.n_moe_layers * a2a
         return t
 
-    def _adp_comm(self, plan: Plan, g: dict[str, Group], n_bytes: float) -> float:
+    def _adp_comm(
+        self, plan: Plan, g: dict[str, Group], n_bytes: float, *, graphed: bool = False
+    ) -> float:
         """Attention data parallelism, per forward pass of one rank's ``n_bytes`` of
         activations: each MoE layer all-gathers every rank's tokens (quantized to the
         matmul dtype, with their routing) over the tp group and reduce-scatters the
-        experts' outputs back (activation dtype); p2p between stages. No all-reduce."""
+        experts' outputs back (activation dtype); p2p between stages. No all-reduce.
+        ``graphed``: a decode-only pass, a CUDA graph, whose gather and scatter drop the
+        NCCL table's host-launched floor (``_collective_s``). The other NCCL collectives
+        of a decode step (an all-reduce above the custom kernel's limit, an all-to-all
+        over replicas) keep the table's times: so extended, it moved H100/H200
+        TensorRT-LLM rows already over-predicted further up (SV-026/027/033: +1-4 points;
+        2026-12-07, docs/performance.md)."""
         spec = self.spec
         t = 0.0
         if plan.pp > 1:
@@ -1304,8 +1340,12 @@ class ServeModel(StepTimer):
             tokens = n_bytes / (spec.d_model * act)
             matmul = dtype_bytes(Dtypes.for_precision(self.precision).matmul)
             per_token = spec.d_model * matmul + spec.experts_per_token * ROUTING_BYTES_PER_CHOICE
-            gather = self._collective_s("all_gather", plan.tp * tokens * per_token, g["tp"])
-            scatter = self._collective_s("reduce_scatter", plan.tp * n_bytes, g["tp"])
+            gather = self._collective_s(
+                "all_gather", plan.tp * tokens * per_token, g["tp"], graphed=graphed
+            )
+            scatter = self._collective_s(
+                "reduce_scatter", plan.tp * n_bytes, g["tp"], graphed=graphed
+            )
             t += spec.n_moe_layers * (gather + scatter)
         return t
 
@@ -1396,7 +1436,7 @@ class EngineStepTimer:
         self._linear: dict[int, float] = {}
         self._attn: dict[tuple[int, int, bool, bool], float] = {}
         self._logits: dict[int, float] = {}
-        self._comms: dict[int, float] = {}
+        self._comms: dict[tuple[int, bool], float] = {}
         self._routed: dict[int, float] = {}
         self.spec_tokens = spec_tokens
         self.spec_method = spec_method
@@ -1566,7 +1606,11 @@ class EngineStepTimer:
         # its share of the step's collectives: one layer's all-reduces (or, under adp, one
         # MoE layer's all-gather and reduce-scatter)
         per_layer = spec.n_moe_layers if self.plan.adp and spec.is_moe else spec.n_layers
-        comm = self.comm_s(seqs) / max(1, per_layer) if (mtp or not self.plan.adp) else 0.0
+        comm = (
+            self.comm_s(seqs, graphed=True) / max(1, per_layer)
+            if (mtp or not self.plan.adp)
+            else 0.0
+        )
         fuse = 2 * d if mtp else 3 * d  # MTP's projection M per pass; EAGLE-3's fc once
         proj = projection_op("draft_proj", seqs, -(-d // self.shard.tp), fuse, precision)
         head_spec = spec if mtp else replace(spec, vocab_size=min(spec.vocab_size,
@@ -1596,15 +1640,16 @@ class EngineStepTimer:
         ends = head_ops(spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
         return sv._time(ends).total_s
 
-    def comm_s(self, tokens: float) -> float:
-        """TP all-reduces (2 per layer), PP hand-offs and EP all-to-alls for the step."""
-        key = max(1, round(tokens))
+    def comm_s(self, tokens: float, *, graphed: bool = False) -> float:
+        """TP all-reduces (2 per layer), PP hand-offs and EP all-to-alls for the step
+        (``graphed``: a decode-only step, replayed as a CUDA graph: ``ServeModel._comm``)."""
+        key = (max(1, round(tokens)), graphed)
         cached = self._comms.get(key)
         if cached is None:
-            n_bytes = key * self.serve.spec.d_model * self.act_bytes
-            cached = self.serve._comm(self.plan, self.groups, n_bytes)
+            n_bytes = key[0] * self.serve.spec.d_model * self.act_bytes
+            cached = self.serve._comm(self.plan, self.groups, n_bytes, graphed=graphed)
             if self.gemm_all_reduce:
-                cached -= self._gemm_hidden_all_reduce_s(key, n_bytes)
+                cached -= self._gemm_hidden_all_reduce_s(key[0], n_bytes)
             self._comms[key] = cached
         return cached
 
@@ -1695,7 +1740,11 @@ class EngineStepTimer:
                 t += (self.linear_s(pre) + prompt_attention) / self.serve.spec.n_layers
         sampled = verified + (max(1.0, pre / max(1.0, prompt_len)) if pre > 0 else 0.0)
         t += self.logits_s(max(1.0, sampled))
-        return t + self.comm_s(tokens) * (1 - (SERVE_TP_OVERLAP if pre > verified else 0.0))
+        # a decode-only step is the CUDA graph the engines capture; a step with prompt
+        # tokens runs eagerly (TensorRT-LLM, SGLang) or as piecewise graphs (vLLM), timed
+        # here with the collectives' launches
+        comm = self.comm_s(tokens, graphed=pre <= 0)
+        return t + comm * (1 - (SERVE_TP_OVERLAP if pre > verified else 0.0))
 
     def _shares_experts(self) -> bool:
         """Whether the ranks' tokens meet in shared routed experts (attention DP, MoE)."""
