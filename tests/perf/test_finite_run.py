@@ -170,3 +170,53 @@ def test_the_engine_reports_the_simulated_runs_ttft_from_its_start() -> None:
     assert st_.ttft_p50_s == pytest.approx(float(np.median(run.ttft_s)))
     assert st_.ttft_p99_s > 1.3 * st_.ttft_p50_s  # the last batch waits for three
     assert st_.requests_per_s == pytest.approx(512 / run.duration_s, rel=0.01)
+
+
+def _loop(scheduler: str, clients: int, n: int):  # type: ignore[no-untyped-def]
+    """A closed loop of ``clients`` over ``n`` requests of 2000 / 100 tokens each."""
+    return simulate_run(
+        _step, np.full(n, 2000.0), np.full(n, 100.0), prefill_fraction=1.0, max_num_seqs=256,
+        max_num_tokens=4096, kv_capacity_tokens=1e7, context=2050.0, scheduler=scheduler,
+        clients=clients,
+    )  # fmt: skip
+
+
+def test_a_closed_loop_of_identical_requests_stays_in_lockstep_on_sglang_not_on_vllm() -> None:
+    """SGLang prefills a wave's prompts (4096-token batches) while nothing decodes, so
+    the wave decodes and ends together and every wave's j-th prompt waits for the j - 1
+    before it: the last waves' TTFTs repeat the first's. vLLM puts prompt chunks into
+    decode steps, the requests end one step apart and come back staggered: after the first
+    wave a prompt is prefilled at once."""
+    sgl, vllm = _loop("sglang", 8, 64), _loop("vllm", 8, 64)
+    assert sgl is not None and vllm is not None and sgl.requests == 64
+    wave = 4 * 0.004 + 8 * 2000 * 1e-5  # 16,000 prompt tokens in 4 batches, nothing decoding
+    first, last = sgl.ttft_s[:8], sgl.ttft_s[-8:]
+    assert max(first) == pytest.approx(wave)
+    assert np.sort(last) == pytest.approx(np.sort(first))
+    assert float(np.mean(vllm.ttft_s[-8:])) < 0.5 * float(np.mean(last))
+    # each client's requests follow one another: 8 waves' worth of time on SGLang
+    assert sgl.duration_s == pytest.approx(8 * (wave + 99 * _step(8, 0, 0, 0)), rel=0.02)
+
+
+def test_the_engine_simulates_a_closed_loop_only_for_stated_identical_lengths() -> None:
+    """A closed loop on SGLang whose lengths are stated identical (a one-bucket histogram)
+    runs in lockstep waves: its mean TTFT is about half a wave's prefill. Means alone (a
+    ShareGPT sample's) keep the steady state's staggered arrivals."""
+    stated = Lengths(
+        inputs=np.array([2000.0]), outputs=np.array([100.0]), weights=np.array([1.0]),
+        stated=True,
+    )  # fmt: skip
+    means = Lengths(inputs=np.array([2000.0]), outputs=np.array([100.0]), weights=np.array([1.0]))
+    assert stated.identical and not means.identical and not TAILED.identical
+
+    def engine(lens: Lengths) -> Engine:
+        return Engine(
+            _step, lens, prefill_tokens_fraction=1.0, max_num_seqs=256, max_num_tokens=4096,
+            kv_capacity_tokens=1e7, scheduler="sglang", run_requests=64,
+        )  # fmt: skip
+
+    lock, stagger = engine(stated).solve("concurrency", 8), engine(means).solve("concurrency", 8)
+    run = _loop("sglang", 8, 64)
+    assert run is not None
+    assert lock.ttft_mean_s == pytest.approx(float(run.ttft_s.mean()))
+    assert lock.ttft_mean_s > 2.0 * stagger.ttft_mean_s

@@ -415,17 +415,43 @@ HARNESS_ADMISSION_GATES = {
     "api-sglang-recv-30": AdmissionGate(steps=30),
     "api-trtllm-adp-50-10": AdmissionGate(steps=50, batching_wait=10),
 }
+# Schedulers that run a waiting prefill batch on its own, the decodes held until no admissible
+# prompt waits (``finite_run``: SGLang's get_next_batch_to_run tries get_new_batch_prefill
+# first, mixed chunks only with --enable-mixed-chunk; AMD's ATOM likewise). A closed loop of
+# clients whose requests all have the same lengths stays in lockstep on them: a wave's
+# prompts are prefilled one batch after another while nothing decodes, the wave then decodes
+# together, finishes in the same step and its clients send the next wave together. The j-th
+# prompt of every wave (not only the run's first) waits for the j - 1 before it, so the mean
+# TTFT is about half the wave's prefill, and each request's TPOT carries the prefills after
+# its own (Lambda's Qwen3.5-397B SGLang run at 32 x 8192/1024: measured mean TTFT 1.825 s
+# against 0.369 s from staggered arrivals; GDN-002). vLLM and TensorRT-LLM put prompt chunks
+# into decode steps, so the wave's requests start decoding one after another, finish so and
+# come back staggered: there the steady state's staggered arrivals hold.
+PREFILL_APART_SCHEDULERS = ("sglang", "atom")
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Lengths:
-    """Joint (input, output) length points with weights summing to 1."""
+    """Joint (input, output) length points with weights summing to 1; ``stated``: the run's
+    own lengths (a histogram), not a spread assumed around stated means."""
 
     inputs: FloatArray
     outputs: FloatArray
     weights: FloatArray
+    stated: bool = False
+
+    @property
+    def identical(self) -> bool:
+        """Whether every request is stated to have the same input and output lengths (a
+        one-bucket histogram: ``vllm bench serve --dataset-name random`` at its default
+        range ratio 0); means alone (a ShareGPT sample's) do not say so."""
+        return (
+            self.stated
+            and bool(np.all(self.inputs == self.inputs[0]))
+            and bool(np.all(self.outputs == self.outputs[0]))
+        )
 
     @property
     def mean_in(self) -> float:
@@ -569,7 +595,7 @@ def lengths_of(phase: Inference) -> Lengths:
     if phase.lengths:
         arr = np.array(phase.lengths, dtype=float)
         w = arr[:, 2] / arr[:, 2].sum()
-        return Lengths(inputs=arr[:, 0], outputs=np.maximum(1.0, arr[:, 1]), weights=w)
+        return Lengths(inputs=arr[:, 0], outputs=np.maximum(1.0, arr[:, 1]), weights=w, stated=True)
     ins = _lognormal_points(phase.input_len, phase.input_len_std, LENGTH_POINTS)
     outs = _lognormal_points(max(1, phase.output_len), phase.output_len_std, LENGTH_POINTS)
     i, o = np.meshgrid(ins, outs, indexing="ij")
@@ -1099,12 +1125,30 @@ class Engine:
             run = self._simulated_run(value)
             if run is not None:
                 return self._run_state(state, run)
+        if self._closed_loop_simulated(load, value):
+            run = self._simulated_run(self.run_requests, clients=round(value))
+            if run is not None:
+                return self._run_state(state, run)
         return state
 
-    def _simulated_run(self, n: float) -> RunResult | None:
-        """A finite run of ``n`` requests queued at once, simulated (``finite_run``); None
-        when it is not simulated: disaggregated or lockstep replicas (their steps join other
-        ranks'), or beyond the simulation's bounds."""
+    def _closed_loop_simulated(self, load: str, value: float) -> bool:
+        """Whether a finite closed loop of ``value`` clients runs in lockstep waves, so that
+        it is simulated (``PREFILL_APART_SCHEDULERS``): identical lengths on such an engine,
+        no admission gate."""
+        return (
+            load == "concurrency"
+            and self.scheduler in PREFILL_APART_SCHEDULERS
+            and value >= 2
+            and self.run_requests >= value
+            and self.gate is None
+            and self.lengths.identical
+        )
+
+    def _simulated_run(self, n: float, clients: int = 0) -> RunResult | None:
+        """A finite run of ``n`` requests queued at once (or sent by a closed loop of
+        ``clients``), simulated (``finite_run``); None when it is not simulated:
+        disaggregated or lockstep replicas (their steps join other ranks'), or beyond the
+        simulation's bounds."""
         if self.disaggregated or self.lockstep > 1:
             return None
         count = max(1, round(n))
@@ -1117,12 +1161,13 @@ class Engine:
             max_num_seqs=self.max_num_seqs, max_num_tokens=int(self.budget),
             kv_capacity_tokens=self.kv_capacity_tokens, context=self.ctx,
             scheduler=self.scheduler, tokens_per_step=self.accept, verify_tokens=self.verify,
+            clients=clients,
         )  # fmt: skip
 
     def _run_state(self, state: EngineState, run: RunResult) -> EngineState:
         """``state`` with what the simulated finite run measures: requests/s such that
         requests/s x the mean output length is its output tokens over its wall time, its
-        TTFTs (from the run's start) and TPOTs per request, the steady state at its
+        TTFTs (from each request's send) and TPOTs per request, the steady state at its
         time-averaged decode batch."""
         x = run.output_tokens / (self.l_out * run.duration_s)
         ttft = run.ttft_s + self.client_s

@@ -98,7 +98,7 @@ class RunResult:
     duration_s: float
     output_tokens: float
     requests: int
-    ttft_s: FloatArray  # per request, from the run's start
+    ttft_s: FloatArray  # per request, from when it was sent (the run's start, all at once)
     tpot_s: FloatArray  # per request with more than one output token
     mean_decode_batch: float  # decoding sequences per step, averaged over the run's time
     mean_in_system: float  # requests waiting or running, averaged over time (Little)
@@ -182,9 +182,12 @@ def simulate_run(
     scheduler: str = "vllm",
     tokens_per_step: float = 1.0,
     verify_tokens: float = 1.0,
+    clients: int = 0,
 ) -> RunResult | None:
-    """Run ``len(inputs)`` requests queued at once through ``scheduler``'s loop (vllm |
-    sglang | trtllm | atom; any other runs vLLM's) on one replica; ``None`` when the run is
+    """Run ``len(inputs)`` requests queued at once (``clients`` > 0: sent by a closed loop of
+    that many clients, each sending its next request, in order, when its last one ends)
+    through ``scheduler``'s loop (vllm | sglang | trtllm | atom; any other runs vLLM's) on one
+    replica; ``None`` when the run is
     beyond the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
     in the cache. Speculative decoding: a decoding request emits ``tokens_per_step``
     tokens a step (the mean acceptance length, its last step only what is left) and takes
@@ -220,7 +223,10 @@ def simulate_run(
     kv = np.zeros(n)  # tokens it holds in the cache
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
-    waiting: list[int] = list(range(n - 1, -1, -1))  # a stack: the queue's head is last
+    # a closed loop of ``clients``: each sends its next request when its last one ends
+    released = n if clients <= 0 else min(n, clients)
+    arrival = np.zeros(n)
+    waiting: list[int] = list(range(released - 1, -1, -1))  # a stack: the queue's head is last
     run = np.zeros(0, dtype=np.int64)  # running requests in admission order
     t = used = 0.0
     decode_area = in_system_area = 0.0
@@ -338,7 +344,7 @@ def simulate_run(
             dt = steps * grid(n_dec, 0.0)
         if chunk == 0 and n_dec == 0:
             return None  # nothing can run: a request that fits nowhere
-        in_system_area += (n - done) * dt
+        in_system_area += (released - done) * dt
         decode_area += n_dec * dt
         t += dt
         if n_dec:
@@ -367,13 +373,17 @@ def simulate_run(
             kv[fin] = 0.0
             done += int(fin.size)
             run = run[~ended]
+            for _ in range(min(int(fin.size), n - released)):
+                arrival[released] = t  # the queue's tail: the stack's bottom
+                waiting.insert(0, released)
+                released += 1
     multi = out > 1
     tpot = (finish[multi] - first[multi]) / (out[multi] - 1.0)
     return RunResult(
         duration_s=t,
         output_tokens=float(out.sum()),
         requests=n,
-        ttft_s=first,
+        ttft_s=first - arrival,
         tpot_s=tpot,
         mean_decode_batch=decode_area / t if t > 0 else 0.0,
         mean_in_system=in_system_area / t if t > 0 else 0.0,
