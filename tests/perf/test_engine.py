@@ -325,6 +325,18 @@ def test_an_overlapping_engine_hides_host_work_a_static_batch_pays() -> None:
     assert static.tpot_s >= device + HOST_STEP_S * 0.999
 
 
+def test_sglang_serves_a_hybrid_model_without_its_overlap_loop() -> None:
+    # SGLang's default prefix cache for a linear-attention hybrid (MambaRadixCache,
+    # no_buffer) disables the overlap schedule; speculative decoding turns the radix cache
+    # off instead, and an SGLang from before that cache kept the overlap loop
+    assert not engine_overlaps_host("sglang", "2026-03-20", linear_attention=True)
+    assert not engine_overlaps_host("sglang", "", linear_attention=True)
+    assert engine_overlaps_host("sglang", "2026-03-20", linear_attention=True, speculative=True)
+    assert engine_overlaps_host("sglang", "2025-09-01", linear_attention=True)
+    assert engine_overlaps_host("sglang", "2026-03-20")
+    assert engine_overlaps_host("vllm", "2026-03-20", linear_attention=True)
+
+
 def test_vllm_before_default_async_scheduling_pays_host_work_in_series() -> None:
     # vLLM made async scheduling its default in v0.14.0 (2026-01); before, only a run that
     # passed --async-scheduling overlapped the host's work with the device step

@@ -305,3 +305,19 @@ def test_vllm_adds_a_hybrids_host_work_to_its_steps_with_prompt_tokens() -> None
         alone = other.timer.device_s(512, 480, 684, 342)
         assert other(512, 480, 684, 342) == pytest.approx(max(alone, HOST_STEP_S))
     assert mixed_step_host_s_per_seq("vllm", True, "tpu") == 0.0
+
+
+def test_sglang_runs_a_hybrids_host_work_in_series_with_its_steps() -> None:
+    # the hybrid's default prefix cache (no_buffer) turns SGLang's overlap loop off
+    # (serve.SGLANG_MAMBA_RADIX_DATE): a decode step costs the device's time plus the host's
+    h200 = chip("h200-sxm")
+    serve = ServeModel(load_preset("qwen3.5-35b-a3b"), h200, "bf16", model_for(h200),
+                       Network(h200), engine="sglang")  # fmt: skip
+    phase = Inference(load="concurrency", concurrency=8, input_len=342, output_len=2000,
+                      engine="sglang", engine_date="2026-03-20")  # fmt: skip
+    pred = serve.serve_engine(Plan(), phase)
+    device = serve.engine_timer(Plan(), "bf16").device_s(8, 1342, 0, 1)
+    assert pred.tpot_s > device + 0.9 * HOST_STEP_S
+    # an SGLang from before that cache ran hybrids without it, overlapped
+    older = serve.serve_engine(Plan(), replace(phase, engine_date="2025-09-01"))
+    assert older.tpot_s < pred.tpot_s - 0.9 * HOST_STEP_S

@@ -166,6 +166,20 @@ ENGINE_OVERLAPS_HOST = True
 # --async-scheduling (``Inference.async_scheduling``). The engine's date is
 # ``Inference.engine_date`` (a validation row's date).
 VLLM_ASYNC_SCHEDULING_DEFAULT_DATE = "2026-01-21"
+# SGLang runs a hybrid linear-attention model (Qwen3-Next, Qwen3.5) with its prefix cache on
+# (MambaRadixCache, sgl-project/sglang PR #11214, opened 2025-10-04) in the default
+# --mamba-scheduler-strategy no_buffer, and that turns its overlap loop off:
+# ServerArgs._handle_mamba_radix_cache sets disable_overlap_schedule ("Disabling overlap
+# schedule since mamba no_buffer is not compatible with overlap schedule") unless
+# speculative decoding is on, which disables the radix cache instead (python/sglang/srt/
+# server_args.py of a 2026-01 tree, read 2026-12-07; the trtllm_mha exception does not apply:
+# on SM100 these models default to triton attention). SGLang's docs say the same:
+# "MambaRadixCacheV1: The default version ... SGLang will automatically close overlap
+# schedule for compatibility reasons" (docs/basic_usage/qwen3.md, PR #15337, 2025-12-17).
+# The opt-in extra_buffer strategy keeps the overlap loop (PR #14792, 2025-12-10). So every
+# step's host work runs in series with the device (HOST_STEP_S), as in vLLM before async
+# scheduling.
+SGLANG_MAMBA_RADIX_DATE = "2025-10-04"
 # vLLM's steps that carry prompt tokens for a Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5)
 # do not hide the host's step work behind the device: the hybrid's full CUDA graph covers
 # decode-only steps alone (vllm/v1/attention/backends/gdn_attn.py,
@@ -495,15 +509,29 @@ def mixed_step_host_s_per_seq(engine: str, linear_attention: bool, kind: str) ->
 
 
 def engine_overlaps_host(
-    engine: str, engine_date: str = "", async_scheduling: bool | None = None
+    engine: str,
+    engine_date: str = "",
+    async_scheduling: bool | None = None,
+    *,
+    linear_attention: bool = False,
+    speculative: bool = False,
 ) -> bool:
     """Whether ``engine`` of ``engine_date`` ("" = newest) runs its host work for the next
     step while the device runs this one: as told (``async_scheduling``), else the engine's
     default (``ENGINE_OVERLAPS_HOST``), which vLLM before v0.14.0 did not have
-    (``VLLM_ASYNC_SCHEDULING_DEFAULT_DATE``)."""
+    (``VLLM_ASYNC_SCHEDULING_DEFAULT_DATE``) and SGLang turns off for a hybrid
+    linear-attention model (``linear_attention``) served without ``speculative`` decoding
+    (``SGLANG_MAMBA_RADIX_DATE``)."""
     if async_scheduling is not None:
         return async_scheduling
     if engine == "vllm" and released_before(engine_date, VLLM_ASYNC_SCHEDULING_DEFAULT_DATE):
+        return False
+    if (
+        engine == "sglang"
+        and linear_attention
+        and not speculative
+        and not released_before(engine_date, SGLANG_MAMBA_RADIX_DATE)
+    ):
         return False
     return ENGINE_OVERLAPS_HOST
 
@@ -978,7 +1006,10 @@ class ServeModel(StepTimer):
         )  # fmt: skip
         # tokens each decoding sequence emits per step (speculative decoding's acceptance)
         accept = phase.spec_accept if phase.spec_tokens else 1.0
-        overlap = engine_overlaps_host(phase.engine, phase.engine_date, phase.async_scheduling)
+        overlap = engine_overlaps_host(
+            phase.engine, phase.engine_date, phase.async_scheduling,
+            linear_attention=spec.uses_linear_attention, speculative=phase.spec_tokens > 0,
+        )  # fmt: skip
         lengths = lengths_of(phase)
         defaults = self.batch_defaults(phase)
         default_seqs, default_tokens = defaults.max_num_seqs, defaults.max_num_tokens
