@@ -220,3 +220,25 @@ def test_the_engine_simulates_a_closed_loop_only_for_stated_identical_lengths() 
     assert run is not None
     assert lock.ttft_mean_s == pytest.approx(float(run.ttft_s.mean()))
     assert lock.ttft_mean_s > 2.0 * stagger.ttft_mean_s
+
+
+@pytest.mark.parametrize("scheduler", ["vllm", "sglang"])
+def test_a_closed_loop_with_a_client_per_request_is_a_backlog_queued_at_once(
+    scheduler: str,
+) -> None:
+    """100 clients over 100 requests each send once, all at the start: the run is the
+    backlog of a max-throughput run (its TTFTs from the start, the prompts prefilled one
+    after another), not a steady state whose slot queue never forms in so short a run."""
+    long = Lengths(inputs=np.array([30000.0]), outputs=np.array([100.0]), weights=np.array([1.0]))
+
+    def engine() -> Engine:
+        return Engine(
+            _step, long, prefill_tokens_fraction=1.0, max_num_seqs=1024, max_num_tokens=8192,
+            kv_capacity_tokens=1e7, scheduler=scheduler, run_requests=100,
+        )  # fmt: skip
+
+    loop, backlog = engine().solve("concurrency", 100), engine().solve("max_throughput", 100)
+    assert loop.ttft_mean_s == pytest.approx(backlog.ttft_mean_s)
+    assert loop.requests_per_s == pytest.approx(backlog.requests_per_s)
+    # about half the 3M prompt tokens' prefill on average: 10 us a token, 4 ms a step
+    assert 10.0 < loop.ttft_mean_s < 25.0

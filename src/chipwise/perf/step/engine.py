@@ -1126,23 +1126,23 @@ class Engine:
             if run is not None:
                 return self._run_state(state, run)
         if self._closed_loop_simulated(load, value):
-            run = self._simulated_run(self.run_requests, clients=round(value))
+            clients = round(value) if self.run_requests > value else 0
+            run = self._simulated_run(self.run_requests, clients=clients)
             if run is not None:
                 return self._run_state(state, run)
         return state
 
     def _closed_loop_simulated(self, load: str, value: float) -> bool:
-        """Whether a finite closed loop of ``value`` clients runs in lockstep waves, so that
-        it is simulated (``PREFILL_APART_SCHEDULERS``): identical lengths on such an engine,
-        no admission gate."""
-        return (
-            load == "concurrency"
-            and self.scheduler in PREFILL_APART_SCHEDULERS
-            and value >= 2
-            and self.run_requests >= value
-            and self.gate is None
-            and self.lengths.identical
-        )
+        """Whether a finite closed loop of ``value`` clients is simulated: a run of no more
+        requests than clients (every client sends once, all at the start: the run is one
+        wave, a backlog queued at once, with no steady state to reach), or one that runs in
+        lockstep waves (``PREFILL_APART_SCHEDULERS``: identical lengths on such an engine);
+        no admission gate either way."""
+        if load != "concurrency" or value < 2 or self.run_requests < 1 or self.gate is not None:
+            return False
+        if self.run_requests <= value:
+            return True
+        return self.scheduler in PREFILL_APART_SCHEDULERS and self.lengths.identical
 
     def _simulated_run(self, n: float, clients: int = 0) -> RunResult | None:
         """A finite run of ``n`` requests queued at once (or sent by a closed loop of
