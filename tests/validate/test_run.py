@@ -142,7 +142,9 @@ def test_a_gated_deltanet_row_states_its_load() -> None:
     assert len(lam) == 27
     for c in lam:
         assert (c.load, c.concurrency, c.num_requests) == ("concurrency", 32, 512), c.id
-        assert (c.input_len, c.output_len, c.lengths) == (8192, 1024, ""), c.id
+        # every request exactly 8192 / 1024 tokens: a one-bucket histogram states it
+        fixed = "lengths/vllm-bench-random-8192-1024-r0.csv"
+        assert (c.input_len, c.output_len, c.lengths) == (8192, 1024, fixed), c.id
         assert (c.precision, c.kv_dtype, c.date, c.harness) == ("bf16", "bf16", "2026-02", "api")
         assert c.plan == f"tp={c.chips}", c.id
         assert c.usable == ("engine: sglang (the table's own label)" in c.notes.lower()), c.id
