@@ -25,7 +25,10 @@ TAILED = Lengths(
     outputs=np.array([50.0, 150.0, 250.0, 600.0, 1200.0]),
     weights=np.array([0.3, 0.3, 0.2, 0.15, 0.05]),
 )
-FIXED = Lengths(inputs=np.array([200.0]), outputs=np.array([200.0]), weights=np.array([1.0]))
+# identical requests, stated so (a one-bucket histogram)
+FIXED = Lengths(
+    inputs=np.array([200.0]), outputs=np.array([200.0]), weights=np.array([1.0]), stated=True
+)
 
 
 def _run(lens: Lengths, n: int, *, cap: float = 1e7, seqs: int = 256, scheduler: str = "vllm"):  # type: ignore[no-untyped-def]
@@ -242,3 +245,26 @@ def test_a_closed_loop_with_a_client_per_request_is_a_backlog_queued_at_once(
     assert loop.requests_per_s == pytest.approx(backlog.requests_per_s)
     # about half the 3M prompt tokens' prefill on average: 10 us a token, 4 ms a step
     assert 10.0 < loop.ttft_mean_s < 25.0
+
+
+@pytest.mark.parametrize("scheduler", ["sglang", "atom"])
+def test_a_scheduler_that_prefills_apart_pays_the_prompts_own_forward(scheduler: str) -> None:
+    """SGLang and ATOM run waiting prompts in a forward of their own, then the decodes: a
+    steady-state step with prompts costs both forwards, the prompts that finishing requests
+    let in batched together (Poisson: one forward for a share 1 - exp(-m) of decode steps);
+    vLLM joins the chunk to the decode step."""
+    b = 120.0
+    apart = _engine(TAILED, scheduler=scheduler).rate(b)
+    joined = _engine(TAILED, scheduler="vllm").rate(b)
+    ctx, l_in = TAILED.mean_context, TAILED.mean_in
+    assert apart.t1_s == pytest.approx(_step(0, ctx, apart.chunk, l_in) + _step(b, ctx, 0, l_in))
+    assert joined.t1_s == pytest.approx(_step(b, ctx, joined.chunk, l_in))
+    m = b / TAILED.mean_out  # prompts entering per decode step
+    assert apart.f == pytest.approx(-np.expm1(-m))
+    assert apart.chunk == pytest.approx(m * TAILED.mean_in / apart.f)
+    # identical requests enter in waves: one prefill forward per wave while it fits the
+    # budget (30 x 200 tokens), as few as it needs beyond (120 x 200 in 3 of 8192 - 120)
+    wave = _engine(FIXED, scheduler=scheduler).rate(30.0)
+    assert wave.f == pytest.approx(1 / 200) and wave.chunk == pytest.approx(30 * 200)
+    big = _engine(FIXED, scheduler=scheduler).rate(b)
+    assert big.f == pytest.approx(3 / 200) and big.chunk == pytest.approx(b * 200 / 3)

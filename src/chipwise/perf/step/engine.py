@@ -15,7 +15,10 @@ the tails come from queueing theory. The model, per replica:
   leave: ``P = b x L_in / L_out`` prefill tokens per step on average (``L_in`` after the
   prefix-cache hits). Prefill rides in chunks of ``c = min(budget - b, max(L_in, P))``
   tokens, so a share ``f = P / c`` of steps carries a chunk. Mean step
-  ``t = f t(b, c) + (1 - f) t(b, 0)`` (step times from ``serve.EngineStepTimer``: weights
+  ``t = f t(b, c) + (1 - f) t(b, 0)``; an engine that prefills apart (SGLang, ATOM:
+  ``PREFILL_APART_SCHEDULERS``) runs ``t(0, c) + t(b, 0)`` instead, its chunks the prompts
+  that finishing requests let in together, ``f = 1 - exp(-P / L_in)`` (step times from
+  ``serve.EngineStepTimer``: weights
   once per step, KV read per sequence, prefill attention, TP all-reduces; the host's
   per-step work runs while the device executes the previous step, as TensorRT-LLM's overlap
   scheduler and SGLang's zero-overhead scheduler do, so a step costs
@@ -761,7 +764,10 @@ class Engine:
         # ``seq_limit`` names what set ``max_num_seqs`` (the engine's flag, or SGLang's state
         # pool for a hybrid model: "state_slots")
         limits = {seq_limit: max_num_seqs, "kv_cache": kv_seqs}
-        if not disaggregated:
+        if not disaggregated and self._prefills_apart():
+            # the prompts run in forwards of their own: a decode step holds b x verify tokens
+            limits["max_num_tokens"] = int(self.budget / self.verify)
+        elif not disaggregated:
             # b (verify + L_pre / steps) tokens a step: its decodes and their prompts' share
             limits["max_num_tokens"] = int(
                 self.budget * self.l_steps / (self.l_pre + self.verify * self.l_steps)
@@ -799,6 +805,8 @@ class Engine:
             for _ in range(2 if self.window else 1):
                 if self._gated(b):
                     chunk, f = self._gated_chunk(b, room)
+                elif self._prefills_apart():
+                    chunk, f = self._apart_chunk(need, room)
                 else:
                     bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
                     chunk = max(1.0, min(room, max(self.l_pre, need, bunch)))
@@ -810,6 +818,35 @@ class Engine:
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
         self._rates[b] = r
         return r
+
+    def _prefills_apart(self) -> bool:
+        """Whether this replica runs its prompts in forwards of their own
+        (``PREFILL_APART_SCHEDULERS``), not joined to other replicas' steps."""
+        return self.scheduler in PREFILL_APART_SCHEDULERS and self.lockstep == 1 and not self.window
+
+    def _apart_chunk(self, need: float, room: float) -> tuple[float, float]:
+        """(prompt tokens of a prefill forward, share of decode steps followed by one) for a
+        scheduler that prefills apart: after each decode step it prefills every prompt then
+        waiting (as many as slots were freed, within ``room``) in one forward. Requests finish,
+        and so prompts enter, at ``m = need / L_pre`` per decode step, taken as Poisson: a
+        share ``1 - exp(-m)`` of decode steps is followed by a prefill, of ``need / f`` tokens
+        on average (one prompt per forward only when m is small). Identical requests
+        (``Lengths.identical``) enter in waves instead."""
+        m = need / self.l_pre
+        if self.lengths.identical:
+            # identical requests: those admitted together finish together, and their
+            # successors enter as a wave every L_steps decode steps, prefilled in as few
+            # forwards as the room allows
+            wave = m * self.l_steps * self.l_pre
+            forwards = math.ceil(wave / room)
+            return wave / forwards, min(1.0, forwards / self.l_steps)
+        f = -math.expm1(-m)
+        if f <= 0.0:
+            return self.l_pre, 0.0
+        chunk = need / f
+        if chunk > room:
+            return room, min(1.0, need / room)
+        return max(1.0, chunk), f
 
     def _gated_chunk(self, b: float, room: float) -> tuple[float, float]:
         """(prompt tokens of a chunked step, share of steps that are chunked) under an
@@ -845,6 +882,10 @@ class Engine:
         if self.lockstep > 1 and self.lockstep_step is not None:
             routed = min(chunk, max(0.0, mean_prefill))
             return self.lockstep_step(b, self.ctx, chunk, self.l_in, routed)
+        if self._prefills_apart():
+            # the prompts' own forward, then the decodes' (``PREFILL_APART_SCHEDULERS``)
+            prompts = self.step(0.0, self.ctx, chunk, self.l_in)
+            return prompts + self.step(b, self.ctx, 0.0, self.l_in)
         return self.step(b, self.ctx, chunk, self.l_in)
 
     def _gated(self, b: float) -> bool:
