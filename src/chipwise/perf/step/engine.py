@@ -813,7 +813,7 @@ class Engine:
                     # a step of lockstep replicas is a chunked one when any of them has a
                     # chunk
                     f = 1.0 - (1.0 - min(1.0, need / chunk)) ** self.lockstep
-                t1 = self._chunked_step(b, chunk, need / f if f > 0 else chunk)
+                t1 = self._chunked_step(b, chunk, need / f if f > 0 else chunk, t0)
                 step_s = f * t1 + (1 - f) * t0
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
         self._rates[b] = r
@@ -837,7 +837,7 @@ class Engine:
             # identical requests: those admitted together finish together, and their
             # successors enter as a wave every L_steps decode steps, prefilled in as few
             # forwards as the room allows
-            wave = m * self.l_steps * self.l_pre
+            wave = need * self.l_steps
             forwards = math.ceil(wave / room)
             return wave / forwards, min(1.0, forwards / self.l_steps)
         f = -math.expm1(-m)
@@ -872,7 +872,7 @@ class Engine:
         chunk = max(1.0, min(room, tokens))
         return chunk, min(1.0, p_any / self._cycle(b) * max(1.0, tokens / room))
 
-    def _chunked_step(self, b: float, chunk: float, mean_prefill: float) -> float:
+    def _chunked_step(self, b: float, chunk: float, mean_prefill: float, t0: float) -> float:
         """A chunked step with ``b`` sequences decoding per replica and ``chunk`` prompt
         tokens on the busiest replica. Lockstep replicas (attention-DP ranks) wait for the
         busiest one's attention and dense work, but their shared routed experts run only
@@ -883,9 +883,9 @@ class Engine:
             routed = min(chunk, max(0.0, mean_prefill))
             return self.lockstep_step(b, self.ctx, chunk, self.l_in, routed)
         if self._prefills_apart():
-            # the prompts' own forward, then the decodes' (``PREFILL_APART_SCHEDULERS``)
-            prompts = self.step(0.0, self.ctx, chunk, self.l_in)
-            return prompts + self.step(b, self.ctx, 0.0, self.l_in)
+            # the prompts' own forward, then the decodes' (``t0``, the decode-only step;
+            # ``PREFILL_APART_SCHEDULERS``)
+            return self.step(0.0, self.ctx, chunk, self.l_in) + t0
         return self.step(b, self.ctx, chunk, self.l_in)
 
     def _gated(self, b: float) -> bool:

@@ -187,11 +187,11 @@ def simulate_run(
     """Run ``len(inputs)`` requests queued at once (``clients`` > 0: sent by a closed loop of
     that many clients, each sending its next request, in order, when its last one ends)
     through ``scheduler``'s loop (vllm | sglang | trtllm | atom; any other runs vLLM's) on one
-    replica; ``None`` when the run is
-    beyond the bounds (``MAX_REQUESTS``, ``MAX_EVENTS_PER_REQUEST``) or a request can never fit
-    in the cache. Speculative decoding: a decoding request emits ``tokens_per_step``
-    tokens a step (the mean acceptance length, its last step only what is left) and takes
-    ``verify_tokens`` of the step's token budget."""
+    replica; ``None`` when the run is beyond the bounds (``MAX_REQUESTS``,
+    ``MAX_EVENTS_PER_REQUEST``) or a request can never fit in the cache. Speculative
+    decoding: a decoding request emits ``tokens_per_step`` tokens a step (the mean
+    acceptance length, its last step only what is left) and takes ``verify_tokens`` of the
+    step's token budget."""
     acc = max(1.0, float(tokens_per_step))
     verify = max(1.0, float(verify_tokens))
     n = int(inputs.size)
