@@ -263,8 +263,12 @@ def test_a_scheduler_that_prefills_apart_pays_the_prompts_own_forward(scheduler:
     assert apart.f == pytest.approx(-np.expm1(-m))
     assert apart.chunk == pytest.approx(m * TAILED.mean_in / apart.f)
     # identical requests enter in waves: one prefill forward per wave while it fits the
-    # budget (30 x 200 tokens), as few as it needs beyond (120 x 200 in 3 of 8192 - 120)
+    # budget (30 x 200 tokens), as few as it needs beyond (120 x 200 in 3 of 8192)
     wave = _engine(FIXED, scheduler=scheduler).rate(30.0)
     assert wave.f == pytest.approx(1 / 200) and wave.chunk == pytest.approx(30 * 200)
     big = _engine(FIXED, scheduler=scheduler).rate(b)
     assert big.f == pytest.approx(3 / 200) and big.chunk == pytest.approx(b * 200 / 3)
+    # the prompts' forward has no decodes beside it, so the whole budget is its room:
+    # 200 x 200 tokens in 5 forwards of 8192 (6 of the 8192 - 200 a mixed step leaves)
+    full = _engine(FIXED, scheduler=scheduler).rate(200.0)
+    assert full.f == pytest.approx(5 / 200) and full.chunk == pytest.approx(200 * 200 / 5)

@@ -802,6 +802,10 @@ class Engine:
             # an admission gate every n steps admits n steps' worth of prompts at once
             # (``_gated_chunk``)
             room = max(1.0, self.budget - b * self.verify)
+            if self._prefills_apart():
+                # the prompts' own forward has no decodes beside it: the whole budget
+                # (SGLang's PrefillAdder bounds it by chunked_prefill_size alone)
+                room = max(1.0, self.budget)
             for _ in range(2 if self.window else 1):
                 if self._gated(b):
                     chunk, f = self._gated_chunk(b, room)
