@@ -11,8 +11,10 @@ from chipwise.hardware import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
+from chipwise.perf.step.engine import Engine, lengths_of
 from chipwise.perf.step.serve import (
     API_REQUEST_S,
+    API_STREAM_S_PER_CHUNK,
     SCHEDULER_LAUNCHED_AHEAD,
     TOKENIZE_S_PER_TOKEN,
     ServeModel,
@@ -47,12 +49,14 @@ def test_every_engine_has_a_server_latency() -> None:
 def test_one_client_through_the_server_waits_its_latency_on_top_of_the_prefill(engine: str) -> None:
     api = _engine("api", engine, load="concurrency", concurrency=1)
     bare = _engine("", engine, load="concurrency", concurrency=1)
+    # (a vLLM-shaped front end streams the one client's own chunks meanwhile: < 1 % longer)
     for a, b in ((api.ttft_p50_s, bare.ttft_p50_s), (api.ttft_p99_s, bare.ttft_p99_s)):
-        assert a == pytest.approx(b + api_request_s(engine, 233), rel=1e-6)
+        assert api_request_s(engine, 233) * (1 - 1e-9) <= a - b
+        assert a - b <= api_request_s(engine, 233) * 1.01
     assert api.tpot_p50_s == pytest.approx(bare.tpot_p50_s)  # decode steps are the engine's
     # the client's cycle is longer by the latency, so it sends fewer requests a second
     cycle = 1 / bare.requests_per_s + api_request_s(engine, 233)
-    assert api.requests_per_s == pytest.approx(1 / cycle, rel=1e-3)
+    assert api.requests_per_s == pytest.approx(1 / cycle, rel=2e-3)
 
 
 @pytest.mark.parametrize("engine", HTTP_ENGINES)
@@ -68,7 +72,7 @@ def test_the_server_tokenises_a_longer_prompt_for_longer(engine: str) -> None:
         api = _engine("api", engine, input_len=n, load="concurrency", concurrency=1)
         bare = _engine("", engine, input_len=n, load="concurrency", concurrency=1)
         extra = api.ttft_p50_s - bare.ttft_p50_s
-        assert extra == pytest.approx(API_REQUEST_S[engine] + n * TOKENIZE_S_PER_TOKEN, rel=1e-6)
+        assert extra == pytest.approx(API_REQUEST_S[engine] + n * TOKENIZE_S_PER_TOKEN, rel=1e-2)
 
 
 def test_a_closed_loop_through_the_server_runs_fewer_requests_in_the_engine() -> None:
@@ -83,7 +87,40 @@ def test_an_open_loop_keeps_its_rate_and_adds_the_latency() -> None:
     api = _engine("api", load="rps", rps=2.0)
     bare = _engine("", load="rps", rps=2.0)
     assert api.requests_per_s == pytest.approx(bare.requests_per_s)
-    assert api.ttft_p50_s == pytest.approx(bare.ttft_p50_s + api_request_s("vllm", 233), rel=1e-6)
+    # the front end's own latency, stretched a little by the chunks it streams meanwhile
+    extra = api.ttft_p50_s - bare.ttft_p50_s
+    assert api_request_s("vllm", 233) < extra < 1.05 * api_request_s("vllm", 233)
+
+
+def _closed_loop(client_chunk_s: float, clients: int = 64) -> Engine:
+    timer = SERVE.engine_timer(Plan(), "bf16")
+    return Engine(timer.step_s, lengths_of(Inference(input_len=922, output_len=922)),
+                  prefill_tokens_fraction=1.0, max_num_seqs=512, max_num_tokens=8192,
+                  kv_capacity_tokens=1e12, client_s=api_request_s("vllm", 922),
+                  client_chunk_s=client_chunk_s)  # fmt: skip
+
+
+def test_a_front_end_streaming_many_clients_tokens_takes_longer_over_each_request() -> None:
+    """vLLM's API server streams every decoding sequence's token of every step on the loop
+    that also takes a new request (``API_STREAM_S_PER_CHUNK``): at 64 clients it is busy a
+    share u = chunks/s x 30 us of the time and a request's own front-end work takes
+    ``client_s / (1 - u)``; with no streaming cost the TTFT holds ``client_s`` only."""
+    assert API_STREAM_S_PER_CHUNK["vllm"] == pytest.approx(30e-6)
+    assert set(API_STREAM_S_PER_CHUNK) == {"vllm"}
+    busy = _closed_loop(API_STREAM_S_PER_CHUNK["vllm"]).solve("concurrency", 64.0)
+    idle = _closed_loop(0.0).solve("concurrency", 64.0)
+    u = busy.rate.b / busy.rate.step_s * API_STREAM_S_PER_CHUNK["vllm"]
+    assert 0.1 < u < 0.5
+    client = api_request_s("vllm", 922)
+    # the same engine state but for the client's stretched time (the decode batch moves by
+    # well under a sequence)
+    assert busy.rate.b == pytest.approx(idle.rate.b, abs=0.5)
+    extra = busy.ttft_p50_s - idle.ttft_p50_s
+    assert extra == pytest.approx(client * u / (1 - u), rel=0.1)
+    # at 4 clients the front end is nearly idle
+    few = _closed_loop(API_STREAM_S_PER_CHUNK["vllm"], 4).solve("concurrency", 4.0)
+    few0 = _closed_loop(0.0, 4).solve("concurrency", 4.0)
+    assert few.ttft_p50_s - few0.ttft_p50_s < 0.1 * (busy.ttft_p50_s - idle.ttft_p50_s)
 
 
 @pytest.mark.parametrize("load", ["batch", "server"])

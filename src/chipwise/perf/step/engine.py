@@ -431,6 +431,11 @@ HARNESS_ADMISSION_GATES = {
 # into decode steps, so the wave's requests start decoding one after another, finish so and
 # come back staggered: there the steady state's staggered arrivals hold.
 PREFILL_APART_SCHEDULERS = ("sglang", "atom")
+# The share of its time a front end's streaming may keep it busy in ``Engine._client``: at
+# the cap a request's own work takes 5x as long; beyond it the front end could not keep up
+# with the engine at all (its streamed tokens would fall behind the steps), which the
+# steady state does not follow
+_FRONT_END_BUSY_MAX = 0.8
 # Gauss points of a bunch's summed prompt length (normal, by the central limit theorem)
 _BUNCH_Z = np.array([NormalDist().inv_cdf((k + 0.5) / 7) for k in range(7)])
 
@@ -674,6 +679,7 @@ class Engine:
         window_replicas: int = 1,
         scheduler: str = "vllm",
         client_s: float = 0.0,
+        client_chunk_s: float = 0.0,
         admission_gate: AdmissionGate | None = None,
         launched_ahead: float = 0.0,
         tokens_per_step: float = 1.0,
@@ -720,6 +726,11 @@ class Engine:
         # client (an HTTP server's own latency, ``serve.API_REQUEST_S``): added to every
         # TTFT, and to a closed-loop client's cycle (its request is not in the engine then)
         self.client_s = client_s
+        # front-end seconds per streamed chunk (``serve.API_STREAM_S_PER_CHUNK``): the server
+        # process that handles a request also turns every decoding sequence's token of every
+        # step into a streamed chunk, so the busier it is the longer ``client_s`` takes
+        # (``_client``)
+        self.client_chunk_s = client_chunk_s
         # steps already launched ahead of a prompt the scheduler has just received: an
         # overlap scheduler launches the next batch before it takes new requests, so a prompt
         # that arrives during a step waits out that step and then the one already queued
@@ -822,6 +833,16 @@ class Engine:
             r = Rate(b=b, t0_s=t0, t1_s=t1, chunk=chunk, f=f, step_s=step_s, tokens_per_step=a)
         self._rates[b] = r
         return r
+
+    def _client(self, rate: Rate) -> float:
+        """Seconds a request spends in the HTTP front end (``client_s``) while it also streams
+        one chunk per decoding sequence per step (``rate``): its own work shares the process
+        with that load, busy a share ``u`` of the time, so it takes ``client_s / (1 - u)``
+        (processor sharing), ``u`` capped at ``_FRONT_END_BUSY_MAX``."""
+        if self.client_s <= 0.0 or self.client_chunk_s <= 0.0 or rate.step_s <= 0.0:
+            return self.client_s
+        busy = min(_FRONT_END_BUSY_MAX, rate.b / rate.step_s * self.client_chunk_s)
+        return self.client_s / (1.0 - busy)
 
     def _prefills_apart(self) -> bool:
         """Whether this replica runs its prompts in forwards of their own
@@ -1146,7 +1167,8 @@ class Engine:
                     wait = _closed_loop_wait(rate, s, s * s, n)[1]
                     # an admission gate: a request waits out half its cycle on average
                     gate = self._cycle(x) * step / 2 if self._gated(x) else 0.0
-                    return x + rate * (self.client_s + s + resid + wait + gate) - n
+                    client = self._client(self.rate(x))
+                    return x + rate * (client + s + resid + wait + gate) - n
 
                 hi = min(float(cap), n)
                 b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
@@ -1162,7 +1184,8 @@ class Engine:
         rate = self.rate(b)
         x = self.requests_per_s(b) if (load != "rps" or saturated) else value
         if load == "concurrency" and value <= 1:
-            x = 1 / (1 / x + self.client_s)  # a lone client's request also crosses the server
+            # a lone client's request also crosses the server
+            x = 1 / (1 / x + self._client(rate))
         if load == "max_throughput" and value >= 1:
             x = self._finite_run_rate(value, b)
         state = self._state(load, value, rate, x, saturated, limit)
@@ -1215,7 +1238,7 @@ class Engine:
         TTFTs (from each request's send) and TPOTs per request, the steady state at its
         time-averaged decode batch."""
         x = run.output_tokens / (self.l_out * run.duration_s)
-        ttft = run.ttft_s + self.client_s
+        ttft = run.ttft_s + self._client(self.rate(max(1.0, run.mean_decode_batch)))
         p50, p99 = (float(q) for q in np.quantile(ttft, (0.5, 0.99)))
         if run.tpot_s.size:
             tpot50, tpot99 = (float(q) for q in np.quantile(run.tpot_s, (0.5, 0.99)))
@@ -1377,7 +1400,7 @@ class Engine:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
-            wait_mean = max(0.0, value / x - decode_s - es - resid - self.client_s)
+            wait_mean = max(0.0, value / x - decode_s - es - resid - self._client(rate))
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif open_queue and self.disaggregated:
             # disaggregated, one router places every prompt on the prefill replica with the
@@ -1460,7 +1483,8 @@ class Engine:
                     theta_p = wait_mean_prefill / rho if rho > 0 and wait_mean_prefill > 0 else 0.0
                     tail = _slot_tail(service, w, rho, theta_p, slot_p, slot_theta)
                 p50, p99 = _bisect_quantiles(tail, tail.top, (0.5, 0.99))
-        ttft_mean, p50, p99 = (t + self.client_s for t in (ttft_mean, p50, p99))
+        client = self._client(rate)
+        ttft_mean, p50, p99 = (t + client for t in (ttft_mean, p50, p99))
         # an open loop's prompts arrive at random: the prefill a request's decode meets
         # varies with how many arrive while it decodes (``_step_quantiles``)
         open_loop = open_queue and not self.disaggregated

@@ -286,6 +286,30 @@ API_REQUEST_S = {"vllm": 0.0116, "sglang": 0.0018, "trtllm": 0.020, "atom": 0.02
 # IMX-039/051, IMX-057/069), where the modelled prefill grew 3.5-5.0 us (at tp 8, 1.9 us of
 # it the all-reduces): a cost that tensor parallelism does not divide.
 TOKENIZE_S_PER_TOKEN = 1.9e-6
+# Seconds of the HTTP front end's process per streamed chunk (one decoding sequence's token
+# of one step): vLLM V1's API server runs the output processing of every engine step
+# (``AsyncLLM.output_handler``: the engine core's outputs decoded, each request's incremental
+# detokenisation and RequestOutput, vllm/v1/engine/async_llm.py and output_processor.py) and
+# each stream's server-sent event (the OpenAI completion chunk built and serialised,
+# vllm/entrypoints/openai/serving_completion.py) in the same process and asyncio loop as a
+# new request's parsing, tokenisation and hand-off to the engine core; vLLM broke that output
+# processing into pieces "to avoid blocking the event loop for too long", which "help[s] in
+# particular with TTFT" (vllm-project/vllm PR #12287, 2025-01-21). Per chunk: 30 us, what
+# SGLang's OpenAI front end measured for the same per-token conversion (sgl-project/sglang
+# issue #10186, 2025-09-09: "30us taken for each token" in its OpenAI output formatting, on a
+# Kunpeng CPU). Not fitted. At 64 clients decoding 10 ms steps (6,400 chunks/s) the front end
+# is ~20 % busy and a request's ~13 ms there takes ~16 ms; at 4 clients (~1,000 chunks/s)
+# ~3 %. vLLM's only: ATOM's server has the same shape but its 20 ms latency is itself
+# unmeasured (``API_REQUEST_S``), and stretched it overshoots its MI355X gpt-oss rows at
+# 32-128 clients (IMX-282 -1 -> +15 %, IMX-300 -16 -> +22 %) while its DeepSeek-R1 ones
+# improve (IMX-D-288 -17 -> -11 %); trtllm-serve's is unmeasured and its TTFT rows are
+# already over; SGLang's 1.8 ms leaves nothing to stretch. At the highest chunk rates
+# (B200 tp 2-4, 64-128 clients, ~11,000-13,000 chunks/s) the rows show less stretch than
+# this (IMX-048 +2 -> +20 %): vLLM merges a stream's outputs that its consumer has not yet
+# taken ("RequestOutputs are merged if the producer gets ahead of the consumer",
+# RequestOutputCollector in vllm/v1/engine/output_processor.py), so the per-chunk work grows
+# slower than the chunks; not modelled.
+API_STREAM_S_PER_CHUNK = {"vllm": 30e-6}
 # SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
 # --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
 # launches batch k, and only then waits for batch k-1 to finish and processes its result.
@@ -1110,6 +1134,7 @@ class ServeModel(StepTimer):
                 client_s=api_request_s(phase.engine, lengths.mean_in)
                 if api_harness(phase.harness)
                 else 0.0,
+                client_chunk_s=API_STREAM_S_PER_CHUNK.get(phase.engine, 0.0),
                 admission_gate=HARNESS_ADMISSION_GATES.get(phase.harness),
                 launched_ahead=SCHEDULER_LAUNCHED_AHEAD.get(phase.engine, 0.0) if overlap else 0.0,
                 tokens_per_step=accept,
