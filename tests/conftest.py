@@ -12,10 +12,12 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
+from chipwise.errors import ChipwiseError
 from chipwise.pool import default_workers
 from chipwise.validate import Case, Report, run_case, run_validation
 
@@ -125,3 +127,35 @@ def pytest_sessionfinish() -> None:
     if _background is not None and _background.poll() is None:
         os.killpg(_background.pid, signal.SIGTERM)
         _background.wait()
+
+
+# Planning is pure: the same workload, chip, precision and count give the same prediction
+# (or the same error) whatever the request around them prices, ranks or filters. Shared by
+# the modules that opt in (``pytestmark = pytest.mark.usefixtures("shared_plans")``), whose
+# requests re-plan the same counts under another objective, price, budget or cloud, and
+# which patch nothing the planner reads.
+_PLANS: dict[str, object] = {}
+
+
+@pytest.fixture
+def shared_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``advise``'s search plans each (workload, chip, precision, count) once per session."""
+    from chipwise.advise import candidates
+
+    real = candidates._predict
+
+    def shared(predictor: Any, chips: int) -> Any:
+        if predictor.efficiency is not None or predictor._network is not None:
+            return real(predictor, chips)  # a calibrated predictor: not keyed here
+        key = repr((predictor.workload, predictor.chip, predictor.requested_precision, chips))
+        if key not in _PLANS:
+            try:
+                _PLANS[key] = real(predictor, chips)
+            except ChipwiseError as err:
+                _PLANS[key] = err
+        found = _PLANS[key]
+        if isinstance(found, ChipwiseError):
+            raise found
+        return found
+
+    monkeypatch.setattr(candidates, "_predict", shared)

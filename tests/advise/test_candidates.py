@@ -24,6 +24,9 @@ from chipwise.workload.load import load_workload_model
 
 from .factories import serving, training
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 CAT = default_catalog()
 
 

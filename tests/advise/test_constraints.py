@@ -16,6 +16,9 @@ from chipwise.hardware import default_catalog
 
 from .factories import serving, training
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 CAT = default_catalog()
 CHIPS = ("h100-sxm", "mi300x", "b200", "tpu-v5e", "tpu-v6e")
 

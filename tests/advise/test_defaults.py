@@ -17,6 +17,9 @@ from chipwise.workload.accounting import params_total
 from chipwise.workload.ir import TransformerSpec, Workload
 from chipwise.workload.load import load_workload_model
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 
 @pytest.mark.parametrize("name", ["llama3-8b", "llama3.1-8b", "Llama 3.1 8B"])
 def test_the_default_model_gets_the_fine_tune_size_by_any_of_its_names(name: str) -> None:

@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 from chipwise.advise.porting import EFFORT_DAYS, ENGINEER_USD_PER_DAY, _short
 from chipwise.cli import app
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 CUDA_EXT = Path(__file__).parents[1] / "compat" / "fixtures" / "cuda_ext"
 ARGS = ["--project", str(CUDA_EXT), "--chips", "h100-sxm,mi300x", "--max-chips", "8"]
 runner = CliRunner()

@@ -11,6 +11,9 @@ from chipwise.advise.project import scan_facts
 
 from .factories import FIXTURES, training
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 
 def test_cuda_kernel_facts_carry_titles_locations_and_tpu_ports() -> None:
     facts = scan_facts(FIXTURES / "cuda_ext")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from chipwise.advise import AdviseRequest
 from chipwise.advise.recommend import recommend
 from chipwise.advise.situations import is_workstation_card
@@ -11,6 +13,9 @@ from chipwise.hardware import default_catalog
 from chipwise.report.advice import single_card_line, smallest_gpu_line
 from chipwise.workload.ir import Training
 from tests.advise.factories import training
+
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
 
 CHIPS = ("rtx-4090", "mi300x")
 

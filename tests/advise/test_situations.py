@@ -20,6 +20,9 @@ from chipwise.workload.load import load_workload_model
 
 from .factories import FIXTURES, best_of_kind, training
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 
 def reason(rec: Recommendation, rule: str):  # type: ignore[no-untyped-def]
     found = [r for r in rec.reasons if r.rule == rule]

@@ -15,6 +15,9 @@ from chipwise.advise import Recommendation, recommend
 from chipwise.cli import app
 from chipwise.report import advice_json
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 FIXTURES = Path(__file__).parents[1] / "compat" / "fixtures"
 runner = CliRunner()
 # the package, where the CLI reads ``recommend`` when a command runs (the attribute

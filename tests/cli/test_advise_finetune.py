@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from chipwise.cli import app
+
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
 
 runner = CliRunner()
 CHIPS = ["--chips", "h100-sxm,l4,l40s,tpu-v6e", "--max-chips", "8"]

@@ -9,6 +9,9 @@ from chipwise.cli import app
 from chipwise.cli.app import COMMAND_ORDER, reflow_help
 from chipwise.errors import UnknownChipError
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 runner = CliRunner()
 
 

@@ -14,6 +14,9 @@ from chipwise.cli import app
 from chipwise.hardware import default_catalog
 
 runner = CliRunner()
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "prices" / "skypilot-gcp-vms.csv"
 _ISO_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
 # 70B on <= 64 chips takes ~200-330 days: past the default deadline, so one is given.

@@ -20,6 +20,9 @@ from chipwise.workload.presets import preset_config
 from tests.e2e.png import distinct_colours
 from tests.report.factories import running_app
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 VIEWPORT = {"width": 1400, "height": 1000}

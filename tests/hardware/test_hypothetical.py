@@ -22,6 +22,9 @@ from chipwise.perf import InferPrediction, predict
 from chipwise.workload.ir import Inference, Workload
 from chipwise.workload.load import load_workload_model
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 MYCHIP = Path(__file__).parent / "data" / "mychip.toml"
 runner = CliRunner()
 

@@ -20,6 +20,9 @@ from tests.report.factories import (
 )
 from tests.report.golden import check_golden, render_text
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:

@@ -19,6 +19,9 @@ from chipwise.workload import load_workload_model
 from chipwise.workload.ir import Training, Workload
 from tests.report.factories import fixed_confidence, fixture_catalog, training_recommendation
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 pytest.importorskip("plotly")
 
 

@@ -23,6 +23,9 @@ from fastapi.testclient import TestClient
 from chipwise.report.web import create_app
 from chipwise.report.web.models import UPLOAD_LIMIT_BYTES
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 SMALL = {"chips": ["h100-sxm", "tpu-v5p"], "max_chips": 16}
 
 

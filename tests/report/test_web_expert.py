@@ -15,6 +15,9 @@ from fastapi.testclient import TestClient
 from chipwise.report.web import create_app
 from tests.report.factories import fixed_confidence
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 CUDA_EXT = Path(__file__).parents[1] / "compat" / "fixtures" / "cuda_ext"
 BODY = {"chips": ["h100-sxm", "mi300x"], "max_chips": 8}
 

@@ -14,6 +14,9 @@ from fastapi.testclient import TestClient
 
 from chipwise.report.web import create_app
 
+# the requests here re-plan the same counts (tests/conftest.py: shared_plans)
+pytestmark = pytest.mark.usefixtures("shared_plans")
+
 BODY = {"workload": "llama3-8b", "chips": ["h100-sxm", "tpu-v5p"], "max_chips": 8}
 
 
