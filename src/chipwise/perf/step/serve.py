@@ -299,17 +299,21 @@ TOKENIZE_S_PER_TOKEN = 1.9e-6
 # issue #10186, 2025-09-09: "30us taken for each token" in its OpenAI output formatting, on a
 # Kunpeng CPU). Not fitted. At 64 clients decoding 10 ms steps (6,400 chunks/s) the front end
 # is ~20 % busy and a request's ~13 ms there takes ~16 ms; at 4 clients (~1,000 chunks/s)
-# ~3 %. vLLM's only: ATOM's server has the same shape but its 20 ms latency is itself
-# unmeasured (``API_REQUEST_S``), and stretched it overshoots its MI355X gpt-oss rows at
-# 32-128 clients (IMX-282 -1 -> +15 %, IMX-300 -16 -> +22 %) while its DeepSeek-R1 ones
-# improve (IMX-D-288 -17 -> -11 %); trtllm-serve's is unmeasured and its TTFT rows are
-# already over; SGLang's 1.8 ms leaves nothing to stretch. At the highest chunk rates
+# ~3 %. ATOM's OpenAI server has the same shape (a FastAPI/uvicorn process that renders and
+# tokenises the request and detokenises each streamed chunk, the engine core behind ZMQ:
+# ROCm/ATOM atom/entrypoints/openai_server.py at 8ccc65c0), so the same cost applies there
+# (from 2026-12-07, lead): its 16 DeepSeek-R1 rows that moved all improved (IMX-D-288 -17 ->
+# -11 %, IMX-D-315 -13 -> -9 %), its MI355X gpt-oss rows at 32-128 clients overshoot
+# (IMX-282 -1 -> +15 %, IMX-300 -16 -> +22 %; ATOM's 20 ms latency in ``API_REQUEST_S`` is
+# itself unmeasured); serving 10.05 -> 10.03 % median, AMD 8.77 / 21.40 -> 8.49 / 21.68 %.
+# trtllm-serve's is unmeasured and its TTFT rows are already over; SGLang's 1.8 ms leaves
+# nothing to stretch. At the highest chunk rates
 # (B200 tp 2-4, 64-128 clients, ~11,000-13,000 chunks/s) the rows show less stretch than
 # this (IMX-048 +2 -> +20 %): vLLM merges a stream's outputs that its consumer has not yet
 # taken ("RequestOutputs are merged if the producer gets ahead of the consumer",
 # RequestOutputCollector in vllm/v1/engine/output_processor.py), so the per-chunk work grows
 # slower than the chunks; not modelled.
-API_STREAM_S_PER_CHUNK = {"vllm": 30e-6}
+API_STREAM_S_PER_CHUNK = {"vllm": 30e-6, "atom": 30e-6}
 # SGLang's default scheduler loop is its overlap loop (``Scheduler.event_loop_overlap``;
 # --disable-overlap-schedule turns it off): each iteration receives new requests, forms and
 # launches batch k, and only then waits for batch k-1 to finish and processes its result.
