@@ -124,6 +124,25 @@ def test_a_front_end_streaming_many_clients_tokens_takes_longer_over_each_reques
     assert few.ttft_p50_s - few0.ttft_p50_s < 0.1 * (busy.ttft_p50_s - idle.ttft_p50_s)
 
 
+@pytest.mark.parametrize("engine", ["vllm", "atom"])
+def test_a_vllm_shaped_server_is_slower_to_take_a_request_in_while_it_streams(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's and ATOM's OpenAI servers stream every decoding sequence's chunk from the
+    process that takes new requests in: at 64 clients through the server the TTFT holds
+    the stretched front-end time; without the per-chunk cost it holds ``client_s`` only."""
+    from chipwise.perf.step import serve
+
+    busy = _engine("api", engine, load="concurrency", concurrency=64)
+    monkeypatch.setattr(serve, "API_STREAM_S_PER_CHUNK", {})
+    idle = _engine("api", engine, load="concurrency", concurrency=64)
+    u = busy.decode_batch_per_replica / busy.tpot_p50_s * 30e-6  # chunks/s x 30 us
+    assert 0.05 < u < 0.8
+    assert busy.ttft_p50_s - idle.ttft_p50_s == pytest.approx(
+        api_request_s(engine, 233) * u / (1 - u), rel=0.25
+    )
+
+
 @pytest.mark.parametrize("load", ["batch", "server"])
 def test_an_api_client_times_only_the_engine_loads(load: str) -> None:
     with pytest.raises(WorkloadError, match="harness 'api'"):
