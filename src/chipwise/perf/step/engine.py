@@ -812,15 +812,14 @@ class Engine:
             # its size follows the rate, which follows the step (two fixed-point passes);
             # an admission gate every n steps admits n steps' worth of prompts at once
             # (``_gated_chunk``)
-            room = max(1.0, self.budget - b * self.verify)
-            if self._prefills_apart():
-                # the prompts' own forward has no decodes beside it: the whole budget
-                # (SGLang's PrefillAdder bounds it by chunked_prefill_size alone)
-                room = max(1.0, self.budget)
+            # a prompt forward of its own (``_prefills_apart``) has no decodes beside it: the
+            # whole budget (SGLang's PrefillAdder bounds it by chunked_prefill_size alone)
+            apart = self._prefills_apart()
+            room = max(1.0, self.budget if apart else self.budget - b * self.verify)
             for _ in range(2 if self.window else 1):
                 if self._gated(b):
                     chunk, f = self._gated_chunk(b, room)
-                elif self._prefills_apart():
+                elif apart:
                     chunk, f = self._apart_chunk(need, room)
                 else:
                     bunch = self._bunch_prompts(b / (self.l_steps * step_s)) * self.l_pre
@@ -1162,12 +1161,13 @@ class Engine:
                 # are prefilled (Little's law); g increasing in b
                 def g(x: float) -> float:
                     rate, s = self.requests_per_s(x), self._mean_service(x)
-                    step = self.rate(x).step_s
+                    steps = self.rate(x)
+                    step = steps.step_s
                     resid = step * (0.5 + self.ahead) * self._busy(load, n, rate, 0.0)
                     wait = _closed_loop_wait(rate, s, s * s, n)[1]
                     # an admission gate: a request waits out half its cycle on average
                     gate = self._cycle(x) * step / 2 if self._gated(x) else 0.0
-                    client = self._client(self.rate(x))
+                    client = self._client(steps)
                     return x + rate * (client + s + resid + wait + gate) - n
 
                 hi = min(float(cap), n)
