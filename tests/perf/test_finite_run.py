@@ -225,6 +225,24 @@ def test_the_engine_simulates_a_closed_loop_only_for_stated_identical_lengths() 
     assert lock.ttft_mean_s > 2.0 * stagger.ttft_mean_s
 
 
+def test_a_windowed_or_lockstep_engine_keeps_its_steady_state_for_identical_lengths() -> None:
+    """Only an engine whose prompts run apart (``Engine._prefills_apart``) runs a closed loop
+    of identical requests in lockstep waves: one behind a harness's arrival window, or whose
+    steps join other replicas', keeps the steady state's answer."""
+    from chipwise.perf.step.engine import ArrivalWindow
+
+    def engine(**kw: object) -> Engine:
+        return Engine(
+            _step, FIXED, prefill_tokens_fraction=1.0, max_num_seqs=256, max_num_tokens=4096,
+            kv_capacity_tokens=1e7, scheduler="sglang", run_requests=64, **kw,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    assert engine()._closed_loop_simulated("concurrency", 8)
+    windowed = engine(arrival_window=ArrivalWindow(seconds=0.3, max_prompts=96))
+    assert not windowed._closed_loop_simulated("concurrency", 8)
+    assert not engine(lockstep_replicas=2)._closed_loop_simulated("concurrency", 8)
+
+
 @pytest.mark.parametrize("scheduler", ["vllm", "sglang"])
 def test_a_closed_loop_with_a_client_per_request_is_a_backlog_queued_at_once(
     scheduler: str,

@@ -1204,13 +1204,13 @@ class Engine:
         """Whether a finite closed loop of ``value`` clients is simulated: a run of no more
         requests than clients (every client sends once, all at the start: the run is one
         wave, a backlog queued at once, with no steady state to reach), or one that runs in
-        lockstep waves (``PREFILL_APART_SCHEDULERS``: identical lengths on such an engine);
-        no admission gate either way."""
+        lockstep waves (identical lengths on an engine whose prompts run apart,
+        ``_prefills_apart``); no admission gate either way."""
         if load != "concurrency" or value < 2 or self.run_requests < 1 or self.gate is not None:
             return False
         if self.run_requests <= value:
             return True
-        return self.scheduler in PREFILL_APART_SCHEDULERS and self.lengths.identical
+        return self._prefills_apart() and self.lengths.identical
 
     def _simulated_run(self, n: float, clients: int = 0) -> RunResult | None:
         """A finite run of ``n`` requests queued at once (or sent by a closed loop of
