@@ -13,7 +13,12 @@ import pytest
 from chipwise.hardware.catalog import chip
 from chipwise.perf.efficiency import efficiency_for
 from chipwise.perf.ops.gpu import GpuModel, plan_gemm
-from chipwise.perf.ops.kernels import measured_all_reduce_s, measured_gemm_s, measured_nccl_s
+from chipwise.perf.ops.kernels import (
+    measured_all_reduce_s,
+    measured_gemm_s,
+    measured_nccl_launch_s,
+    measured_nccl_s,
+)
 from chipwise.perf.ops.roofline import combine, matmul_bytes
 from chipwise.workload.ir import Op, OpKind
 
@@ -244,6 +249,24 @@ def test_every_nccl_op_ships_for_an_hgx_h100(op: str) -> None:
 def test_no_nccl_measurement_no_time() -> None:
     assert measured_nccl_s("mi300x", "all_gather", 8, 1e6) is None
     assert measured_nccl_s("gb200", "all_gather", 16, 1e6) is None  # nor in b200's table
+
+
+def test_the_nccl_launch_is_the_floors_intercept_over_ring_steps() -> None:
+    # b200 all_gather floors (256 elements): 8.84 / 11.15 / 16.06 us over 2 / 4 / 8 GPUs,
+    # a line of 1.2 us a ring step through 7.6 us at none
+    for gpus in (2, 4, 8):
+        launch = measured_nccl_launch_s("b200", "all_gather", gpus)
+        assert launch == pytest.approx(7.59e-6, abs=0.05e-6)
+        floor = measured_nccl_s("b200", "all_gather", gpus, 256)
+        assert floor is not None and 0.0 < floor - launch < 1.3e-6 * (gpus - 1) + 0.2e-6
+    # an NVL72 group beyond its tray takes its HGX twin's curve, so its twin's launch too
+    assert measured_nccl_launch_s("gb200", "all_gather", 8) == measured_nccl_launch_s(
+        "b200", "all_gather", 8
+    )
+    own = measured_nccl_launch_s("gb200", "all_gather", 4)
+    assert own is not None and own != measured_nccl_launch_s("b200", "all_gather", 4)
+    assert measured_nccl_launch_s("mi300x", "all_gather", 8) is None
+    assert measured_nccl_launch_s("b200", "all_gather", 16) is None
 
 
 @pytest.mark.parametrize(("nvl72", "hgx"), [("gb200", "b200"), ("gb300", "b300")])

@@ -140,11 +140,27 @@ def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float 
     return None if curve is None or elements <= 0 else curve.at(elements)
 
 
-def measured_nccl_floor(chip_id: str, op: str, gpus: int) -> tuple[int, float] | None:
-    """The smallest size (16-bit elements) of ``measured_nccl_s``'s curve and its time, the
-    table's latency floor; None where no measurement ships."""
-    curve = _nccl_curve(chip_id, op, gpus)
-    return None if curve is None else (curve.elements[0], curve.seconds[0])
+def measured_nccl_launch_s(chip_id: str, op: str, gpus: int) -> float | None:
+    """The share of ``measured_nccl_s``'s small-message floor over ``gpus`` GPUs that no
+    ring step explains: the intercept at zero steps of the least-squares line through the
+    floors of the table that curve comes from (its own or its ``NCCL_FABRIC_TWIN``'s)
+    against the ring's ``gpus - 1`` steps, over every group size it measured. nccl-tests
+    launches each call from the host, so this is the launch and NCCL's per-call
+    bookkeeping, the slope the step's own latency (B200 all-gather: 7.6 us + 1.2 us a step
+    over 2, 4 and 8 GPUs). None where no curve ships or its table has one size only."""
+    table = _size_table("nccl.csv", "op")
+    source = chip_id if (chip_id, op, gpus) in table else NCCL_FABRIC_TWIN.get(chip_id)
+    points = [
+        (float(n - 1), curve.seconds[0])
+        for (c, o, n), curve in table.items()
+        if c == source and o == op
+    ]
+    if (source, op, gpus) not in table or len(points) < 2:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return my - slope * mx
 
 
 def _nccl_curve(chip_id: str, op: str, gpus: int) -> SizeCurve | None:
@@ -164,6 +180,6 @@ __all__ = [
     "SizeCurve",
     "measured_all_reduce_s",
     "measured_gemm_s",
-    "measured_nccl_floor",
+    "measured_nccl_launch_s",
     "measured_nccl_s",
 ]

@@ -56,7 +56,7 @@ from chipwise.perf.base import (
 from chipwise.perf.efficiency import efficiency_for, fabric_collective_latency_s
 from chipwise.perf.ops.kernels import (
     measured_all_reduce_s,
-    measured_nccl_floor,
+    measured_nccl_launch_s,
     measured_nccl_s,
 )
 from chipwise.perf.ops.layers import (
@@ -1315,33 +1315,32 @@ class ServeModel(StepTimer):
 
     # The NCCL table (kernels.py, nccl.csv) is nccl-tests run without CUDA graphs
     # (AIConfigurator's collector/collect_nccl.py calls all_gather_perf etc. with -t N, one
-    # process driving N GPUs, and no -G), so its small-message floor (B200: 8.8 us for an
-    # all-gather over 2 GPUs, 13 us over 4, 19 us over 8) is mostly the host's launch and
-    # NCCL's per-call bookkeeping: with CUDA graphs the same small all-reduce takes ~3 us on
-    # 8 B200s (NVIDIA/nccl#1940, 2025-12) against 9-22 us launched from the host
+    # process driving N GPUs, and no -G), so its small-message floor (B200 all-gather: 8.8 us
+    # over 2 GPUs, 11.2 over 4, 16.1 over 8) is mostly the host's launch and NCCL's per-call
+    # bookkeeping: with CUDA graphs the same small all-reduce takes ~3 us on 8 B200s
+    # (NVIDIA/nccl#1940, 2025-12) against 9-22 us launched from the host
     # (NVIDIA/nccl-tests#333, 2025-07: "Using CUDA Graphs is needed" for those latencies).
     # The engines replay their decode-only steps as CUDA graphs (TensorRT-LLM
     # cuda_graph_config, vLLM's and SGLang's decode graphs), collectives included: there a
-    # collective pays the fabric's own per-step latency (``Network``, the alpha of the
-    # algorithm's steps) plus what the table adds above its floor (the size's bandwidth
-    # and protocol cost), so large messages keep their measured time.
+    # collective pays the table's time less its launch, the intercept at zero ring steps of
+    # the floors over group sizes (``measured_nccl_launch_s``: B200 all-gather 7.6 us, then
+    # 1.2 us a step; h195, 2026-12-07). Until then the graph paid the fabric's assumed alpha
+    # of 2 us a step (``collective_latency_s``) for the floor, 0.8 us a step more than the
+    # table's own slope: 2.5 us too much per 4-GPU gather or scatter.
     def _collective_s(
         self, op: Collective, n_bytes: float, group: Group, *, graphed: bool = False
     ) -> float:
         """One NCCL collective of ``n_bytes`` (the whole buffer) over ``group``: its measured
         time on this chip where one ships and the group stays in one scale-up domain
         (kernels.py), else the fabric's collective model. ``graphed``: launched inside the
-        step's CUDA graph, where the table's latency floor gives way to the fabric's
-        (the comment above)."""
+        step's CUDA graph, without the table's host launch (the comment above)."""
         if not group.crosses_domains:
             measured = measured_nccl_s(self.chip.id, op, group.size, n_bytes / 2)
             if measured is not None:
-                floor = measured_nccl_floor(self.chip.id, op, group.size) if graphed else None
-                if floor is None:
+                launch = measured_nccl_launch_s(self.chip.id, op, group.size) if graphed else None
+                if launch is None:
                     return measured
-                elements, floor_s = floor
-                fabric = self.network.time_s(op, 2.0 * elements, group)
-                return fabric + max(0.0, measured - floor_s)
+                return max(0.0, measured - launch)
         return self.network.time_s(op, n_bytes, group)
 
     def _comm(
@@ -1386,7 +1385,7 @@ class ServeModel(StepTimer):
         matmul dtype, with their routing) over the tp group and reduce-scatters the
         experts' outputs back (activation dtype); p2p between stages. No all-reduce.
         ``graphed``: a decode-only pass, a CUDA graph, whose gather and scatter drop the
-        NCCL table's host-launched floor (``_collective_s``). The other NCCL collectives
+        NCCL table's host launch (``_collective_s``). The other NCCL collectives
         of a decode step (an all-reduce above the custom kernel's limit, an all-to-all
         over replicas) keep the table's times: so extended, it moved H100/H200
         TensorRT-LLM rows already over-predicted further up (SV-026/027/033: +1-4 points;
