@@ -224,10 +224,24 @@ def test_past_the_largest_all_reduce_time_scales_with_size() -> None:
 
 @pytest.mark.parametrize(
     ("chip_id", "engine", "gpus"),
-    [("mi300x", "vllm", 8), ("h100-sxm", "jetstream", 8), ("gb200", "trtllm", 8)],
+    [("mi300x", "vllm", 8), ("h100-sxm", "jetstream", 8), ("gb200", "trtllm", 16)],
 )
 def test_no_all_reduce_measurement_no_time(chip_id: str, engine: str, gpus: int) -> None:
     assert measured_all_reduce_s(chip_id, engine, gpus, 1e6) is None
+
+
+def test_an_nvl72_group_beyond_its_tray_takes_its_hgx_twin_s_all_reduce() -> None:
+    # AIConfigurator times TensorRT-LLM's all-reduce on 2 and 4 GB200s (one tray) only; an
+    # 8-GPU group in the rack's NVLink domain takes B200's 8-GPU curve (55 us at 8 MB), not
+    # the fabric's alpha-beta model (~20 us there)
+    gb200 = measured_all_reduce_s("gb200", "trtllm", 8, 4194304)
+    assert gb200 is not None
+    assert gb200 == measured_all_reduce_s("b200", "trtllm", 8, 4194304)
+    assert gb200 == pytest.approx(55.4e-6, rel=0.01)
+    # a size the tray measured keeps its own curve
+    assert measured_all_reduce_s("gb200", "trtllm", 4, 4194304) != measured_all_reduce_s(
+        "b200", "trtllm", 4, 4194304
+    )
 
 
 # ---- NCCL collectives (data/kernels/nccl.csv) --------------------------------------------

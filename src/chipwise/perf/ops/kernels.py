@@ -112,13 +112,6 @@ def _size_table(name: str, what: str) -> dict[tuple[str, str, int], SizeCurve]:
     return {key: SizeCurve(elements=x, seconds=t) for key, (x, t) in points.items()}
 
 
-def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float) -> float | None:
-    """Measured time of ``engine``'s all-reduce of ``elements`` bf16 values over ``gpus`` GPUs
-    of ``chip_id`` in one NVLink domain, or None where no measurement ships."""
-    curve = _size_table("allreduce.csv", "engine").get((chip_id, engine, gpus))
-    return None if curve is None or elements <= 0 else curve.at(elements)
-
-
 # An NVL72 GPU whose NCCL table ships only for the GPUs of one compute tray (AIConfigurator's
 # gb200 / gb300 collections: 2 and 4 GPUs) takes, for a larger group inside the rack's NVLink
 # domain (an 8-rank attention-DP instance), its HGX twin's measured curve of that size: the
@@ -127,8 +120,26 @@ def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float)
 # size of nccl.csv, 336 points) gb200/b200 and gb300/b300 agree to a median ratio of 1.02,
 # 96 % of points within 10 %. Without it the fabric's alpha-beta model timed NVIDIA's GB200 /
 # GB300 DeepSeek-R1 instances' MoE all-gather + reduce-scatter at half the twin's measured
-# time (4.9 against 9.8 ms a step at 320 sequences a rank).
+# time (4.9 against 9.8 ms a step at 320 sequences a rank). The engines' own all-reduce
+# (allreduce.csv) likewise: AIConfigurator times TensorRT-LLM's on 2 and 4 GB200s / GB300s
+# only, and where an NVL72 group of 8 was measured (vLLM's all-reduce on GB300, 8 GPUs over
+# two trays) it runs 1.01-1.05x B300's at 2-128 Mi elements (0.6x at 128-512 Ki, 1.7-1.9x
+# at 32 Ki and below, the second tray's latency); without the twin an 8-GPU TensorRT-LLM
+# group took the fabric's alpha-beta model, 17 us for a 7 MB all-reduce (213 tokens of
+# Llama-3.1-405B) that B200 measured at 51 us.
 NCCL_FABRIC_TWIN = {"gb200": "b200", "gb300": "b300"}
+
+
+def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float) -> float | None:
+    """Measured time of ``engine``'s all-reduce of ``elements`` bf16 values over ``gpus`` GPUs
+    of ``chip_id`` in one NVLink domain (a group size its own table lacks: its
+    ``NCCL_FABRIC_TWIN``'s, as for NCCL), or None where no measurement ships."""
+    table = _size_table("allreduce.csv", "engine")
+    curve = table.get((chip_id, engine, gpus))
+    twin = NCCL_FABRIC_TWIN.get(chip_id)
+    if curve is None and twin is not None:
+        curve = table.get((twin, engine, gpus))
+    return None if curve is None or elements <= 0 else curve.at(elements)
 
 
 def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float | None:
