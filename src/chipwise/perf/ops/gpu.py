@@ -119,7 +119,11 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   fused MoE, as TensorRT-LLM's TRTLLM MoE backend and vLLM's FlashInfer MXFP4 x MXFP8
   backend run them on Blackwell) take the ``mxfp4_expert_*`` values where the architecture
   has them: its small token tiles keep the weight stream the bound at decode loads where
-  the CUTLASS tiles pay their padding (1.3-1.8x the kernel's time at ep 1). Under the same
+  the CUTLASS tiles pay their padding (1.3-1.8x the kernel's time at ep 1). Those are
+  swap-AB tiles of 8-32 tokens (``swap_ab_expert_compute_s``: the longer of the MMA and the
+  shared-memory operand feed, so the serving step's sustained stretch leaves them under the
+  weight stream), and under vLLM the experts' dimensions are padded to multiples of 256
+  (``vllm_mxfp4_padded``). Under the same
   backend an NVFP4 checkpoint's experts (DeepSeek-R1-FP4) and a block-scaled fp8
   checkpoint's (DeepSeek-R1), as SGLang's --moe-runner-backend flashinfer_trtllm runs them
   (FlashInfer trtllm_fp4_block_scale_moe / trtllm_fp8_block_scale_moe), take that kernel's
@@ -325,6 +329,36 @@ TRTLLM_MOE_ENGINE = "trtllm"
 # CUTLASS-fitted fp4_expert_* values time within the tables' spread (efficiency.toml
 # MXFP4-MOE).
 TRTLLM_GEN_MOE = "trtllm-gen"
+# TRT-LLM-Gen's fused MoE runs its expert GEMMs transposed ("swap-AB": the batched GEMM's
+# transposeMmaOutput): an expert's weight rows fill the 128-row M side of the tcgen05 MMA and
+# its tokens the N side, in a token tile picked from the mean load: the next power of two of
+# tokens x topk / experts, clamped to "the range supported by the kernel", 8-64
+# (calculate_tile_tokens_dim, vllm-project/vllm vllm/model_executor/layers/fused_moe/utils.py;
+# flashinfer-ai/flashinfer csrc/trtllm_fused_moe_kernel_launcher.cu; read 2026-12-07). At
+# decode loads (4 rows an expert at 128 tokens over 128 experts top-4) a tile's SM time is
+# then the MMA's or the shared-memory operand feed's, whichever is longer
+# (``swap_ab_expert_compute_s``), well under its weight stream, where the model's 16-row
+# tile at a large tile's operand reuse made the served expert GEMM compute-bound. The
+# 8-32-token tiles only: AIConfigurator 0.12.0's TensorRT-LLM 1.3.0rc20 w4a8_mxfp4_mxfp8
+# table (b200_sxm, gpt-oss shape, ep 1, balanced) streams the weights at 64-1024 tokens
+# (275-312 us a block) but runs 1536-4096 tokens, the 64-token tile, at 0.21-0.37 of the fp8
+# peak (434 us at 2048), below this feed bound and near the tile plan's rate, which keeps it.
+# vLLM's FlashInfer TRT-LLM-Gen MXFP4 backends (SM100_FI_MXFP4_MXFP8_TRTLLM, ..._BF16) pad
+# each expert's hidden size and its per-rank intermediate size up to a multiple of 256 when
+# they create the weights (Mxfp4MoEMethod.create_weights, vllm-project/vllm
+# vllm/model_executor/layers/quantization/mxfp4.py, read 2026-12-07): gpt-oss's 2880 runs
+# as 3072 and its tp8 shard of 360 as 512, weights and MMAs alike (``vllm_mxfp4_padded``).
+VLLM_MXFP4_PAD = 256
+SWAP_AB_WEIGHT_ROWS = 128
+SWAP_AB_TOKEN_TILES = (8, 16, 32)
+SWAP_AB_TILE_RANGE = (8, 64)
+# Shared memory delivers 32 banks x 32 bits a clock to each SM (CUDA C++ Programming Guide,
+# "Shared Memory" of compute capabilities 5.x-10.x), which the MMA reads both operands from.
+SMEM_BYTES_PER_CLK = 128.0
+# The MXFP4 x MXFP8 MMA (tcgen05 kind::mxf8f6f4) takes fp4 weights in shared memory in 8-bit
+# containers (PTX ISA, tcgen05 "packed and unpacked" f8f6f4 operand formats), as it takes the
+# fp8 activations: one byte an element of either operand.
+SWAP_AB_OPERAND_BYTES = 1.0
 # ``Inference.moe_backend`` "marlin": the engines' Marlin-MoE kernel for 4-bit experts with
 # bf16 math where a run picks it over the architecture's own W4A16 kernel (vLLM
 # ``VLLM_MXFP4_USE_MARLIN=1`` on Hopper: vllm/model_executor/layers/quantization/mxfp4.py
@@ -610,6 +644,42 @@ def routed_row_tiles(routing: ExpertRouting, tile_m: int) -> float:
     tiles = sum(w * _ceil_div(n, tile_m) for n, w in loads) / sum(w for _, w in loads)
     # fused shared experts: every token's rows, padded on their own
     return routing.local * tiles + routing.shared * _ceil_div(routing.shared_rows, tile_m)
+
+
+def vllm_mxfp4_padded(name: str, n: int, k: int) -> tuple[int, int]:
+    """(N, K) of an MXFP4 expert GEMM as vLLM's TRT-LLM-Gen backend pads it
+    (``VLLM_MXFP4_PAD``): K and N each to the multiple, the fused gate/up GEMM's
+    (``expert_up``) N as two padded halves."""
+    halves = 2 if name == "expert_up" else 1
+    n_pad = halves * _ceil_div(n // halves, VLLM_MXFP4_PAD) * VLLM_MXFP4_PAD
+    return n_pad, _ceil_div(k, VLLM_MXFP4_PAD) * VLLM_MXFP4_PAD
+
+
+def swap_ab_token_tile(routing: ExpertRouting) -> int:
+    """The token tile TRT-LLM-Gen's fused MoE picks for ``routing``: the next power of two
+    of the mean rows an expert, clamped to ``SWAP_AB_TILE_RANGE``."""
+    low, high = SWAP_AB_TILE_RANGE
+    mean = routing.tokens * routing.topk // max(routing.experts, 1)
+    return min(max(1 << max(mean - 1, 0).bit_length(), low), high)
+
+
+def swap_ab_expert_compute_s(
+    chip: Chip, n: int, k: int, routing: ExpertRouting, sm_flops_per_s: float
+) -> float | None:
+    """SM time of TRT-LLM-Gen's swap-AB expert GEMM over ``routing``'s experts (N ``n``, K
+    ``k``; ``sm_flops_per_s``: one SM's MMA rate) in its token tile (``swap_ab_token_tile``):
+    each tile the longer of its MMA and its shared-memory operand feed
+    (``SMEM_BYTES_PER_CLK``), whole waves over the SMs. None outside ``SWAP_AB_TOKEN_TILES``
+    or without the chip's clock."""
+    tokens = swap_ab_token_tile(routing)
+    if tokens not in SWAP_AB_TOKEN_TILES or not chip.clock_hz or sm_flops_per_s <= 0.0:
+        return None
+    depth = _k_pad(k, 1) + K_FILL
+    mma_s = 2.0 * SWAP_AB_WEIGHT_ROWS * tokens * depth / sm_flops_per_s
+    feed_bytes = (SWAP_AB_WEIGHT_ROWS + tokens) * depth * SWAP_AB_OPERAND_BYTES
+    feed_s = feed_bytes / (SMEM_BYTES_PER_CLK * chip.clock_hz)
+    tiles = math.ceil(routed_row_tiles(routing, tokens) * _ceil_div(n, SWAP_AB_WEIGHT_ROWS) - 1e-6)
+    return _ceil_div(tiles, max(chip.units, 1)) * max(mma_s, feed_s)
 
 
 def marlin_rows(m: int) -> int:
@@ -1185,6 +1255,13 @@ class GpuModel(PerfModel):
                 and op.weight == "mxfp4"
                 and eff.mxfp4_expert_peak_fraction > 0
             )
+            if mx4 and self.engine == "vllm":
+                # vLLM pads the experts' dimensions to its backend's multiple (VLLM_MXFP4_PAD)
+                n_pad, k_pad = vllm_mxfp4_padded(op.name, n, k)
+                if (n_pad, k_pad) != (n, k):
+                    notes.append(f"vLLM MXFP4 experts padded to {n_pad}x{k_pad}")
+                    n_bytes *= n_pad * k_pad / (n * k)
+                    n, k = n_pad, k_pad
             if mx4 and chip.supports("fp8"):
                 # MXFP8 activations x MXFP4 weights: Blackwell's mixed f8f6f4 MMA runs at the
                 # fp8 rate (B300's larger fp4 rate is FP4 x FP4 only)
@@ -1219,6 +1296,14 @@ class GpuModel(PerfModel):
             g = self._plan_gemm(m, n, k, op.batch, peak, n_bytes, frac, mem_dtype,
                                 expert=expert4, routing=grid_routing)  # fmt: skip
             compute_s = g.compute_s
+            if mx4 and grid_routing is not None:
+                # TRT-LLM-Gen's swap-AB token tiles where faster (SWAP_AB_TOKEN_TILES)
+                swap_s = swap_ab_expert_compute_s(
+                    chip, n, k, grid_routing, peak * frac / max(chip.units, 1)
+                )
+                if swap_s is not None and swap_s < compute_s:
+                    compute_s = swap_s
+                    notes.append(f"swap-AB token tiles: {swap_s * 1e6:.1f} us of SM time")
             routed_frac = eff.fp4_expert_routed_peak_fraction
             if expert4 and not (mx4 or tg) and routed_frac > 0.0 and self._aiter_moe():
                 # AITER's fused MXFP4 MoE (SGLang, ATOM: AITER_ENGINES) at its own rate on its
