@@ -64,6 +64,7 @@ same inputs give the same run.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -226,7 +227,9 @@ def simulate_run(
     # a closed loop of ``clients``: each sends its next request when its last one ends
     released = n if clients <= 0 else min(n, clients)
     arrival = np.zeros(n)
-    waiting: list[int] = list(range(released - 1, -1, -1))  # a stack: the queue's head is last
+    # the queue, its head on the right (admitted and preempted requests come and go there),
+    # a closed loop's next request joining at its tail on the left
+    waiting: deque[int] = deque(range(released - 1, -1, -1))
     run = np.zeros(0, dtype=np.int64)  # running requests in admission order
     t = used = 0.0
     decode_area = in_system_area = 0.0
@@ -374,8 +377,8 @@ def simulate_run(
             done += int(fin.size)
             run = run[~ended]
             for _ in range(min(int(fin.size), n - released)):
-                arrival[released] = t  # the queue's tail: the stack's bottom
-                waiting.insert(0, released)
+                arrival[released] = t
+                waiting.appendleft(released)
                 released += 1
     multi = out > 1
     tpot = (finish[multi] - first[multi]) / (out[multi] - 1.0)
