@@ -108,10 +108,16 @@ A8W4_MIN_BLOCK_M = 16
 A8W4_MAX_BLOCK_M = 128
 
 
+def pow2_tile(rows: int, low: int, high: int) -> int:
+    """The tile a fused-MoE kernel picks from the mean rows an expert: the next power of two
+    of ``rows`` (at least 1), clamped to ``[low, high]`` (AITER's and triton_kernels'
+    next_power_of_2 rule, TRT-LLM-Gen's calculate_tile_tokens_dim)."""
+    return max(low, min(1 << (max(1, rows) - 1).bit_length(), high))
+
+
 def a8w4_block_m(rows_per_expert: float) -> int:
     """The row tile AITER's a8w4 MoE routing picks at ``rows_per_expert`` routed rows."""
-    rows = max(1, int(rows_per_expert))
-    return max(A8W4_MIN_BLOCK_M, min(1 << (rows - 1).bit_length(), A8W4_MAX_BLOCK_M))
+    return pow2_tile(int(rows_per_expert), A8W4_MIN_BLOCK_M, A8W4_MAX_BLOCK_M)
 
 
 _FRACTIONS = frozenset(PARAMETERS) - {

@@ -185,7 +185,7 @@ from typing import NamedTuple, final
 from chipwise.hardware.chip import Chip
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
-from chipwise.perf.efficiency import Efficiency, a8w4_block_m, efficiency_for
+from chipwise.perf.efficiency import Efficiency, a8w4_block_m, efficiency_for, pow2_tile
 from chipwise.perf.ops.kernels import measured_gemm_s
 from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
@@ -606,7 +606,7 @@ def w4a16_routed_rows(routing: ExpertRouting, architecture: str) -> tuple[float,
     experts top-4 at 512 tokens: ~1.4 tiles per expert, not 1)."""
     largest, pow2 = _W4A16_EXPERT_TILE.get(architecture, (MARLIN_MAX_M, False))
     mean = max(1, routing.tokens * routing.topk // routing.experts)
-    block = max(MARLIN_M_BLOCK, min(1 << (mean - 1).bit_length(), largest)) if pow2 else 0
+    block = pow2_tile(mean, MARLIN_M_BLOCK, largest) if pow2 else 0
 
     def padded(n: int) -> tuple[int, int]:
         """(rows computed, row slices) of one expert with ``n`` rows under this launch."""
@@ -658,9 +658,7 @@ def vllm_mxfp4_padded(name: str, n: int, k: int) -> tuple[int, int]:
 def swap_ab_token_tile(routing: ExpertRouting) -> int:
     """The token tile TRT-LLM-Gen's fused MoE picks for ``routing``: the next power of two
     of the mean rows an expert, clamped to ``SWAP_AB_TILE_RANGE``."""
-    low, high = SWAP_AB_TILE_RANGE
-    mean = routing.tokens * routing.topk // max(routing.experts, 1)
-    return min(max(1 << max(mean - 1, 0).bit_length(), low), high)
+    return pow2_tile(routing.tokens * routing.topk // max(routing.experts, 1), *SWAP_AB_TILE_RANGE)
 
 
 def swap_ab_expert_compute_s(

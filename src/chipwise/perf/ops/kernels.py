@@ -134,12 +134,8 @@ def measured_all_reduce_s(chip_id: str, engine: str, gpus: int, elements: float)
     """Measured time of ``engine``'s all-reduce of ``elements`` bf16 values over ``gpus`` GPUs
     of ``chip_id`` in one NVLink domain (a group size its own table lacks: its
     ``NCCL_FABRIC_TWIN``'s, as for NCCL), or None where no measurement ships."""
-    table = _size_table("allreduce.csv", "engine")
-    curve = table.get((chip_id, engine, gpus))
-    twin = NCCL_FABRIC_TWIN.get(chip_id)
-    if curve is None and twin is not None:
-        curve = table.get((twin, engine, gpus))
-    return None if curve is None or elements <= 0 else curve.at(elements)
+    found = _own_or_twin(_size_table("allreduce.csv", "engine"), chip_id, engine, gpus)
+    return None if found is None or elements <= 0 else found[1].at(elements)
 
 
 def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float | None:
@@ -147,8 +143,8 @@ def measured_nccl_s(chip_id: str, op: str, gpus: int, elements: float) -> float 
     over a whole buffer of ``elements`` 16-bit values on ``gpus`` GPUs of ``chip_id`` in one
     NVLink domain (nccl-tests' size convention; a group size its own table lacks: its
     ``NCCL_FABRIC_TWIN``'s), or None where no measurement ships."""
-    curve = _nccl_curve(chip_id, op, gpus)
-    return None if curve is None or elements <= 0 else curve.at(elements)
+    found = _own_or_twin(_size_table("nccl.csv", "op"), chip_id, op, gpus)
+    return None if found is None or elements <= 0 else found[1].at(elements)
 
 
 def measured_nccl_launch_s(chip_id: str, op: str, gpus: int) -> float | None:
@@ -160,13 +156,15 @@ def measured_nccl_launch_s(chip_id: str, op: str, gpus: int) -> float | None:
     bookkeeping, the slope the step's own latency (B200 all-gather: 7.6 us + 1.2 us a step
     over 2, 4 and 8 GPUs). None where no curve ships or its table has one size only."""
     table = _size_table("nccl.csv", "op")
-    source = chip_id if (chip_id, op, gpus) in table else NCCL_FABRIC_TWIN.get(chip_id)
+    found = _own_or_twin(table, chip_id, op, gpus)
+    if found is None:
+        return None
     points = [
         (float(n - 1), curve.seconds[0])
         for (c, o, n), curve in table.items()
-        if c == source and o == op
+        if c == found[0] and o == op
     ]
-    if (source, op, gpus) not in table or len(points) < 2:
+    if len(points) < 2:
         return None
     mx = sum(x for x, _ in points) / len(points)
     my = sum(y for _, y in points) / len(points)
@@ -174,15 +172,16 @@ def measured_nccl_launch_s(chip_id: str, op: str, gpus: int) -> float | None:
     return my - slope * mx
 
 
-def _nccl_curve(chip_id: str, op: str, gpus: int) -> SizeCurve | None:
-    """``nccl.csv``'s curve of ``op`` over ``gpus`` GPUs of ``chip_id``, else of its
-    ``NCCL_FABRIC_TWIN``'s; None where neither ships."""
-    table = _size_table("nccl.csv", "op")
-    curve = table.get((chip_id, op, gpus))
-    twin = NCCL_FABRIC_TWIN.get(chip_id)
-    if curve is None and twin is not None:
-        curve = table.get((twin, op, gpus))
-    return curve
+def _own_or_twin(
+    table: dict[tuple[str, str, int], SizeCurve], chip_id: str, what: str, gpus: int
+) -> tuple[str, SizeCurve] | None:
+    """(the chip whose curve it is, the curve) of ``what`` over ``gpus`` GPUs in a size
+    ``table``: ``chip_id``'s own, else its ``NCCL_FABRIC_TWIN``'s; None where neither ships."""
+    for source in (chip_id, NCCL_FABRIC_TWIN.get(chip_id, chip_id)):
+        curve = table.get((source, what, gpus))
+        if curve is not None:
+            return source, curve
+    return None
 
 
 __all__ = [
