@@ -207,6 +207,21 @@ SGLANG_MAMBA_RADIX_DATE = "2025-10-04"
 # (~45 sequences, steps under the ceiling, piecewise graphs) the mean TTFT is already
 # reached without it (GDN-054..058). Not fitted on: the other GDN- vLLM rows.
 VLLM_GDN_MIXED_HOST_S_PER_SEQ = 85e-6
+# TensorRT-LLM's PyTorch executor (PyExecutor) runs its per-request work in Python on each
+# rank's process every step: scheduling, the KV cache manager's per-request block
+# bookkeeping, input preparation (model_engine._prepare_tp_inputs loops over the scheduled
+# requests), the sampler's update_requests and the responses. Its overlap loop hides that
+# behind the device only while it is shorter (step = max(device, host)). Plain tp runs the
+# same loop over all of an instance's requests on every rank; attention DP gives each rank
+# its own requests, so the host work per step is that of the busiest rank's requests.
+# Measured: NVIDIA/TensorRT-LLM PR #10273 (2025-12-24, "the host overhead is the
+# bottleneck"): GPT-OSS-120B on GB200, ADP2, max_batch_size 1536, 3072 clients at 1k/1k,
+# host_step_time (py_executor's wall time of one loop iteration) 45.11 ms with 1536 requests
+# a rank; less HOST_STEP_S over 1536 = 28 us a request (chipwise's device step there is ~30
+# ms, so the iteration is the host's). Not fitted on validation rows; the InferenceMAX
+# TensorRT-LLM 1.2.0rc2 B200 tp 4 run at 128 clients (IMX-125, TPOT 5.56 ms) is consistent
+# with it (host 2 + 128 x 0.028 = 5.6 ms).
+TRTLLM_HOST_S_PER_REQUEST = (45.11e-3 - HOST_STEP_S) / 1536
 # vLLM's default ceiling on the tokens of a step it runs in CUDA graphs (the largest capture
 # size): min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens
 # (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes); 512 at the default max_num_seqs of
@@ -536,6 +551,14 @@ def mixed_step_host_s_per_seq(engine: str, linear_attention: bool, kind: str) ->
     return 0.0
 
 
+def step_host_s_per_request(engine: str, overlap: bool) -> float:
+    """Host seconds per scheduled request of one ``engine`` step (``TRTLLM_HOST_S_PER_REQUEST``
+    for TensorRT-LLM's PyTorch executor, whose overlap loop is ``overlap``; 0 elsewhere)."""
+    if engine == "trtllm" and overlap:
+        return TRTLLM_HOST_S_PER_REQUEST
+    return 0.0
+
+
 def engine_overlaps_host(
     engine: str,
     engine_date: str = "",
@@ -663,6 +686,7 @@ def serve_assumptions(
     memory_fraction: float = 0.0,
 ) -> tuple[Assumption, ...]:
     if engine:
+        per_request = step_host_s_per_request(engine_name, overlap)
         return (
             Assumption(
                 name="host_step_s",
@@ -698,6 +722,19 @@ def serve_assumptions(
             ),
             _kv_sizing(engine_name, memory_fraction),
             Assumption(name="kv_cache_dtype", value=kv_dtype, source="--kv-dtype or precision"),
+        ) + (
+            (
+                Assumption(
+                    name="host_s_per_request",
+                    value=per_request,
+                    source="perf/step/serve.py TRTLLM_HOST_S_PER_REQUEST: TensorRT-LLM "
+                    "PyExecutor's per-request Python work a step, on every rank over all "
+                    "requests under plain tp, a rank's own under attention DP "
+                    "(NVIDIA/TensorRT-LLM PR #10273: 45.11 ms at 1536 requests a rank)",
+                ),
+            )
+            if per_request
+            else ()
         )
     return (
         Assumption(
@@ -1099,6 +1136,7 @@ class ServeModel(StepTimer):
         step: EngineStep = BatchingStep(
             timer=timer, overlap=overlap, eager_host_s=eager, eager_prefill=eager_prefill,
             graph_max_seqs=graph_seqs, mixed_host_s_per_seq=mixed,
+            host_s_per_request=step_host_s_per_request(phase.engine, overlap),
         )  # fmt: skip
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
@@ -1742,14 +1780,15 @@ class EngineStepTimer:
         routed_prefill: float | None = None,
         *,
         overlap: bool = ENGINE_OVERLAPS_HOST,
+        host_s: float = HOST_STEP_S,
     ) -> float:
         """One step: ``decode`` sequences at ``context``, ``prefill`` prompt tokens
-        (``routed_prefill``: see ``device_s``); the host's work either hidden behind the
-        device's (``overlap``) or added."""
+        (``routed_prefill``: see ``device_s``); the host's ``host_s`` of work either hidden
+        behind the device's (``overlap``) or added."""
         device = self.device_s(decode, context, prefill, prompt_len, routed_prefill)
         if overlap:
-            return max(device, HOST_STEP_S)
-        return device + HOST_STEP_S
+            return max(device, host_s)
+        return device + host_s
 
     def device_s(
         self,
@@ -1889,6 +1928,9 @@ class BatchingStep:
     # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
     # adds in series (mixed_step_host_s_per_seq; 0 = none)
     mixed_host_s_per_seq: float = 0.0
+    # host seconds per scheduled request that every step adds to HOST_STEP_S
+    # (step_host_s_per_request; 0 = none)
+    host_s_per_request: float = 0.0
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         return self._step(decode, context, prefill, prompt_len, None)
@@ -1911,7 +1953,11 @@ class BatchingStep:
             device = timer.device_s(decode, context, prefill, prompt_len, routed)
             t = device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         else:
-            t = timer.step_s(decode, context, prefill, prompt_len, routed, overlap=self.overlap)
+            requests = max(0.0, decode) + (prefill / max(1.0, prompt_len) if prefill > 0 else 0.0)
+            host = HOST_STEP_S + requests * self.host_s_per_request
+            t = timer.step_s(
+                decode, context, prefill, prompt_len, routed, overlap=self.overlap, host_s=host
+            )
         return self._eager(t, decode, prefill)
 
     def _eager(self, step: float, decode: float, prefill: float) -> float:
