@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from chipwise.hardware.catalog import chip
-from chipwise.perf.ops.gpu import GpuModel, swap_ab_token_tile, vllm_mxfp4_padded
+from chipwise.perf.ops.gpu import (
+    VLLM_MXFP4_PAD_FUSED_DATE,
+    GpuModel,
+    swap_ab_token_tile,
+    vllm_moe_pads_activations,
+    vllm_mxfp4_padded,
+)
 from chipwise.perf.ops.layers import Dtypes, Shard, mlp_ops
 from chipwise.perf.step.timing import time_ops
 from chipwise.workload.ir import Op, TransformerSpec
@@ -26,8 +32,8 @@ def _experts(engine: str, tokens: int, tp: int = 1) -> dict[str, Op]:
     return {op.name: op for op in ops if op.name in ("expert_up", "expert_down")}
 
 
-def _model(engine: str) -> GpuModel:
-    model = GpuModel(chip("b200")).for_engine(engine).with_moe_backend("trtllm-gen")
+def _model(engine: str, date: str = "") -> GpuModel:
+    model = GpuModel(chip("b200")).for_engine(engine, date).with_moe_backend("trtllm-gen")
     assert isinstance(model, GpuModel)
     return model
 
@@ -87,3 +93,25 @@ def test_vllm_streams_the_padded_mxfp4_experts(tp: int) -> None:
     for name, op in _experts("vllm", 128, tp).items():
         v, t = vllm.op_time(op), trt.op_time(op)
         assert v.memory_s / t.memory_s == pytest.approx(ratio, rel=0.02), name
+
+
+def test_vllm_pads_and_slices_the_moe_activations_until_the_fix() -> None:
+    """vLLM pads the MoE's input and slices its output in kernels of their own until its
+    PR #30647 (merged 2026-03-18); TensorRT-LLM and SGLang are not modelled with them."""
+    assert vllm_moe_pads_activations("vllm", "2026-01-02")
+    assert not vllm_moe_pads_activations("vllm", VLLM_MXFP4_PAD_FUSED_DATE)
+    assert not vllm_moe_pads_activations("vllm", "")
+    assert not vllm_moe_pads_activations("trtllm", "2026-01-02")
+
+
+@pytest.mark.parametrize("tp", [1, 8])
+def test_vllm_v0_13_pays_a_pad_and_a_slice_kernel_per_moe_layer(tp: int) -> None:
+    """At 4 decode tokens vLLM v0.13 (the InferenceMAX B200 runs, 2026-01-02) pays one more
+    launch before the first expert GEMM (the pad) and one after the second (the slice) than
+    a vLLM with PR #30647: ~6 us a layer, 0.22 ms a step over gpt-oss-120b's 36 layers."""
+    old, new = _model("vllm", "2026-01-02"), _model("vllm", VLLM_MXFP4_PAD_FUSED_DATE)
+    launch = old.efficiency.launch_overhead_s
+    for name, op in _experts("vllm", 4, tp).items():
+        extra = old.op_time(op).seconds - new.op_time(op).seconds
+        assert launch < extra < 1.05 * launch, name
+        assert "vLLM FusedMoE" in " ".join(old.op_time(op).notes)

@@ -93,10 +93,10 @@ class PerfModel(ABC):
         del dtype
         return self.sustained_tensor_fraction()
 
-    def for_engine(self, engine: str) -> PerfModel:
-        """This model as serving ``engine`` runs the ops (its own MoE kernels); the same
-        model where the engine changes nothing."""
-        del engine
+    def for_engine(self, engine: str, engine_date: str = "") -> PerfModel:
+        """This model as serving ``engine`` of ``engine_date`` ("" = the newest) runs the ops
+        (its own MoE kernels); the same model where the engine changes nothing."""
+        del engine, engine_date
         return self
 
     def with_tp_fusion(self, tp: int) -> PerfModel:

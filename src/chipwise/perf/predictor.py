@@ -265,7 +265,11 @@ class Predictor:
                     f"{self.chip.id} ({self.chip.vendor}); choose another --engine"
                 )
             # the per-op model as the engine runs the ops (its fused-MoE kernel)
-            perf = self.perf_model.for_engine(self._engine()).with_moe_backend(self._moe_backend())
+            phase = self.workload.phase
+            date = phase.engine_date if isinstance(phase, Inference) else ""
+            perf = self.perf_model.for_engine(self._engine(), date).with_moe_backend(
+                self._moe_backend()
+            )
             self._serve = ServeModel(
                 spec, self.chip, self.precision, perf, self.network, engine=self._engine()
             )

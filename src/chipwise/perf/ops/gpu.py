@@ -349,6 +349,23 @@ TRTLLM_GEN_MOE = "trtllm-gen"
 # vllm/model_executor/layers/quantization/mxfp4.py, read 2026-12-07): gpt-oss's 2880 runs
 # as 3072 and its tp8 shard of 360 as 512, weights and MMAs alike (``vllm_mxfp4_padded``).
 VLLM_MXFP4_PAD = 256
+# The activations around those padded experts: vLLM's FusedMoE layer pads the hidden states
+# to the padded hidden size before the MoE (F.pad, ``constant_pad_nd``) and slices its output
+# back to the model's (``[..., :hidden]``, a copy where the slice feeds the all-reduce or the
+# fused add + RMSNorm), two elementwise kernels of their own each MoE layer beside the fused
+# MoE's (vllm-project/vllm PR #28841, 2025-11-17, shows both in gpt-oss's compiled graph on
+# B200: ``constant_pad_nd`` into ``moe_forward``, ``slice`` after it). PR #30647 ("Eliminate
+# padding and slicing op for GPT-OSS with Flashinfer MXFP4 MXFP8 MoE", opened 2025-12-14,
+# merged 2026-03-18) folded the pad into the MXFP8 quantisation (its alignment argument) and
+# has the MoE write the unpadded output, as TensorRT-LLM's own MXFP4 x MXFP8 MoE does
+# (mxfp8_quantize with ``alignment``, the runner writing ``hidden_size`` columns:
+# tensorrt_llm/_torch/modules/fused_moe/fused_moe_trtllm_gen.py, read 2026-12-07), whose
+# measured MoE op the mxfp4_expert_* values were fitted on. SGLang's same change on the same
+# kernel (sgl-project/sglang PR #15731, 2025-12-24: the slice op alone) took gpt-oss-120b's
+# median TPOT at tp 8 and 8 clients from 3.07 to 2.94 ms, 3.6 us a layer for that one kernel.
+# Each is timed as one launch (``launch_overhead_s``) and its traffic; an engine dated from
+# that merge on runs neither (``vllm_moe_pads_activations``).
+VLLM_MXFP4_PAD_FUSED_DATE = "2026-03-18"
 SWAP_AB_WEIGHT_ROWS = 128
 SWAP_AB_TOKEN_TILES = (8, 16, 32)
 SWAP_AB_TILE_RANGE = (8, 64)
@@ -655,6 +672,12 @@ def vllm_mxfp4_padded(name: str, n: int, k: int) -> tuple[int, int]:
     return n_pad, _ceil_div(k, VLLM_MXFP4_PAD) * VLLM_MXFP4_PAD
 
 
+def vllm_moe_pads_activations(engine: str, engine_date: str) -> bool:
+    """Whether ``engine`` of ``engine_date`` ("" = the newest) pads the MoE's input and slices
+    its output in kernels of their own around MXFP4 experts (``VLLM_MXFP4_PAD_FUSED_DATE``)."""
+    return engine == "vllm" and bool(engine_date) and engine_date < VLLM_MXFP4_PAD_FUSED_DATE
+
+
 def swap_ab_token_tile(routing: ExpertRouting) -> int:
     """The token tile TRT-LLM-Gen's fused MoE picks for ``routing``: the next power of two
     of the mean rows an expert, clamped to ``SWAP_AB_TILE_RANGE``."""
@@ -959,11 +982,14 @@ class GpuModel(PerfModel):
         trtllm_moe: bool = False,
         fused_ops: frozenset[str] = frozenset(),
         engine: str = "",
+        engine_date: str = "",
     ) -> None:
         super().__init__(chip)
         # the serving engine whose kernels time the ops ("" outside one): SGLang's ROCm
         # block-scale fp8 GEMM is its own choice of kernel (``_blockscale_k_serial_s``)
         self.engine = engine
+        # that engine's release date ("" = the newest): its dated kernel choices
+        self.engine_date = engine_date
         # the elementwise ops a serving engine runs inside a neighbouring kernel
         # (``ENGINE_FUSED_OPS``): no launch of their own, only the traffic they add
         self.fused_ops = fused_ops if chip.kind == "gpu" else frozenset()
@@ -1110,7 +1136,7 @@ class GpuModel(PerfModel):
             return self.efficiency.serving_sustained_fraction(dtype)
         return self.efficiency.sustained_tensor_fraction
 
-    def for_engine(self, engine: str) -> PerfModel:
+    def for_engine(self, engine: str, engine_date: str = "") -> PerfModel:
         if engine == TRTLLM_MOE_ENGINE and not self.trtllm_moe:
             eff = self.efficiency
             if eff.trtllm_attention_tile_blocks:
@@ -1118,11 +1144,11 @@ class GpuModel(PerfModel):
                 eff = replace(eff, attention_tile_blocks=eff.trtllm_attention_tile_blocks)
             return GpuModel(self.chip, eff, trtllm_moe=True,
                             fused_ops=ENGINE_FUSED_OPS[engine])  # fmt: skip
-        if engine not in FUSED_MOE_ENGINES or self.fused_moe:
+        if engine not in FUSED_MOE_ENGINES or (self.fused_moe and engine_date == self.engine_date):
             return self
         return GpuModel(self.chip, self.efficiency, fused_moe=True,
                         fused_ops=ENGINE_FUSED_OPS.get(engine, frozenset()),
-                        engine=engine)  # fmt: skip
+                        engine=engine, engine_date=engine_date)  # fmt: skip
 
     def with_tp_fusion(self, tp: int) -> PerfModel:
         extra = TP_FUSED_OPS.get(TRTLLM_MOE_ENGINE, frozenset()) if self.trtllm_moe else frozenset()
@@ -1141,6 +1167,24 @@ class GpuModel(PerfModel):
         clone.trtllm_gen_moe, clone.marlin_moe = gen, marlin
         clone._gemms, clone._op_times = {}, {}
         return clone
+
+    def _vllm_moe_pad_io_s(self, op: Op, n: int, k: int) -> float:
+        """Seconds of vLLM's pad of the MoE's input (before the first expert GEMM, ``k`` its
+        hidden size) or slice of its output (after the second, ``n``): one elementwise kernel
+        over the step's tokens (``VLLM_MXFP4_PAD_FUSED_DATE``); 0 where the engine has none."""
+        routing = op.routing
+        if routing is None or not vllm_moe_pads_activations(self.engine, self.engine_date):
+            return 0.0
+        act = dtype_bytes("bf16")
+        if op.name == "expert_up":
+            _, k_pad = vllm_mxfp4_padded(op.name, n, k)
+            n_bytes = routing.tokens * (k + k_pad) * act
+        elif op.name == "expert_down":
+            n_bytes = routing.tokens * 2 * n * act
+        else:
+            return 0.0
+        eff = self.efficiency
+        return eff.launch_overhead_s + n_bytes / (self.chip.hbm_bytes_per_s * eff.hbm_fraction)
 
     def _w4a16_kernel(self) -> str:
         """The key of the W4A16 fused-MoE kernel's row tiling and fused ops: Marlin-MoE's
@@ -1253,7 +1297,15 @@ class GpuModel(PerfModel):
                 and op.weight == "mxfp4"
                 and eff.mxfp4_expert_peak_fraction > 0
             )
+            # the activations' pad and slice kernels around them (VLLM_MXFP4_PAD_FUSED_DATE)
+            pad_io_s = 0.0
             if mx4 and self.engine == "vllm":
+                pad_io_s = self._vllm_moe_pad_io_s(op, n, k)
+                if pad_io_s:
+                    notes.append(
+                        f"vLLM FusedMoE {'input pad' if op.name == 'expert_up' else 'output slice'}"
+                        f" kernel: {pad_io_s * 1e6:.1f} us"
+                    )
                 # vLLM pads the experts' dimensions to its backend's multiple (VLLM_MXFP4_PAD)
                 n_pad, k_pad = vllm_mxfp4_padded(op.name, n, k)
                 if (n_pad, k_pad) != (n, k):
@@ -1412,7 +1464,7 @@ class GpuModel(PerfModel):
                 # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_ENGINES)
                 launches += AITER_MXFP4_INPUT_QUANT
                 notes.append("AITER MXFP4 MoE input quantised and sorted by its own kernel")
-            overhead = launches * eff.launch_overhead_s
+            overhead = launches * eff.launch_overhead_s + pad_io_s
             expert_lat = eff.mxfp4_expert_latency_s if mx4 else eff.fp4_expert_latency_s
             if tg:
                 expert_lat = (
