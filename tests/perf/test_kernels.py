@@ -61,6 +61,26 @@ def test_the_gpu_model_takes_the_measured_time_for_a_covered_shape() -> None:
     assert not any("measured" in note for note in other.notes)
 
 
+def test_a_measured_mxfp4_gemm_pays_its_input_quantisation_kernel() -> None:
+    """AITER's a4w4 tuner timed the GEMM on a pre-quantised input; the served linear first
+    quantises its bf16 input (read 2 B, write 0.5 B + a 1/32 B scale per element) in a
+    kernel of its own, one launch more. MI325X's hipBLASLt fp8 table adds nothing."""
+    from chipwise.perf.ops.gpu import MXFP4_INPUT_QUANT_BYTES
+
+    model = GpuModel(MI355X)
+    eff = efficiency_for(MI355X)
+    m = 4096
+    t = model.op_time(Op(name="qkv", kind=OpKind.MATMUL, dtype="fp4", mnk=(m, *QKV)))
+    kernel = measured_gemm_s("mi355x", "fp4", m, *QKV)
+    assert kernel is not None
+    quant = m * QKV[1] * MXFP4_INPUT_QUANT_BYTES / (MI355X.hbm_bytes_per_s * eff.hbm_fraction)
+    assert pytest.approx(2.53125) == MXFP4_INPUT_QUANT_BYTES
+    assert t.seconds == pytest.approx(kernel + quant + 2 * eff.launch_overhead_s)
+    mi325x = chip("mi325x")
+    fp8 = GpuModel(mi325x).op_time(Op(name="qkv", kind=OpKind.MATMUL, dtype="fp8", mnk=(m, *QKV)))
+    assert not any("quantisation kernel" in note for note in fp8.notes)
+
+
 def test_a_measured_kernel_time_is_not_stretched_by_the_sustained_fraction() -> None:
     """sustained_tensor_fraction corrects the per-op model's estimated rate; a kernel the
     submitter timed on the chip keeps its time, while a modelled GEMM is still stretched."""

@@ -312,6 +312,17 @@ FUSED_MOE_ENGINES = frozenset({"vllm", "sglang", "atom"})
 AITER_ENGINES = frozenset({"sglang", "atom"})
 _AITER_MOE_OPS = frozenset({"moe_permute", "expert_act", "moe_unpermute"})
 AITER_MXFP4_INPUT_QUANT = 1
+# HBM bytes per input element of the MXFP4 quantisation before a dense a4w4 GEMM whose time
+# is AITER's tuned table's (kernels.py, data/kernels/mi355x-fp4-gemm.csv): read the bf16
+# activation (2 B), write the packed E2M1 values (0.5 B) and one E8M0 scale per 32 (1/32 B).
+# The tuner quantises its input once before timing the kernel (ROCm/aiter
+# csrc/ck_gemm_a4w4_blockscale/gemm_a4w4_blockscale_tune.py generate_data), while vLLM's
+# Quark OCP-MX linear (vllm/model_executor/layers/quantization/quark/schemes/quark_ocp_mx.py,
+# gemm_with_dynamic_quant under VLLM_ROCM_USE_AITER_FP4_ASM_GEMM=1, which AMD's MLPerf v6.0
+# llama2-70b configs set) runs per_1x32_f4_quant_hip first on every call (both M paths), inside a
+# registered custom op that torch.compile cannot fuse into the norm or activation before it:
+# four such kernels per Llama layer. Read 2026-12-07.
+MXFP4_INPUT_QUANT_BYTES = 2.0 + 0.5 + 1.0 / 32
 # AITER's Triton block-scale fp8 GEMM's default ("any") config on gfx942 at the images of
 # Dec 2025 - Jan 2026 (aiter/ops/triton/configs/gemm/gfx942-GEMM-A8W8_BLOCKSCALE.json,
 # ROCm/aiter@3b97805, 2025-12-30): BLOCK_SIZE_M = BLOCK_SIZE_N = 128, NUM_KSPLIT 1.
@@ -1452,11 +1463,20 @@ class GpuModel(PerfModel):
                     f"AITER bf16 GEMM: operands at {eff.aiter_bf16_gemm_hbm_fraction:.0%} of HBM, "
                     f"{eff.aiter_bf16_gemm_latency_s * 1e6:.1f} us fixed per call"
                 )
+            quant_s = 0.0
             if measured is not None:
                 # the submitter's own tuned kernel, timed on this chip (kernels.py)
                 compute_s = measured
                 notes.append(f"measured {op.dtype} kernel time for {n}x{k} at M={m} (kernels.py)")
-            launches = 1
+                if op.dtype == "fp4" and not expert:
+                    # AITER's a4w4 tuner times the GEMM on an input it quantised once up
+                    # front; a served linear first quantises its bf16 input in a kernel of
+                    # its own (MXFP4_INPUT_QUANT_BYTES)
+                    quant_s = m * k * MXFP4_INPUT_QUANT_BYTES / bandwidth
+                    notes.append(
+                        f"MXFP4 input quantisation kernel: {quant_s * 1e6:.1f} us + one launch"
+                    )
+            launches = 1 + (1 if quant_s else 0)
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
@@ -1464,7 +1484,7 @@ class GpuModel(PerfModel):
                 # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_ENGINES)
                 launches += AITER_MXFP4_INPUT_QUANT
                 notes.append("AITER MXFP4 MoE input quantised and sorted by its own kernel")
-            overhead = launches * eff.launch_overhead_s + pad_io_s
+            overhead = launches * eff.launch_overhead_s + pad_io_s + quant_s
             expert_lat = eff.mxfp4_expert_latency_s if mx4 else eff.fp4_expert_latency_s
             if tg:
                 expert_lat = (
