@@ -1468,15 +1468,15 @@ class GpuModel(PerfModel):
                 # the submitter's own tuned kernel, timed on this chip (kernels.py)
                 compute_s = measured
                 notes.append(f"measured {op.dtype} kernel time for {n}x{k} at M={m} (kernels.py)")
-                if op.dtype == "fp4" and not expert:
-                    # AITER's a4w4 tuner times the GEMM on an input it quantised once up
-                    # front; a served linear first quantises its bf16 input in a kernel of
-                    # its own (MXFP4_INPUT_QUANT_BYTES)
+                if op.dtype == "fp4" and not expert and chip.vendor == "amd":
+                    # AITER's a4w4 tuner (the AMD fp4 tables' source) times the GEMM on an
+                    # input it quantised once up front; a served linear first quantises its
+                    # bf16 input in a kernel of its own (MXFP4_INPUT_QUANT_BYTES)
                     quant_s = m * k * MXFP4_INPUT_QUANT_BYTES / bandwidth
                     notes.append(
                         f"MXFP4 input quantisation kernel: {quant_s * 1e6:.1f} us + one launch"
                     )
-            launches = 1 + (1 if quant_s else 0)
+            launches = 2 if quant_s else 1
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
