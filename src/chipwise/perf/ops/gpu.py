@@ -1179,16 +1179,16 @@ class GpuModel(PerfModel):
         clone._gemms, clone._op_times = {}, {}
         return clone
 
-    def _vllm_moe_pad_io_s(self, op: Op, n: int, k: int) -> float:
+    def _vllm_moe_pad_io_s(self, op: Op, n: int, k: int, k_pad: int) -> float:
         """Seconds of vLLM's pad of the MoE's input (before the first expert GEMM, ``k`` its
-        hidden size) or slice of its output (after the second, ``n``): one elementwise kernel
-        over the step's tokens (``VLLM_MXFP4_PAD_FUSED_DATE``); 0 where the engine has none."""
+        hidden size, ``k_pad`` padded) or slice of its output (after the second, ``n``): one
+        elementwise kernel over the step's tokens (``VLLM_MXFP4_PAD_FUSED_DATE``); 0 where
+        the engine has none."""
         routing = op.routing
         if routing is None or not vllm_moe_pads_activations(self.engine, self.engine_date):
             return 0.0
         act = dtype_bytes("bf16")
         if op.name == "expert_up":
-            _, k_pad = vllm_mxfp4_padded(op.name, n, k)
             n_bytes = routing.tokens * (k + k_pad) * act
         elif op.name == "expert_down":
             n_bytes = routing.tokens * 2 * n * act
@@ -1311,14 +1311,14 @@ class GpuModel(PerfModel):
             # the activations' pad and slice kernels around them (VLLM_MXFP4_PAD_FUSED_DATE)
             pad_io_s = 0.0
             if mx4 and self.engine == "vllm":
-                pad_io_s = self._vllm_moe_pad_io_s(op, n, k)
+                # vLLM pads the experts' dimensions to its backend's multiple (VLLM_MXFP4_PAD)
+                n_pad, k_pad = vllm_mxfp4_padded(op.name, n, k)
+                pad_io_s = self._vllm_moe_pad_io_s(op, n, k, k_pad)
                 if pad_io_s:
                     notes.append(
                         f"vLLM FusedMoE {'input pad' if op.name == 'expert_up' else 'output slice'}"
                         f" kernel: {pad_io_s * 1e6:.1f} us"
                     )
-                # vLLM pads the experts' dimensions to its backend's multiple (VLLM_MXFP4_PAD)
-                n_pad, k_pad = vllm_mxfp4_padded(op.name, n, k)
                 if (n_pad, k_pad) != (n, k):
                     notes.append(f"vLLM MXFP4 experts padded to {n_pad}x{k_pad}")
                     n_bytes *= n_pad * k_pad / (n * k)
