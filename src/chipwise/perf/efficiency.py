@@ -53,6 +53,7 @@ PARAMETERS: tuple[str, ...] = (
     "vllm_mla_decode_latency_s",
     "decode_attention_element_s",
     "fp8_kv_attention_peak_fraction",
+    "fp8_context_attention_peak_fraction",
     "gemm_hbm_fraction",
     "fp4_gemm_hbm_fraction",
     "fused_moe_gemm_peak_fraction",
@@ -156,7 +157,7 @@ _OPTIONAL = frozenset(
      "fp8_gemm_peak_fraction", "fp4_gemm_peak_fraction", "decode_attention_hbm_fraction",
      "decode_attention_floor_s", "mla_decode_attention_floor_s", "decode_attention_element_s",
      "vllm_mla_decode_latency_s",
-     "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
+     "fp8_kv_attention_peak_fraction", "fp8_context_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "fp8_gemm_latency_s", "fp4_gemm_latency_s",
      "fp4_gemm_k_latency_s", "trtllm_fp4_gemm_latency_s", "trtllm_fp4_gemm_k_latency_s",
@@ -181,7 +182,8 @@ _OPTIONAL = frozenset(
 _ZERO_OK = frozenset(
     {"nvls_fraction", "serving_fp8_sustained_fraction", "fp8_gemm_peak_fraction",
      "fp4_gemm_peak_fraction",
-     "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction", "gemm_hbm_fraction",
+     "decode_attention_hbm_fraction", "fp8_kv_attention_peak_fraction",
+     "fp8_context_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "fp4_expert_routed_peak_fraction",
@@ -253,6 +255,10 @@ class Efficiency:
             engines' kernels quantise the query to fp8 and multiply in fp8 (Blackwell's
             trtllm-gen MLA/XQA); 0 = the cache is dequantised and the MMAs run in the
             activation dtype at ``attention_peak_fraction`` (Hopper, measured so).
+        fp8_context_attention_peak_fraction: the share of the fp8 dense peak at which
+            TensorRT-LLM's FP8 context (prefill) FMHA runs: Q, K and V in fp8, its MMAs in
+            fp8, where the engine turns it on (an fp8 KV cache feeding a quantised o_proj,
+            ``EngineStepTimer``); 0 = not measured, the op is timed at the 16-bit rate.
         gemm_hbm_fraction: the share of HBM bandwidth at which a memory-bound GEMM (a
             skinny decode projection, M = batch) streams its weights through the vendor
             library's kernels, where measured below a large copy's; 0 = as ``hbm_fraction``.
@@ -425,6 +431,7 @@ class Efficiency:
     vllm_mla_decode_latency_s: float = 0.0
     decode_attention_element_s: float = 0.0
     fp8_kv_attention_peak_fraction: float = 0.0
+    fp8_context_attention_peak_fraction: float = 0.0
     gemm_hbm_fraction: float = 0.0
     fp4_gemm_hbm_fraction: float = 0.0
     fused_moe_gemm_peak_fraction: float = 0.0
@@ -621,6 +628,7 @@ class _Entry(_Frozen):
     vllm_mla_decode_latency_s: _Value | None = None
     decode_attention_element_s: _Value | None = None
     fp8_kv_attention_peak_fraction: _Value | None = None
+    fp8_context_attention_peak_fraction: _Value | None = None
     gemm_hbm_fraction: _Value | None = None
     fp4_gemm_hbm_fraction: _Value | None = None
     fused_moe_gemm_peak_fraction: _Value | None = None

@@ -85,7 +85,10 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   (``op.weight``) where ``fp8_kv_attention_peak_fraction`` is set (Blackwell: trtllm-gen's
   FP8 MLA/XQA quantise the query), its MMAs run at that share of the fp8 peak, not at the
   activation dtype's ``attention_peak_fraction``: DeepSeek MLA at 128 heads per rank is
-  compute-bound at the bf16 rate (Hopper dequantises and stays there).
+  compute-bound at the bf16 rate (Hopper dequantises and stays there). A prefill attention
+  op in fp8 (``layers.fp8_context_attention``: TensorRT-LLM's FP8 context FMHA) runs at
+  ``fp8_context_attention_peak_fraction`` of the fp8 peak where measured, else at the 16-bit
+  kernel's rate (the fp8 kernels are 1.25-1.33x the bf16 ones at long prompts, not 2x).
 - **Launch overhead** ``launch_overhead_s`` per kernel (op instance); an fp8 GEMM call
   (not a fused-MoE one) also pays ``fp8_gemm_latency_s`` where measured: the engines'
   scaled fp8 GEMMs take ~4 us more than a bf16 GEMM at decode M.
@@ -187,7 +190,7 @@ from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, a8w4_block_m, efficiency_for, pow2_tile
 from chipwise.perf.ops.kernels import measured_gemm_s
-from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount
+from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount, is_fp8_context_attention
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
 from chipwise.units import DTYPE_BYTES, dtype_bytes
@@ -1568,6 +1571,14 @@ class GpuModel(PerfModel):
             if op.name == INDEXER and op.weight == "fp8" and chip.supports("fp8"):
                 # sparse attention's indexer scores with fp8 MMAs (layers.indexer_ops)
                 peak = chip.peak_flops_per_s("fp8")
+            if is_fp8_context_attention(op):
+                # TensorRT-LLM's FP8 context FMHA (serve.EngineStepTimer): its own measured
+                # share of the fp8 peak (FP8-CTX), else the 16-bit kernel's rate
+                if eff.fp8_context_attention_peak_fraction:
+                    frac = eff.fp8_context_attention_peak_fraction
+                    notes.append(f"fp8 context attention: {frac:.0%} of the fp8 peak")
+                else:
+                    peak = chip.peak_flops_per_s("bf16")
             blocks = block_overcount(op, FLASH_BLOCK)
             if blocks > 1.0001:
                 notes.append(f"flash blocks of {FLASH_BLOCK}: {blocks:.2f}x the FLOPs")

@@ -280,6 +280,30 @@ def _attention(name: str, b: int, s_q: int, s_kv: int, heads: int, kv_heads: int
     )
 
 
+def fp8_context_attention(op: Op) -> Op:
+    """A prefill (context) flash-attention op run as TensorRT-LLM's FP8 context FMHA: Q, K
+    and V in fp8 (one byte each), its QK and PV MMAs in fp8, its output fp8. The engine
+    turns it on where the KV cache is fp8 and the attention's output is quantised for the
+    next GEMM (``serve.EngineStepTimer``); other ops are returned unchanged."""
+    if op.kind is not OpKind.ATTENTION or op.backward or op.dtype == "fp8":
+        return op
+    scale = 1.0 / dtype_bytes(op.dtype)
+    return replace(
+        op, dtype="fp8", bytes_read=op.bytes_read * scale, bytes_written=op.bytes_written * scale
+    )
+
+
+def is_fp8_context_attention(op: Op) -> bool:
+    """Whether ``op`` is a prefill attention op run in fp8 (``fp8_context_attention``)."""
+    return (
+        op.kind is OpKind.ATTENTION
+        and op.dtype == "fp8"
+        and not op.backward
+        and op.mnk is not None
+        and op.mnk[0] > 1
+    )
+
+
 # Attention as Megatron-LM ran it before FlashAttention (2021-2022, megatron/model/
 # transformer.py ParallelAttention): torch.baddbmm writes the raw scores [b*np, sq, sk],
 # FusedScaleMaskSoftmax reads them and writes the probabilities, attention_dropout writes

@@ -67,6 +67,7 @@ from chipwise.perf.ops.layers import (
     decode_layer_ops,
     embedding_ops,
     engine_fuses_shared_experts,
+    fp8_context_attention,
     head_ops,
     is_linear_kind,
     is_sequence_op,
@@ -1559,6 +1560,28 @@ class EngineStepTimer:
         self._layer_model = serve.model.with_tp_fusion(tp_fused)
         # the shared expert inside the fused MoE at this plan's ep (ServeModel.fuses_shared)
         self._fused_shared = serve.fuses_shared(self.shard)
+        self.fp8_context = self._runs_fp8_context_fmha()
+
+    def _runs_fp8_context_fmha(self) -> bool:
+        """Whether TensorRT-LLM runs this model's prefill attention as its FP8 context FMHA.
+        Its attention op sets ``mFP8ContextFMHA = is_fp8_out || is_fp4_out || (fp8 KV cache
+        && paged context FMHA)`` (cpp/tensorrt_llm/thop/attentionOp.cpp), and the PyTorch
+        backend asks for an fp8 (or NVFP4) output wherever o_proj is quantised (fp8 or
+        NVFP4: modules/attention.py passes o_proj.inv_input_scale as out_scale) and the KV
+        cache is fp8 (attention_backend/trtllm.py TrtllmAttention.forward). So an fp8 or
+        NVFP4 checkpoint's GQA/MHA layers on an fp8 cache prefill in fp8; a bf16 o_proj
+        (gpt-oss's MXFP4 checkpoint quantises only its experts) keeps the 16-bit kernel.
+        MLA has its own context path (not modelled here)."""
+        spec = self.serve.spec
+        if self.serve.engine != "trtllm" or self.kv_dtype != "fp8" or spec.uses_mla:
+            return False
+        o_proj = [
+            op.dtype
+            for moe, sliding, _ in self.kinds
+            for op in self._layer_ops(1, moe, sliding)
+            if op.name == "o_proj"
+        ]
+        return bool(o_proj) and all(dtype in ("fp8", "fp4") for dtype in o_proj)
 
     def share_timings(self, other: EngineStepTimer) -> None:
         """Use ``other``'s cached timings from now on (a timer of the same replica step:
@@ -1659,6 +1682,8 @@ class EngineStepTimer:
                                   window=window, fused_qkv_a=True)
                 )  # fmt: skip
             core = tuple(op for op in ops if is_sequence_op(op))
+            if not decode and self.fp8_context:
+                core = tuple(fp8_context_attention(op) for op in core)
             if decode and dense:
                 core = tuple(replace(op, dense=True) for op in core)
             if decode and self.queries > 1:
