@@ -214,6 +214,12 @@ def test_a_google_tpu_row_states_its_load_and_engine_limits() -> None:
     )
     assert (qwen.input_len_std, rows["SVG-011"].output_len_std) == (59.5, 473.4)
     assert (qwen.memory_fraction, guide.memory_fraction) == (0.98, 0.0)  # 0 = the default
+    # Qwen3.5-397B's server runs attention DP over the 8 TensorCores (enable_dp_attention),
+    # each rank capped at 64 sequences / 1024 batched tokens: per chip (two ranks) 128 / 2048
+    for i in ("SVG-006", "SVG-007"):
+        c = rows[i]
+        assert (c.plan, c.max_num_seqs, c.max_num_tokens) == ("tp=4,ep=4,adp=1", 128, 2048), i
+        assert (c.kv_dtype, c.memory_fraction) == ("fp8", 0.9), i
     # the MLPerf GPT-J Server run is Poisson arrivals at its scheduled rate
     assert (rows["SVG-009"].load, rows["SVG-009"].rps) == ("rps", 7.25)
     # the rows chipwise cannot express say why (GPT-J's beams); Qwen3.5's linear attention
