@@ -23,7 +23,7 @@ from chipwise.perf.ops.tpu import (
     tiled_elements,
     vpu_rate,
 )
-from chipwise.workload.ir import Graph, Op, OpKind
+from chipwise.workload.ir import ExpertRouting, Graph, Op, OpKind
 
 EFF = Efficiency(
     gemm_peak_fraction=0.9,
@@ -288,3 +288,30 @@ def test_packaged_tpus_read_the_paged_cache_below_a_copy() -> None:
     assert efficiency_for(chip("a100-sxm-80gb")).decode_attention_fraction() == pytest.approx(
         efficiency_for(chip("a100-sxm-80gb")).hbm_fraction
     )
+
+
+def _moe_rows(name: str, kind: OpKind, tokens: int) -> Op:
+    """A dispatch or combine of ``tokens`` x 8 rows over ep = 4 (a quarter of them local)."""
+    routing = ExpertRouting(tokens=tokens, topk=8, experts=160, local=40)
+    n = tokens * 8 // 4 * 6144
+    return Op(name=name, kind=kind, dtype="bf16", bytes_read=2.0 * n, bytes_written=2.0 * n,
+              shape=(n,), routing=routing)  # fmt: skip
+
+
+def test_early_vllm_tpu_moves_every_tokens_moe_rows_on_every_device() -> None:
+    # tpu-inference's GMM_EP before its ragged gather (2026-04-04): each TensorCore (two a
+    # TPU7x chip) gathers all tokens x top-k rows, not its own experts' quarter
+    v7 = TpuModel(chip("tpu-v7"))
+    old, new = v7.for_engine("vllm", "2026-03-30"), v7.for_engine("vllm", "2026-04-23")
+    assert isinstance(old, TpuModel) and isinstance(new, TpuModel)
+    assert new is v7 and v7.for_engine("jetstream", "2026-03-30") is v7
+    permute = _moe_rows("moe_permute", OpKind.GATHER, 64)
+    assert old.moe_row_replicas(permute) == 8.0 and new.moe_row_replicas(permute) == 1.0
+    assert old.op_time(permute).memory_s == pytest.approx(8 * new.op_time(permute).memory_s)
+    # the combine too where it is XLA's gather; above 8192 rows a SparseCore kernel takes it
+    assert old.moe_row_replicas(_moe_rows("moe_unpermute", OpKind.SCATTER, 64)) == 8.0
+    assert old.moe_row_replicas(_moe_rows("moe_unpermute", OpKind.SCATTER, 2048)) == 1.0
+    assert old.moe_row_replicas(_moe_rows("moe_permute", OpKind.GATHER, 2048)) == 8.0
+    # one device per chip on v6e
+    v6e = TpuModel(chip("tpu-v6e")).for_engine("vllm", "2026-03-30")
+    assert isinstance(v6e, TpuModel) and v6e.moe_row_replicas(permute) == 4.0

@@ -122,7 +122,8 @@ class Op:
     # decode attention only: a dense einsum over each sequence's whole contiguous cache
     # array (JetStream without ragged attention), not a paged-attention kernel's page walk
     dense: bool = False
-    # routed MoE expert GEMMs only (layers.mlp_ops): the routing that loads their experts
+    # routed MoE expert GEMMs and their dispatch / combine (layers.mlp_ops): the routing that
+    # loads their experts
     routing: ExpertRouting | None = None
 
     def __post_init__(self) -> None:
@@ -132,7 +133,7 @@ class Op:
     @property
     def routed_expert(self) -> bool:
         """Whether the op is a routed MoE expert GEMM (one GEMM per local expert)."""
-        return self.routing is not None
+        return self.routing is not None and self.kind is OpKind.MATMUL
 
     @property
     def tensor_op(self) -> bool:

@@ -814,9 +814,14 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
         # dispatch: an indexed gather of each token's k copies into expert order; combine: a
         # weighted scatter-add back (Megatron's token permutation, MaxText's sort/unsort)
         permute = _memop("moe_permute", OpKind.GATHER, pairs * d, 1, 1, dt.act, 0)
+        # the expert GEMMs carry the routing that loads them (the kernels pad each
+        # expert's rows to their row tile: gpu.py), the dispatch and combine the routing
+        # they move rows for (tpu.py: an engine that moves every token's rows on every rank)
+        routing = ExpertRouting(tokens=routed * shard.ep, topk=k, experts=e, local=local_experts,
+                                shared=shared_n, shared_rows=routed)  # fmt: skip
         # the experts' stored weight dtype: a W4A16 fused-MoE kernel that gathers its rows in
         # the up-projection's prologue writes no permuted copy (gpu.py _W4A16_FUSED_OPS)
-        ops.append(replace(permute, weight=expert_dtypes(spec, dt).weight))
+        ops.append(replace(permute, weight=expert_dtypes(spec, dt).weight, routing=routing))
         experts = _mlp(
             "expert",
             per_expert,
@@ -826,10 +831,6 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
             expert_dtypes(spec, dt),
             batch=active + shared_n,
         )
-        # the expert GEMMs carry the routing that loads them (the kernels pad each
-        # expert's rows to their row tile: gpu.py)
-        routing = ExpertRouting(tokens=routed * shard.ep, topk=k, experts=e, local=local_experts,
-                                shared=shared_n, shared_rows=routed)  # fmt: skip
         experts = [
             replace(op, routing=routing) if op.kind is OpKind.MATMUL else op for op in experts
         ]
@@ -840,7 +841,8 @@ def mlp_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dtypes,
                 else op for op in experts
             ]  # fmt: skip
         ops += experts
-        ops.append(_memop("moe_unpermute", OpKind.SCATTER, pairs * d, 1, 1, dt.act, 1))
+        unpermute = _memop("moe_unpermute", OpKind.SCATTER, pairs * d, 1, 1, dt.act, 1)
+        ops.append(replace(unpermute, routing=routing))
         if spec.n_shared_experts and not shared_n:
             shared = _split(spec.n_shared_experts * width, shard.tp, "shared experts")
             ops += _mlp("shared_expert", t, d, shared, spec.gated_mlp, dt)

@@ -36,6 +36,7 @@ Rules (S4 = jax-ml/scaling-book tpus.md; S5 = jax tpu_info.py; hardware.md):
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import final
 
@@ -81,6 +82,26 @@ SORT_OPS_PER_ELEMENT_STAGE = 3.0
 # power-of-two buckets; for sizes uniform within a bucket [b, 2b) the expected padded /
 # actual size is 2 ln 2 ~= 1.39 (plus one compilation, seconds, per new bucket).
 DYNAMIC_BUCKET_PAD = 2.0 * math.log(2.0)
+
+# vLLM TPU (vllm-project/tpu-inference) before its SparseCore ragged gather (PR #2137,
+# merged 2026-04-04) ran an expert-parallel MoE layer as GMM_EP (layers/common/
+# fused_moe_gmm.py, read at 2f76400, 2026-03-29, the image of the Ironwood Qwen3-Coder
+# recipe): every JAX device (a TensorCore: ``JAX_DEVICES_PER_CHIP``) holds all the step's
+# tokens, sorts all tokens x top-k of them and gathers every one of those rows
+# (``hidden_states_local[token_indices_sorted]``), runs the grouped GEMMs over its own
+# experts only, then combines all the rows again, non-local ones masked, and all-reduces
+# over the expert axis. So a chip's dispatch moves ``devices x ep`` times the rows of its own
+# experts' share (the per-op model's ``moe_permute``), and so does its combine where that is
+# the XLA gather: at most ``TPU_INFERENCE_SC_GATHER_REDUCE_ROWS`` rows; above, on TPU7x, a
+# SparseCore gather-reduce kernel (kernels/gather/gather_reduce.py
+# is_supported_by_sc_gather_reduce) whose time is left at the combine's own share. From
+# #2137 on, the dispatch gathers only the device's own sorted range.
+TPU_INFERENCE_LOCAL_PERMUTE_DATE = "2026-04-04"
+TPU_INFERENCE_SC_GATHER_REDUCE_ROWS = 8192  # envs.SC_KERNEL_THRESHOLD default at 2f76400
+# JAX devices per chip: TPU7x's two TensorCores are two devices (no megacore; the Ironwood
+# recipes' --tensor-parallel-size 2 spans one chip, 8 spans 4); one elsewhere (v4 and v5p
+# join theirs as one megacore device; v5e and v6e have one TensorCore)
+JAX_DEVICES_PER_CHIP = {"tpu-v7": 2}
 
 FUSIBLE_KINDS = frozenset({OpKind.ELEMENTWISE, OpKind.NORM})
 FUSION_PRODUCERS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION}) | FUSIBLE_KINDS
@@ -153,9 +174,39 @@ class TpuModel(PerfModel):
         self.efficiency = efficiency if efficiency is not None else efficiency_for(chip)
         self.mxu_dim = chip.matrix_unit_dim or DEFAULT_MXU_DIM
         self._op_times: dict[Op, OpTime] = {}  # op_time is pure in (model, op); see GpuModel
+        # the serving engine moves every token's MoE rows on every device (GMM_EP before
+        # TPU_INFERENCE_LOCAL_PERMUTE_DATE; ``for_engine``)
+        self.replicated_moe_rows = False
 
     def sustained_tensor_fraction(self) -> float:
         return self.efficiency.sustained_tensor_fraction
+
+    def for_engine(self, engine: str, engine_date: str = "") -> PerfModel:
+        """vLLM TPU before ``TPU_INFERENCE_LOCAL_PERMUTE_DATE`` moves every token's MoE rows
+        on every device (module constants); the same model otherwise."""
+        replicated = engine == "vllm" and bool(engine_date)
+        replicated = replicated and engine_date < TPU_INFERENCE_LOCAL_PERMUTE_DATE
+        if replicated == self.replicated_moe_rows:
+            return self
+        clone = copy.copy(self)
+        clone.replicated_moe_rows = replicated
+        clone._op_times = {}
+        return clone
+
+    def moe_row_replicas(self, op: Op) -> float:
+        """How many times the rows of its own experts' share (the op's bytes) a chip's MoE
+        dispatch or combine moves: ``devices x ep`` under the replicated GMM_EP path
+        (module constants), 1 otherwise."""
+        routing = op.routing
+        if not self.replicated_moe_rows or routing is None or routing.local >= routing.experts:
+            return 1.0
+        if op.kind is OpKind.SCATTER:
+            # the SparseCore kernel takes over on TPU7x only (get_tpu_info().generation == 7)
+            sparse_core = self.chip.architecture == "tpu-v7"
+            if sparse_core and routing.tokens * routing.topk > TPU_INFERENCE_SC_GATHER_REDUCE_ROWS:
+                return 1.0
+        devices = JAX_DEVICES_PER_CHIP.get(self.chip.architecture, 1)
+        return float(devices * routing.experts // routing.local)
 
     # -- one op ---------------------------------------------------------------------------
 
@@ -216,6 +267,10 @@ class TpuModel(PerfModel):
             work = flops
             traffic = n_bytes * padding_factor(op.shape) if op.shape else n_bytes
             traffic = max(traffic - saved_bytes, 0.0)
+            replicas = self.moe_row_replicas(op)
+            if replicas > 1:
+                traffic *= replicas
+                notes.append(f"every device moves all tokens' MoE rows: {replicas:g}x")
             if op.kind is OpKind.GATHER:
                 traffic *= GATHER_AMPLIFICATION
                 notes.append(f"gather slow path: {GATHER_AMPLIFICATION:g}x tile traffic")
