@@ -10,7 +10,6 @@ tile of FlashAttention/FlashInfer does (``trtllm_attention_tile_blocks``)."""
 
 from __future__ import annotations
 
-import csv
 import statistics
 from dataclasses import dataclass, replace
 from functools import cache
@@ -18,10 +17,9 @@ from pathlib import Path
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.ops.gpu import GpuModel
-from chipwise.perf.ops.graph import OpKind
-from chipwise.perf.ops.layers import Shard, layer_ops
 from chipwise.perf.step.timing import time_ops
-from chipwise.workload.ir import Op, TransformerSpec
+from chipwise.workload.ir import Op
+from tests.perf.aic_attention import context_attention, read_table
 
 DATA = Path(__file__).parent / "data" / "aiconfigurator-context-attention.csv"
 
@@ -41,7 +39,6 @@ class Measured:
 
 @cache
 def _rows() -> tuple[Measured, ...]:
-    lines = (line for line in DATA.read_text().splitlines() if not line.startswith("#"))
     return tuple(
         Measured(
             chip=r["chip"],
@@ -52,18 +49,12 @@ def _rows() -> tuple[Measured, ...]:
             isl=int(r["isl"]),
             us=float(r["ms"]) * 1e3,
         )
-        for r in csv.DictReader(lines)
+        for r in read_table(DATA)
     )
 
 
 def _attention(m: Measured) -> Op:
-    spec = TransformerSpec(
-        name="gqa-shape", n_layers=1, d_model=m.heads * 128, n_heads=m.heads,
-        n_kv_heads=m.kv_heads, head_dim=128, d_ff=4096, vocab_size=1024,
-    )  # fmt: skip
-    ops = layer_ops(spec, b=m.batch, seq_len=m.isl, shard=Shard(), precision="bf16", moe=False)
-    (attention,) = (op for op in ops if op.kind is OpKind.ATTENTION)
-    return attention
+    return context_attention(m.heads, m.kv_heads, m.batch, m.isl, "bf16")
 
 
 def _model_us(m: Measured, *, tiles: bool = True) -> float:

@@ -8,7 +8,6 @@ prompts, not the 2x of the fp8 peak."""
 
 from __future__ import annotations
 
-import csv
 import statistics
 from dataclasses import dataclass, replace
 from functools import cache
@@ -20,17 +19,16 @@ from chipwise.hardware.catalog import chip
 from chipwise.perf.base import Plan
 from chipwise.perf.ops.gpu import GpuModel
 from chipwise.perf.ops.layers import (
-    Shard,
     fp8_context_attention,
     is_fp8_context_attention,
-    layer_ops,
 )
 from chipwise.perf.ops.models import model_for
 from chipwise.perf.plan.parallel import Network
 from chipwise.perf.step.serve import ServeModel
 from chipwise.perf.step.timing import time_ops
-from chipwise.workload.ir import Op, OpKind, TransformerSpec
+from chipwise.workload.ir import Op
 from chipwise.workload.presets import load_preset
+from tests.perf.aic_attention import context_attention, read_table
 
 DATA = Path(__file__).parent / "data" / "aiconfigurator-context-attention-fp8.csv"
 GROUPS = (("b200", "gb200"), ("b300", "gb300"), ("h100-sxm", "h200-sxm"))
@@ -51,7 +49,6 @@ class Measured:
 
 @cache
 def _rows() -> tuple[Measured, ...]:
-    lines = (line for line in DATA.read_text().splitlines() if not line.startswith("#"))
     return tuple(
         Measured(
             chip=r["chip"],
@@ -62,18 +59,12 @@ def _rows() -> tuple[Measured, ...]:
             fp8_us=float(r["ms_fp8"]) * 1e3,
             bf16_us=float(r["ms_bf16"]) * 1e3,
         )
-        for r in csv.DictReader(lines)
+        for r in read_table(DATA)
     )
 
 
 def _attention(m: Measured) -> Op:
-    spec = TransformerSpec(
-        name="gqa-shape", n_layers=1, d_model=m.heads * 128, n_heads=m.heads,
-        n_kv_heads=m.kv_heads, head_dim=128, d_ff=4096, vocab_size=1024,
-    )  # fmt: skip
-    ops = layer_ops(spec, b=m.batch, seq_len=m.isl, shard=Shard(), precision="fp8", moe=False)
-    (attention,) = (op for op in ops if op.kind is OpKind.ATTENTION)
-    return attention
+    return context_attention(m.heads, m.kv_heads, m.batch, m.isl, "fp8")
 
 
 def _model_us(m: Measured, *, fp8: bool = True, measured_rate: bool = True) -> float:
