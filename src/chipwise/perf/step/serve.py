@@ -223,6 +223,23 @@ VLLM_GDN_MIXED_HOST_S_PER_SEQ = 85e-6
 # TensorRT-LLM 1.2.0rc2 B200 tp 4 run at 128 clients (IMX-125, TPOT 5.56 ms) is consistent
 # with it (host 2 + 128 x 0.028 = 5.6 ms).
 TRTLLM_HOST_S_PER_REQUEST = (45.11e-3 - HOST_STEP_S) / 1536
+# SGLang's normal (non-overlap) scheduler loop runs each step's host work in series with the
+# device: it schedules and prepares batch n, runs it, then processes its results
+# (Scheduler.event_loop_normal; process_batch_result_decode walks every running request in
+# Python: its output token, finish check and streamed output), and only then forms batch
+# n+1 (the timeline in sgl-project/sglang-omni PR #156, 2026-03-14: "[schedule] [GPU:
+# run_batch_N] [process_result_N] [schedule] ..."). The overlap loop hides that work; a
+# Gated DeltaNet hybrid served in the default no_buffer mode runs without it
+# (SGLANG_MAMBA_RADIX_DATE); those are the only SGLang runs the rows time without the overlap
+# loop, so the term is kept to them (a --disable-overlap-schedule run of another model would
+# pay the same work, unmeasured here). The per-request part is taken as
+# VLLM_GDN_MIXED_HOST_S_PER_SEQ,
+# the same kind of per-request Python step work measured in series in vLLM (fitted on
+# GDN-028/032/034, in_sample.toml); not fitted on any SGLang row. With it, the SGLang v0.5.9
+# Qwen3.5-35B-A3B run on one H200 at 512 clients (GDN-030, ~156 running: ~45 ms device and
+# host) goes +54 -> +19 % and the Qwen3.5-397B B200 tp 8 run at 32 clients (GDN-001/003)
+# +30 -> +14 % tokens/s, -25 -> -13 % TPOT.
+SGLANG_SERIAL_HOST_S_PER_REQUEST = VLLM_GDN_MIXED_HOST_S_PER_SEQ
 # vLLM's default ceiling on the tokens of a step it runs in CUDA graphs (the largest capture
 # size): min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens
 # (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes); 512 at the default max_num_seqs of
@@ -552,11 +569,15 @@ def mixed_step_host_s_per_seq(engine: str, linear_attention: bool, kind: str) ->
     return 0.0
 
 
-def step_host_s_per_request(engine: str, overlap: bool) -> float:
+def step_host_s_per_request(engine: str, overlap: bool, linear_attention: bool = False) -> float:
     """Host seconds per scheduled request of one ``engine`` step (``TRTLLM_HOST_S_PER_REQUEST``
-    for TensorRT-LLM's PyTorch executor, whose overlap loop is ``overlap``; 0 elsewhere)."""
+    for TensorRT-LLM's PyTorch executor, whose overlap loop is ``overlap``;
+    ``SGLANG_SERIAL_HOST_S_PER_REQUEST`` for SGLang's normal loop, without ``overlap``,
+    serving a hybrid linear-attention model, ``linear_attention``; 0 elsewhere)."""
     if engine == "trtllm" and overlap:
         return TRTLLM_HOST_S_PER_REQUEST
+    if engine == "sglang" and not overlap and linear_attention:
+        return SGLANG_SERIAL_HOST_S_PER_REQUEST
     return 0.0
 
 
@@ -1137,7 +1158,9 @@ class ServeModel(StepTimer):
         step: EngineStep = BatchingStep(
             timer=timer, overlap=overlap, eager_host_s=eager, eager_prefill=eager_prefill,
             graph_max_seqs=graph_seqs, mixed_host_s_per_seq=mixed,
-            host_s_per_request=step_host_s_per_request(phase.engine, overlap),
+            host_s_per_request=step_host_s_per_request(
+                phase.engine, overlap, spec.uses_linear_attention
+            ),
         )  # fmt: skip
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
