@@ -15,6 +15,7 @@ SRC = Path(chipwise.__file__).parent
 PACKAGE_KEYED = {
     "perf/ops/kernels.py:_table": "chip id x dtype of the packaged GEMM tables",
     "perf/ops/kernels.py:_size_table": "a packaged table's name",
+    "perf/ops/kernels.py:_grid_table": "engine x dtype of the packaged GEMM grid tables",
     "workload/presets/__init__.py:_load": "a preset id (the zoo)",
     "validate/confidence.py:_is_moe": "a measurements file's workloads, in one-shot commands",
 }

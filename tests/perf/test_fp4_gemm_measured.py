@@ -3,9 +3,10 @@ kernels (efficiency.toml FP4-GEMV-ENG): a launch, a fixed latency and a latency 
 per engine, the weights at the copy rate (``hbm_fraction``), agree with AIConfigurator's
 vLLM 0.24 and SGLang 0.5.14 nvfp4 tables on B200, GB200, B300 and GB300; the engine-less fp4
 weight stream (``fp4_gemm_hbm_fraction`` 0.30) scattered 0.2-2.3x around them. TensorRT-LLM
-1.3.0rc20's table fits the same form (3.2 us + 1.3 us per 1024 K), recorded but not applied:
-its served validation rows got worse with it (efficiency.toml FP4-GEMV-ENG), so TensorRT-LLM
-keeps the engine-less stream, a median ~0.56 of its kernels' time (a known gap, pinned here)."""
+1.3.0rc20's table fits the same form (3.2 us + 1.3 us per 1024 K), recorded but not applied
+(efficiency.toml FP4-GEMV-ENG): TensorRT-LLM takes its measured kernel grid instead
+(data/kernels/trtllm-fp4-gemm.csv, kernels.measured_grid_gemm_s), where the engine-less
+stream made its kernels a median ~0.56 of the table's time."""
 
 from __future__ import annotations
 
@@ -76,10 +77,15 @@ def test_engine_nvfp4_gemms_at_decode_m_run_at_the_kernels_time(key: tuple[str, 
     assert max(bare) / min(bare) > 2 * max(ratios) / min(ratios)
     if engine == "trtllm":  # TensorRT-LLM's were a median ~0.56 of the kernel's time
         assert statistics.median(bare) < 0.6
-        # and, its fit unapplied, still are: the default TensorRT-LLM model is the bare one
+        # the default TensorRT-LLM model now takes the engine's measured kernel grid on
+        # Blackwell (data/kernels/trtllm-fp4-gemm.csv, from the same AIConfigurator table):
+        # the table's own times (4 digits), less the grid's smoothing to non-decreasing in M
+        # (a median 1-2 %; at most 28 %: b200 M=1 16384 x 16384 60.1 us, 43.5 at M=2-17)
         default = GpuModel(chip(chip_id)).for_engine(engine)
         assert isinstance(default, GpuModel)
-        assert _ratios(default, rows) == bare
+        exact = _ratios(default, rows)
+        assert all(0.7 <= r <= 1.001 for r in exact)
+        assert statistics.median(exact) >= 0.97
 
 
 def test_trtllm_pays_its_k_serial_loop_and_vllm_less() -> None:
@@ -87,15 +93,17 @@ def test_trtllm_pays_its_k_serial_loop_and_vllm_less() -> None:
     trt, vllm = _engine_model("b200", "trtllm"), _engine_model("b200", "vllm")
     # a thin, deep GEMM: almost no weights, a long K loop (the table: 21.5 us vs 11.1 us)
     thin = _op(1, 1024, 8192)
-    assert trt.op_time(thin).seconds == pytest.approx(21.5e-6, rel=0.25)  # 17.3 us
+    assert trt.op_time(thin).seconds == pytest.approx(21.5e-6, rel=0.25)  # the table's 21.0
     assert vllm.op_time(thin).seconds == pytest.approx(11.1e-6, rel=0.25)
     # the same K and more weights costs the same loop plus their stream at the copy rate
+    # (the vLLM fit; TensorRT-LLM's measured kernel hides most of that stream under its K
+    # loop: the table's 16384 x 8192 at M=1 takes 24.9 us, 3.9 us over the thin one)
     wide = _op(1, 16384, 8192)
     extra = 16384 * 8192 * (0.5 + 1 / 16) - 1024 * 8192 * (0.5 + 1 / 16)
     stream = extra / (chip("b200").hbm_bytes_per_s * b200.efficiency.hbm_fraction)
-    for model in (trt, vllm):
-        gap = model.op_time(wide).seconds - model.op_time(thin).seconds
-        assert gap == pytest.approx(stream, rel=0.05)
+    gap = vllm.op_time(wide).seconds - vllm.op_time(thin).seconds
+    assert gap == pytest.approx(stream, rel=0.05)
+    assert trt.op_time(wide).seconds - trt.op_time(thin).seconds < 0.5 * stream
 
 
 def test_experts_training_and_other_dtypes_are_untouched() -> None:

@@ -50,7 +50,9 @@ Refinements over the plain roofline (``roofline.py``), each a named constant or 
   own NVFP4 linear was timed (``fp4_gemm_latency_s`` for vLLM/SGLang's FlashInfer CuteDSL
   kernel; ``trtllm_fp4_gemm_*`` for TensorRT-LLM where set) a dense fp4 GEMM instead streams
   its weights at ``hbm_fraction`` and pays a fixed latency plus one per 1024 of K: at decode
-  M each CTA walks the whole K serially (``_engine_fp4_latency_s``). A dense block-scaled
+  M each CTA walks the whole K serially (``_engine_fp4_latency_s``); TensorRT-LLM's on
+  Blackwell takes the engine's measured kernel grid at every M (``kernels.measured_grid_gemm_s``,
+  data/kernels/trtllm-fp4-gemm.csv). A dense block-scaled
   fp8 GEMM (``op.block_scaled``: DeepSeek's 128 x 128 weight blocks) takes at least
   ``blockscale_gemm_k_latency_s`` per 1024 of K where set (CDNA3: AITER's
   tuned CK block-scale kernels have no split-K, so at decode M a handful of tiles each walk
@@ -189,7 +191,7 @@ from chipwise.hardware.chip import Chip
 from chipwise.limits import CACHE_ENTRIES
 from chipwise.perf.base import Assumption, OpTime, PerfModel
 from chipwise.perf.efficiency import Efficiency, a8w4_block_m, efficiency_for, pow2_tile
-from chipwise.perf.ops.kernels import measured_gemm_s
+from chipwise.perf.ops.kernels import measured_gemm_s, measured_grid_gemm_s
 from chipwise.perf.ops.layers import GDN_CHUNK, INDEXER, block_overcount, is_fp8_context_attention
 from chipwise.perf.ops.roofline import Roof, combine, compute_rate, op_bytes, op_flops, timed
 from chipwise.perf.ops.tpu import is_decode_attention
@@ -1346,8 +1348,21 @@ class GpuModel(PerfModel):
                 frac = eff.blockscale_gemm_peak_fraction or frac
             # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
             fp4_lat = self._engine_fp4_latency_s(op)
+            # TensorRT-LLM's dense NVFP4 linear (input quantisation + CUTLASS NVFP4 GEMM) at
+            # its measured kernel grid on Blackwell where it ships (kernels.py,
+            # data/kernels/trtllm-fp4-gemm.csv): at decode M its kernels stream the weights
+            # at ~4.5 of 8 TB/s, not the engine-less fp4 rate (FP4-GEMV), and at M >= 1024
+            # run 4.2-4.4 PFLOP/s on B200
+            trtllm_fp4_s = (
+                measured_grid_gemm_s(chip.id, TRTLLM_MOE_ENGINE, "fp4", m, n, k)
+                if self.trtllm_moe and op.dtype == "fp4" and not expert and not op.weight
+                and op.batch == 1
+                else None
+            )  # fmt: skip
+            if trtllm_fp4_s is not None:
+                fp4_lat = None  # the measured kernel holds its fixed and K-serial time
             # its weights then stream at the copy rate ("" = not the engine-less fp4 rate)
-            mem_dtype = "" if fp4_lat is not None else kernel_dtype
+            mem_dtype = "" if fp4_lat is not None or trtllm_fp4_s is not None else kernel_dtype
             w4_expert = expert and self._w4a16_weight(op.weight or "")
             # a fused-MoE grid (Triton fused_moe, TensorRT-LLM's CUTLASS MoE, the fp4 expert
             # kernels) pads each expert's rows on its own load under the op's routing
@@ -1448,7 +1463,9 @@ class GpuModel(PerfModel):
             if k_serial > memory_s:
                 memory_s = k_serial
                 notes.append(f"block-scaled fp8 GEMM: K-serial main loop {k_serial * 1e6:.1f} us")
-            measured = None if op.batch > 1 else measured_gemm_s(chip.id, op.dtype, m, n, k)
+            measured = trtllm_fp4_s
+            if measured is None and op.batch == 1:
+                measured = measured_gemm_s(chip.id, op.dtype, m, n, k)
             # AITER's tuned bf16 GEMM (tgemm) under SGLang / ATOM: split-K kernels with fp32
             # accumulation that stream their operands below the copy rate (AITER-BF16)
             aiter_bf16 = (
@@ -1479,7 +1496,10 @@ class GpuModel(PerfModel):
                     notes.append(
                         f"MXFP4 input quantisation kernel: {quant_s * 1e6:.1f} us + one launch"
                     )
-            launches = 2 if quant_s else 1
+            # AIConfigurator's TensorRT-LLM table times the linear (its quantisation and GEMM
+            # kernels) replayed back to back in a CUDA graph (collector/helper.py
+            # benchmark_with_power): its launches and ramps are in the time already
+            launches = 0 if trtllm_fp4_s is not None else (2 if quant_s else 1)
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")

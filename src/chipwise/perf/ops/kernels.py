@@ -4,7 +4,9 @@ A submitter that ships its tuned kernel table has measured the kernel it runs fo
 shape on its own chip; that time replaces the model's idealised library (``gpu.plan_gemm``)
 for exactly those (chip, dtype, N, K). Files: ``data/kernels/<chip>-<dtype>-gemm.csv``,
 columns m, n, k, us, ``#`` lines citing where they come from. Legend: M = tokens (rows),
-N = output features, K = input features.
+N = output features, K = input features. An engine's table measured on a full M x N x K grid
+(``data/kernels/<engine>-<dtype>-gemm.csv``, columns chip, m, n, k, us: TensorRT-LLM's NVFP4
+linears on Blackwell) is interpolated between its points (``measured_grid_gemm_s``).
 
 Serving engines' tensor-parallel all-reduces (``data/kernels/allreduce.csv``: chip, engine,
 GPUs, message size in bf16 elements, microseconds) likewise: their one-kernel all-reduces
@@ -78,6 +80,73 @@ def measured_gemm_s(chip_id: str, dtype: str, m: int, n: int, k: int) -> float |
     no measurement of that (N, K) ships."""
     curve = _table(chip_id, dtype).get((n, k))
     return None if curve is None or m < 1 else curve.at(m)
+
+
+def _axis(xs: tuple[int, ...], x: float) -> tuple[tuple[tuple[int, float], ...], float]:
+    """One grid axis's bracketing points of ``x`` as (index, weight) pairs for a linear
+    interpolation, and a scale for ``x`` past the axis: below its first point that point's
+    time (a latency floor), past its last that time times x / last (more full waves or a
+    longer stream of the same kernel)."""
+    if x <= xs[0]:
+        return ((0, 1.0),), 1.0
+    if x >= xs[-1]:
+        return ((len(xs) - 1, 1.0),), x / xs[-1]
+    i = bisect.bisect_left(xs, x)
+    w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+    return ((i - 1, 1.0 - w), (i, w)), 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class GemmGrid:
+    """A GEMM kernel's measured times on a full M x N x K grid (ascending axes; seconds by
+    (i, j, l) index of m, n, k)."""
+
+    m: tuple[int, ...]
+    n: tuple[int, ...]
+    k: tuple[int, ...]
+    seconds: dict[tuple[int, int, int], float]
+
+    def at(self, m: int, n: int, k: int) -> float:
+        """Trilinear interpolation between the grid's points (the time of a GEMM at a fixed
+        tile plan is linear in each of M, N and K between waves), with ``_axis``'s floor
+        below and scaling past each axis."""
+        (am, sm), (an, sn), (ak, sk) = _axis(self.m, m), _axis(self.n, n), _axis(self.k, k)
+        t = sum(
+            wi * wj * wk * self.seconds[i, j, h] for i, wi in am for j, wj in an for h, wk in ak
+        )
+        return t * sm * sn * sk
+
+
+@functools.cache
+def _grid_table(engine: str, dtype: str) -> dict[str, GemmGrid]:
+    """The packaged grid table ``data/kernels/<engine>-<dtype>-gemm.csv`` (columns chip, m,
+    n, k, us) by chip; empty where none ships."""
+    name = f"{engine}-{dtype}-gemm.csv"
+    path = resources.files("chipwise.perf").joinpath("data", "kernels", name)
+    if not path.is_file():
+        return {}
+    rows: dict[str, dict[tuple[int, int, int], float]] = {}
+    with path.open() as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            mnk = (int(row["m"]), int(row["n"]), int(row["k"]))
+            rows.setdefault(row["chip"], {})[mnk] = float(row["us"]) / MEGA
+    out = {}
+    for chip, points in rows.items():
+        axes = [tuple(sorted({p[d] for p in points})) for d in range(3)]
+        index = [{x: i for i, x in enumerate(axis)} for axis in axes]
+        seconds = {(index[0][m], index[1][n], index[2][k]): t for (m, n, k), t in points.items()}
+        out[chip] = GemmGrid(m=axes[0], n=axes[1], k=axes[2], seconds=seconds)
+    return out
+
+
+def measured_grid_gemm_s(
+    chip_id: str, engine: str, dtype: str, m: int, n: int, k: int
+) -> float | None:
+    """Measured time of ``engine``'s (m x k) @ (k x n) GEMM at ``dtype`` on ``chip_id``,
+    interpolated in the engine's kernel grid (``GemmGrid.at``), or None where no grid of
+    that chip ships (TensorRT-LLM's NVFP4 GEMMs on Blackwell: trtllm-fp4-gemm.csv)."""
+    grid = _grid_table(engine, dtype).get(chip_id)
+    return None if grid is None or m < 1 else grid.at(m, n, k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +255,12 @@ def _own_or_twin(
 
 __all__ = [
     "NCCL_FABRIC_TWIN",
+    "GemmGrid",
     "KernelCurve",
     "SizeCurve",
     "measured_all_reduce_s",
     "measured_gemm_s",
+    "measured_grid_gemm_s",
     "measured_nccl_launch_s",
     "measured_nccl_s",
 ]
