@@ -122,14 +122,12 @@ def _grid_table(engine: str, dtype: str) -> dict[str, GemmGrid]:
     """The packaged grid table ``data/kernels/<engine>-<dtype>-gemm.csv`` (columns chip, m,
     n, k, us) by chip; empty where none ships."""
     name = f"{engine}-{dtype}-gemm.csv"
-    path = resources.files("chipwise.perf").joinpath("data", "kernels", name)
-    if not path.is_file():
+    if not resources.files("chipwise.perf").joinpath("data", "kernels", name).is_file():
         return {}
+    curves = _sorted_points(name, lambda row: (row["chip"], int(row["n"]), int(row["k"])), "m")
     rows: dict[str, dict[tuple[int, int, int], float]] = {}
-    with path.open() as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            mnk = (int(row["m"]), int(row["n"]), int(row["k"]))
-            rows.setdefault(row["chip"], {})[mnk] = float(row["us"]) / MEGA
+    for (chip, n, k), (ms, ts) in curves.items():
+        rows.setdefault(chip, {}).update(((m, n, k), t) for m, t in zip(ms, ts, strict=True))
     out = {}
     for chip, points in rows.items():
         axes = [tuple(sorted({p[d] for p in points})) for d in range(3)]
