@@ -97,15 +97,24 @@ def test_prefill_runs_the_chunked_delta_rule_in_linear_time() -> None:
 
 
 def test_the_state_is_what_the_checkpoint_names() -> None:
-    # Qwen3.5 holds its state in fp32 (config mamba_ssm_dtype); 45 linear layers, 16 value
+    # Qwen3.5 holds its recurrent state in fp32 (config mamba_ssm_dtype) and its conv state
+    # in the model dtype, bf16 (vLLM's and SGLang's mamba_utils); 45 linear layers, 16 value
     # heads and 4 key heads per rank at tp 4, a conv state of 3 inputs per channel
-    per_layer = 16 * 128 * 128 * 4 + 3 * (2 * 4 * 128 + 16 * 128) * 4
+    per_layer = 16 * 128 * 128 * 4 + 3 * (2 * 4 * 128 + 16 * 128) * 2
     assert recurrent_state_bytes(Q35, 4, 60) == 45 * per_layer
     # Qwen3-Next states no dtype: the activation dtype (bf16)
     assert recurrent_state_bytes(NEXT, 1, 48) == 36 * (
         32 * 128 * 128 * 2 + 3 * (2 * 2048 + 4096) * 2
     )
     assert recurrent_state_bytes(load_preset("qwen3-32b"), 1, 64) == 0
+
+
+def test_an_fp32_recurrent_state_leaves_the_conv_state_in_the_model_dtype() -> None:
+    # vLLM's gated_delta_net_state_dtype and SGLang's mamba2_state_dtype: the ssm dtype widens
+    # the dk x dv matrices only; the conv state's last 3 inputs per channel stay bf16
+    fp32 = recurrent_state_bytes(replace(NEXT, linear_state_dtype="fp32"), 1, 48)
+    bf16 = recurrent_state_bytes(replace(NEXT, linear_state_dtype="bf16"), 1, 48)
+    assert fp32 - bf16 == 36 * 32 * 128 * 128 * (4 - 2)
 
 
 def test_only_full_attention_layers_cache_tokens() -> None:

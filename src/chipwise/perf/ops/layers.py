@@ -490,13 +490,19 @@ def attention_ops(spec: TransformerSpec, *, b: int, s: int, shard: Shard, dt: Dt
 # update, q S). The state is held in the dtype the checkpoint's config names
 # (mamba_ssm_dtype: Qwen3.5's "float32"), else the activation dtype (vLLM's
 # MambaStateDtypeCalculator with mamba_ssm_cache_dtype "auto"), with the convolution's last
-# kernel-1 inputs beside it (in the same dtype here).
+# kernel-1 inputs beside it in the model dtype (GDN_CONV_STATE_DTYPE, bf16), whatever the
+# recurrent state's: vLLM's MambaStateDtypeCalculator.gated_delta_net_state_dtype
+# (vllm/model_executor/layers/mamba/mamba_utils.py, _mamba_state_dtype: conv =
+# mamba_cache_dtype "auto" = the model dtype, temporal = mamba_ssm_cache_dtype) and SGLang's
+# mamba2_state_dtype (python/sglang/srt/configs/mamba_utils.py: conv =
+# SGLANG_MAMBA_CONV_DTYPE, default bfloat16; temporal = the config's mamba_ssm_dtype).
 # The chunked kernels' rate and fixed time are fitted per architecture on measured kernels
 # (gpu.py, efficiency.toml GDN-CHUNK): chunk_fwd_h walks a sequence's chunks one after
 # another on a grid of only (value heads x dv blocks), so the pipeline runs far below the
 # roofline of the FLOPs and bytes counted here.
 GDN_CHUNK_TOKENS = 64
 GDN_STATE_DTYPE = "bf16"
+GDN_CONV_STATE_DTYPE = "bf16"  # the checkpoints' torch_dtype (bfloat16); see above
 GDN_RECURRENT_FLOPS = 7.0  # per state element per decode token
 GDN_RECURRENT = "gdn_recurrent"
 GDN_CHUNK = "gdn_chunk"
@@ -514,14 +520,15 @@ def recurrent_state_bytes(spec: TransformerSpec, tp: int, layers: int) -> float:
     """Bytes of one sequence's linear-attention state on one chip over ``layers`` decoder
     layers (their share of the linear ones, as ``kv_cached_tokens`` shares the pattern):
     the delta rule's dk x dv matrix per value head and the convolution's last kernel-1
-    inputs (0 without linear attention)."""
+    inputs, the one in ``state_dtype``, the other in ``GDN_CONV_STATE_DTYPE`` (0 without
+    linear attention)."""
     if not spec.uses_linear_attention:
         return 0.0
     nk, nv = linear_heads_per_rank(spec, tp)
     dk, dv = spec.linear_k_head_dim, spec.linear_v_head_dim
-    b = dtype_bytes(state_dtype(spec))
-    state = nv * dk * dv * b
-    conv = (spec.linear_conv_kernel - 1) * (2 * nk * dk + nv * dv) * b
+    state = nv * dk * dv * dtype_bytes(state_dtype(spec))
+    conv_inputs = (spec.linear_conv_kernel - 1) * (2 * nk * dk + nv * dv)
+    conv = conv_inputs * dtype_bytes(GDN_CONV_STATE_DTYPE)
     return float(spec.n_linear_layers * (state + conv) * layers / spec.n_layers)
 
 
