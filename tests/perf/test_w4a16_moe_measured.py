@@ -15,7 +15,7 @@ import pytest
 
 from chipwise.hardware.catalog import chip
 from chipwise.perf.efficiency import Efficiency, efficiency_for
-from chipwise.perf.ops.gpu import expert_loads, w4a16_expert_rows, w4a16_routed_rows
+from chipwise.perf.ops.gpu import GpuModel, expert_loads, w4a16_expert_rows, w4a16_routed_rows
 from chipwise.workload.ir import ExpertRouting
 from tests.perf.aic_moe import Measured, modelled_us, read_measured
 
@@ -170,3 +170,17 @@ def test_expert_loads_are_a_distribution_with_the_routings_mean(
     assert len(loads) <= 4096  # a wide binomial is sampled (gpu._PMF_POINTS): bounded work
     assert math.isclose(sum(w for _, w in loads), 1.0, rel_tol=1e-9)
     assert math.isclose(sum(n * w for n, w in loads), tokens * 4 / 128, rel_tol=1e-9)
+
+
+def test_tensorrt_llm_w4a16_experts_take_no_second_sustained_share() -> None:
+    """TRTLLM-W4A16-MOE was fitted at the per-op rate (``modelled_us``: op_time), so a served
+    step runs those experts at it; TensorRT-LLM's other experts and the vLLM kernel keep
+    their shares."""
+    h100 = chip("h100-sxm")
+    trtllm = GpuModel(h100).for_engine("trtllm")
+    assert trtllm.serving_expert_sustained_fraction("bf16", "mxfp4") == 1.0
+    sustained = efficiency_for(h100).sustained_tensor_fraction
+    assert sustained < 1.0
+    assert trtllm.serving_expert_sustained_fraction("fp8") == sustained
+    vllm = GpuModel(h100).for_engine("vllm")
+    assert vllm.serving_expert_sustained_fraction("bf16", "mxfp4") < 1.0

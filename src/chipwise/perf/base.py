@@ -88,9 +88,10 @@ class PerfModel(ABC):
         del dtype
         return self.sustained_tensor_fraction()
 
-    def serving_expert_sustained_fraction(self, dtype: str) -> float:
-        """The same for a serving step's routed-expert GEMMs in ``dtype``."""
-        del dtype
+    def serving_expert_sustained_fraction(self, dtype: str, weight: str = "") -> float:
+        """The same for a serving step's routed-expert GEMMs in ``dtype`` (their weights
+        stored as ``weight``, "" = as ``dtype``)."""
+        del dtype, weight
         return self.sustained_tensor_fraction()
 
     def for_engine(self, engine: str, engine_date: str = "") -> PerfModel:

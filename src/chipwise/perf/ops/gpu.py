@@ -1139,7 +1139,7 @@ class GpuModel(PerfModel):
     def serving_sustained_fraction(self, dtype: str) -> float:
         return self.efficiency.serving_sustained_fraction(dtype)
 
-    def serving_expert_sustained_fraction(self, dtype: str) -> float:
+    def serving_expert_sustained_fraction(self, dtype: str, weight: str = "") -> float:
         # the Triton fused_moe's fp8 rate (FUSED-MOE-FP8) was fitted at the per-op rate on
         # the same kernel tables as the dense fp8 GEMMs' serving share, so it keeps that
         # share; other expert kernels keep the training step's. TG-NVFP4-MOE, TG-FP8-MOE and
@@ -1148,8 +1148,14 @@ class GpuModel(PerfModel):
         # rows went 11.5 -> 13.0 % median |error| (MLPerf throughput 7.9 -> 17.7 %; tried
         # 2026-12-06, docs/performance.md), so under a sustained serving load it stands in
         # for clocks below the kernel microbenchmarks'.
+        # TensorRT-LLM's own W4A16 MoE (TRTLLM-W4A16-MOE) was fitted at the per-op rate on
+        # the engine's kernel table (tests/perf/aic_moe.py modelled_us: op_time, no
+        # sustained share) and takes no sustained share on top.
         if self.fused_moe:
             return self.efficiency.serving_sustained_fraction(dtype)
+        if (self.trtllm_moe and self.efficiency.trtllm_w4a16_expert_peak_fraction
+                and self._w4a16_weight(weight)):  # fmt: skip
+            return 1.0
         return self.efficiency.sustained_tensor_fraction
 
     def for_engine(self, engine: str, engine_date: str = "") -> PerfModel:
