@@ -1153,8 +1153,7 @@ class GpuModel(PerfModel):
         # sustained share) and takes no sustained share on top.
         if self.fused_moe:
             return self.efficiency.serving_sustained_fraction(dtype)
-        if (self.trtllm_moe and self.efficiency.trtllm_w4a16_expert_peak_fraction
-                and self._w4a16_weight(weight)):  # fmt: skip
+        if self._trtllm_w4a16_measured() and self._w4a16_weight(weight):
             return 1.0
         return self.efficiency.sustained_tensor_fraction
 
@@ -1222,6 +1221,11 @@ class GpuModel(PerfModel):
             and self.efficiency.w4a16_expert_dequant_fraction > 0
             and bool(self.chip.vector_flops_per_s)
         )
+
+    def _trtllm_w4a16_measured(self) -> bool:
+        """Whether the W4A16 experts run TensorRT-LLM's own MoE op at its measured MMA rate
+        (``trtllm_w4a16_expert_peak_fraction``, a per-op fit: TRTLLM-W4A16-MOE)."""
+        return self.trtllm_moe and self.efficiency.trtllm_w4a16_expert_peak_fraction > 0
 
     def _marlin_measured(self) -> bool:
         """Whether the W4A16 experts run Marlin-MoE at its own measured rates
@@ -1431,7 +1435,7 @@ class GpuModel(PerfModel):
                 )
                 dequant_s = all_slices * n * k / dequant_rate
                 mma_frac = eff.gemm_fraction(op.dtype)
-                if self.trtllm_moe and eff.trtllm_w4a16_expert_peak_fraction:
+                if self._trtllm_w4a16_measured():
                     # TensorRT-LLM's own W4A16 MoE op: its measured MMA rate (module doc)
                     mma_frac = eff.trtllm_w4a16_expert_peak_fraction
                 elif marlin:

@@ -109,7 +109,7 @@ def _serving_fraction(op: Op, model: PerfModel) -> float:
     kernel was fitted (vLLM's and SGLang's Triton fused_moe: the dense share, FUSED-MOE-FP8;
     other kernels the training step's); attention keeps the training step's."""
     if op.kind == OpKind.MATMUL and op.routed_expert:
-        return model.serving_expert_sustained_fraction(op.dtype, op.weight or "")
+        return model.serving_expert_sustained_fraction(op.dtype, op.weight)
     if op.kind == OpKind.MATMUL:
         return model.serving_sustained_fraction(op.dtype)
     return model.sustained_tensor_fraction()
