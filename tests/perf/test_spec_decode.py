@@ -41,11 +41,15 @@ DSV3 = ServeModel(load_preset("deepseek-v3"), H200, "fp8", model_for(H200), Netw
 # value was refitted without TensorRT-LLM's rows, Hopper 2.2 -> 2.5 key blocks, 2026-12-06:
 # TTFT 0.03945 -> 0.03950 at concurrency 16; and when vLLM's async scheduling came to delay
 # a busy engine's prompt by the step it has launched ahead, SCHEDULER_LAUNCHED_AHEAD,
-# 2026-12-06: TTFT 0.03950 -> 0.04817 at concurrency 16, 0.03858 -> 0.04641 at 4 req/s) of
-# llama3-8b on one H100 at 1000 in / 300 out: (load keys, TPOT, TTFT, output tokens/s).
+# 2026-12-06: TTFT 0.03950 -> 0.04817 at concurrency 16, 0.03858 -> 0.04641 at 4 req/s;
+# and when a closed loop's balance came to wait over the prompts' token share of a step and
+# to count a request's cycle as TTFT + (L_out - 1) steps, Engine.solve, 2026-12-08: at
+# concurrency 16, 15.70 -> 15.81 decoding, TPOT 0.008689 -> 0.008697, TTFT 0.048173 ->
+# 0.048198, 1807.3 -> 1812.4 tokens/s) of llama3-8b on one H100 at 1000 in / 300 out:
+# (load keys, TPOT, TTFT, output tokens/s).
 TODAY = (
-    ({"load": "concurrency", "concurrency": 16}, 0.008688857268761663, 0.04817258709447143,
-     1807.299700627151),
+    ({"load": "concurrency", "concurrency": 16}, 0.00869688886661681, 0.0481984370461685,
+     1812.367978062549),
     ({"load": "rps", "rps": 4.0}, 0.007839673764164527, 0.046414950988239445, 1200.0),
     ({"load": "max_throughput", "num_requests": 200, "output_len_std": 100.0},
      0.027490785467521803, 3.1508229510528536, 4429.336900037001),

@@ -42,7 +42,9 @@ the tails come from queueing theory. The model, per replica:
   ``(last - first token) / (outputs - 1)``. Beyond the simulation's bounds (more than
   ``finite_run.MAX_REQUESTS`` per replica, disaggregated or lockstep replicas) the run is
   ``ceil(N / b)`` waves at the steady state, the last one smaller. ``concurrency`` N (closed loop):
-  ``b + X(b) TTFT(b) = N`` by Little's law (bisection), TTFT = ``N / X - L_out t``.
+  ``X(b) (TTFT(b) + (L_out - 1) t) = N`` by Little's law (bisection: a client's request is
+  between its send and its last token, E2E = TTFT + (L_out - 1) TPOT; the first token comes
+  from the prompt's own step), at the limits TTFT = ``N / X - (L_out - 1) t``.
   ``rps`` R (open loop, Poisson): ``X(b) = R`` (bisection); above ``X`` at the limits the
   replica is saturated.
 * **TTFT** = prefill service ``S(L) = ceil(L / c') t(b, min(L, c'))`` (``c' = budget - b``)
@@ -59,7 +61,8 @@ the tails come from queueing theory. The model, per replica:
   service times).
   ``concurrency`` N below the engine's limits: the same M/G/1 wait with the arrival theorem
   of closed queueing networks (an arriving client sees the other ``N - 1``: the rate scaled
-  by ``(N - 1) / N``), solved jointly with ``b + X (S + W) = N``; at the limits the clients
+  by ``(N - 1) / N``), solved jointly with ``X (S + W + (L_out - 1) t) = N``, ``W`` over
+  the prompts' token share of a step in both (``Engine.prefill_work``); at the limits the clients
   beyond them queue for a slot and the mean wait is what Little's law leaves of ``N / X``
   after service and decode, with the same exponential tail. ``max_throughput`` (MLPerf Offline,
   ``trtllm-bench``): every request is queued at once. An endless backlog reports the prefill
@@ -833,6 +836,16 @@ class Engine:
         self._rates[b] = r
         return r
 
+    def _after_first_s(self, rate: Rate) -> float:
+        """Seconds from a request's first token to its last: ``L_out - 1`` tokens in
+        ``(L_out - 1) / accept`` steps (E2E = TTFT + that, vLLM bench's TPOT =
+        (E2E - TTFT) / (L_out - 1)). The first token comes from the prompt's own (last
+        prefill) step, which the TTFT's prefill service already holds; the decode batch ``b``
+        counts that step as one of its ``L_out / accept`` (the running set holds the
+        request from its prefill step), so a closed loop's clients are
+        ``X (TTFT + this)``, not ``b + X TTFT``."""
+        return max(0.0, self.l_out - 1.0) / self.accept * rate.step_s
+
     def _client(self, rate: Rate) -> float:
         """Seconds a request spends in the HTTP front end (``client_s``) while it also streams
         one chunk per decoding sequence per step (``rate``): its own work shares the process
@@ -1012,6 +1025,21 @@ class Engine:
     def _mean_work(self, b: float) -> float:
         return float(self.prefill_work(b, np.array([self.l_pre]))[0])
 
+    def _mean_prefill_s(self, b: float) -> float:
+        """Mean seconds a prompt is prefilled with ``b`` sequences decoding, over the length
+        distribution (``prefill_service``): the service in ``_state``'s mean TTFT."""
+        lens = self.lengths
+        inputs = np.maximum(1.0, lens.inputs * self.pre_fraction)
+        return float(lens.weights @ self.prefill_service(b, inputs))
+
+    def _work_moments(self, b: float) -> tuple[float, float]:
+        """(E[W], E[W^2]) of what the prompts occupy of the prefill slot with ``b`` sequences
+        decoding (``prefill_work`` over the length distribution): the queue a closed loop's
+        prompt waits in, in ``solve``'s balance as in ``_state``'s TTFT."""
+        lens = self.lengths
+        work = self.prefill_work(b, np.maximum(1.0, lens.inputs * self.pre_fraction))
+        return float(lens.weights @ work), float(lens.weights @ (work * work))
+
     def _prefill_slot(self, b: float) -> tuple[StepFn, float, float]:
         """Where prompts are prefilled with ``b`` sequences decoding per replica: (the step
         that runs them, prompt tokens a step takes, sequences decoding alongside) - this
@@ -1029,9 +1057,6 @@ class Engine:
         uniq, index = np.unique(inputs, return_inverse=True)
         times = np.array([_chunked_prefill_s(step, dec, self.ctx, float(n), room) for n in uniq])
         return np.asarray(times[index], dtype=float)
-
-    def _mean_service(self, b: float) -> float:
-        return float(self.prefill_service(b, np.array([self.l_pre]))[0])
 
     def context_cycle_s(self, lam: float) -> float:
         """Mean seconds of one step of a busy context (prefill) replica that receives
@@ -1157,18 +1182,27 @@ class Engine:
             if n <= 1:
                 b = 1.0
             else:
-                # b + X(b) (S(b) + W(b)) = N: clients decode, wait for the prefill slot or
-                # are prefilled (Little's law); g increasing in b
+                # X(b) (S(b) + W(b) + (L_out - 1) t(b)) = N: each client waits for the
+                # prefill slot, is prefilled (its first token comes from its prompt's step)
+                # or decodes its other tokens (Little's law); g increasing in b. The wait is
+                # the M/G/1 one over what a prompt occupies of the slot, its tokens' share of
+                # a step (``prefill_work``), as in ``_state``'s TTFT: a step packs prompts up
+                # to its token budget, and ``requests_per_s`` already counts them so. Over
+                # each prompt's whole service instead, the balance let one prompt a step
+                # through where the rate packs ~7 (1024-token prompts at OSL 1, an 8k
+                # budget), and X x TTFT came to 1.7 of 256 clients (SVP-034, -89 %)
                 def g(x: float) -> float:
-                    rate, s = self.requests_per_s(x), self._mean_service(x)
+                    rate, s = self.requests_per_s(x), self._mean_prefill_s(x)
                     steps = self.rate(x)
                     step = steps.step_s
                     resid = step * (0.5 + self.ahead) * self._busy(load, n, rate, 0.0)
-                    wait = _closed_loop_wait(rate, s, s * s, n)[1]
+                    pool = rate / self.prefill_per_decode if self.disaggregated else rate
+                    wait = _closed_loop_wait(pool, *self._work_moments(x), n)[1]
                     # an admission gate: a request waits out half its cycle on average
                     gate = self._cycle(x) * step / 2 if self._gated(x) else 0.0
                     client = self._client(steps)
-                    return x + rate * (client + s + resid + wait + gate) - n
+                    rest = self._after_first_s(steps)
+                    return rate * (client + s + resid + wait + gate + rest) - n
 
                 hi = min(float(cap), n)
                 b = hi if g(hi) <= 0 else _bisect(g, 1.0, hi, tol=0.01)
@@ -1400,7 +1434,8 @@ class Engine:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
-            wait_mean = max(0.0, value / x - decode_s - es - resid - self._client(rate))
+            rest = self._after_first_s(rate)
+            wait_mean = max(0.0, value / x - rest - es - resid - self._client(rate))
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif open_queue and self.disaggregated:
             # disaggregated, one router places every prompt on the prefill replica with the
@@ -1490,7 +1525,7 @@ class Engine:
         open_loop = open_queue and not self.disaggregated
         arrivals = x if open_loop and self.lockstep == 1 and not gated and not windowed else 0.0
         tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept, arrivals, inputs)
-        in_engine = es + resid + wait_mean + decode_s
+        in_engine = es + resid + wait_mean + self._after_first_s(rate)
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
         return EngineState(
             rate=rate,

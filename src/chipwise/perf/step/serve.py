@@ -198,16 +198,20 @@ SGLANG_MAMBA_RADIX_DATE = "2025-10-04"
 # this many seconds per decoding sequence. Fitted on
 # GPUStack's vLLM v0.17.1 Qwen3.5-35B-A3B ShareGPT runs on one H200 at 512
 # clients (GDN-028/032/034, in_sample.toml): their decode took ~93 ms a token where the
-# device step is ~57 ms, and the fp8 checkpoint gained +3 % against the device's +37 %; 85 us
-# a sequence (mean log error 0 over the three) leaves them -9 / +7 / +3 % (from +43 / +91 /
-# +83 %). Which host work it is was not traced (scheduling, input preparation and output
+# device step is ~57 ms, and the fp8 checkpoint gained +3 % against the device's +37 %; 123 us
+# a sequence (mean log error 0 over the three) leaves them -5 / +4 / +0 % (from +102 / +156 /
+# +146 % without it). Refitted 2026-12-08 (little) when Engine.solve's closed-loop balance
+# came to wait over the prompts' token share of a step (a step packs them) and to count a
+# request's cycle as TTFT + (L_out - 1) steps: the solved loop holds ~509 of the 512 clients
+# decoding, where it held ~281 when the constant was first fitted (85 us, 2026-12-06, h161).
+# Which host work it is was not traced (scheduling, input preparation and output
 # processing grow with the running requests; so may the eager GDN layers' index and copy
 # work on the split batch); the form, per running request and only in steps with prompt
 # tokens above the graphs' ceiling, is what the rows allow: the decode-only run at 200
 # sequences (GDN-050, -15 %) leaves no room for a fixed cost of this size, and at 1-8 req/s
 # (~45 sequences, steps under the ceiling, piecewise graphs) the mean TTFT is already
 # reached without it (GDN-054..058). Not fitted on: the other GDN- vLLM rows.
-VLLM_GDN_MIXED_HOST_S_PER_SEQ = 85e-6
+VLLM_GDN_MIXED_HOST_S_PER_SEQ = 123e-6
 # TensorRT-LLM's PyTorch executor (PyExecutor) runs its per-request work in Python on each
 # rank's process every step: scheduling, the KV cache manager's per-request block
 # bookkeeping, input preparation (model_engine._prepare_tp_inputs loops over the scheduled
@@ -235,10 +239,12 @@ TRTLLM_HOST_S_PER_REQUEST = (45.11e-3 - HOST_STEP_S) / 1536
 # pay the same work, unmeasured here). The per-request part is taken as
 # VLLM_GDN_MIXED_HOST_S_PER_SEQ,
 # the same kind of per-request Python step work measured in series in vLLM (fitted on
-# GDN-028/032/034, in_sample.toml); not fitted on any SGLang row. With it, the SGLang v0.5.9
+# GDN-028/032/034, in_sample.toml); not fitted on any SGLang row. With it (85 us when this
+# was written), the SGLang v0.5.9
 # Qwen3.5-35B-A3B run on one H200 at 512 clients (GDN-030, ~156 running: ~45 ms device and
 # host) goes +54 -> +19 % and the Qwen3.5-397B B200 tp 8 run at 32 clients (GDN-001/003)
-# +30 -> +14 % tokens/s, -25 -> -13 % TPOT.
+# +30 -> +14 % tokens/s, -25 -> -13 % TPOT; at the refit 123 us (2026-12-08) +9 %, +8 % and
+# -8 %.
 SGLANG_SERIAL_HOST_S_PER_REQUEST = VLLM_GDN_MIXED_HOST_S_PER_SEQ
 # vLLM's default ceiling on the tokens of a step it runs in CUDA graphs (the largest capture
 # size): min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens
