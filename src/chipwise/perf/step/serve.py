@@ -66,6 +66,7 @@ from chipwise.perf.ops.layers import (
     attention_ops,
     decode_layer_ops,
     embedding_ops,
+    embedding_params,
     engine_fuses_shared_experts,
     fp8_context_attention,
     head_ops,
@@ -246,6 +247,44 @@ TRTLLM_HOST_S_PER_REQUEST = (45.11e-3 - HOST_STEP_S) / 1536
 # +30 -> +14 % tokens/s, -25 -> -13 % TPOT; at the refit 123 us (2026-12-08) +9 %, +8 % and
 # -8 %.
 SGLANG_SERIAL_HOST_S_PER_REQUEST = VLLM_GDN_MIXED_HOST_S_PER_SEQ
+# SGLang-JAX (sgl-project/sglang-jax: SGLang's scheduler ported to JAX on TPU) runs the overlap
+# loop (Scheduler.event_loop_overlap, on by default: server_args.disable_overlap_schedule
+# False at 10f32e49, 2025-09-11, and 2d97c787, 2026-07-08), so its host work per step is
+# hidden only while it is shorter than the device's (step = max(device, host)); but that work
+# is far larger than a CUDA engine's. Each decode step the scheduler thread builds the batch's
+# inputs in numpy (ScheduleBatch.get_model_worker_batch at 10f32e49: a gather of every
+# request's row of req_to_token, max_context_len entries each, and a cache_loc array padded to
+# the batch bucket x max_req_len, copied to the device), processes the previous batch's
+# tokens request by request in Python, and the forward thread dispatches the jitted model and
+# sampler over their sharded arguments. Measured: "a device forward takes 6.183 ms, while the
+# corresponding host processing span on the runner thread takes 6.621 ms ... host work of
+# this magnitude can limit how quickly subsequent batches are submitted" (Qwen3-8B decode,
+# XProf; jitted_sampler alone 1.814 ms in cpp_pjit_shard_arg_fallback; sgl-project/sglang-jax
+# PR #1652, 2026-09-14, which trimmed it after every build the rows ran). Modelled as
+# SGLANG_JAX_HOST_STEP_S per step plus SGLANG_JAX_HOST_S_PER_REQUEST per scheduled request,
+# overlapped. FITTED on the two rows that pin them (in_sample.toml, with their runs' ITL
+# rows): SGL-JAX main-10f32e49's Qwen3-8B 1024/1024 output tokens/s on a v6e-4 at 8 and 256
+# clients (SVP-003, SVP-033: +0.1 and -0.5 % with these values, +44 and +7 % before), where
+# the device step (~5 and ~29 ms) is shorter than the host's (5.2 + 8 x 0.1 and 5.2 + 256 x
+# 0.1 ms). The same line then meets that matrix's measured decode steps at 16-128 clients
+# (ITL 6.6-17.1 ms against 6.8-18.0 ms of host), which only a host cost growing with the
+# running requests does: the device step falls short of them by a near-constant 1.2-2.0 ms.
+# Not fitted on: every other SGL-JAX row (other models, ISLs, builds, chips). The later
+# builds (sglang-jax 0.1.0 on v6e-4, 2026-06; main 2d97c787 on TPU7x, 2026-07) are given the
+# same host: no figure of theirs was found (PR #1652's 6.6 ms was read after them).
+SGLANG_JAX_HOST_STEP_S = 5.2e-3
+SGLANG_JAX_HOST_S_PER_REQUEST = 0.1e-3
+# SGLang-JAX before its "feat: embedding tp" (sgl-project/sglang-jax PR #259, merged
+# 2025-10-23, commit 26309b43) loaded the token embedding and the LM head whole onto every
+# tensor-parallel rank: the Qwen3 weight map at 10f32e49 (models/qwen3.py
+# _create_qwen3_weight_mappings) gives model.embed_tokens.weight and lm_head.weight
+# sharding=(None, None), Embed declares its table with_partitioning(..., (None, None)), and
+# LogitsProcessor._get_logits multiplies the hidden states by the whole table on each rank.
+# So every decode step each chip reads the full vocab x d_model head (Qwen3-8B: 1.24 GB, not
+# a quarter of it at tp 4), and both tables take their full size out of each chip's memory
+# before the KV pool. From PR #259 on both are split over "tensor" (sharding=("tensor",
+# None)), as chipwise times every other engine's head.
+SGLANG_JAX_VOCAB_TP_DATE = "2025-10-23"
 # vLLM's default ceiling on the tokens of a step it runs in CUDA graphs (the largest capture
 # size): min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens
 # (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes); 512 at the default max_num_seqs of
@@ -575,13 +614,38 @@ def mixed_step_host_s_per_seq(engine: str, linear_attention: bool, kind: str) ->
     return 0.0
 
 
-def step_host_s_per_request(engine: str, overlap: bool, linear_attention: bool = False) -> float:
+def replicates_vocab(engine: str, kind: str, engine_date: str = "") -> bool:
+    """Whether ``engine`` of ``engine_date`` ("" = newest) on a chip of ``kind`` keeps the
+    whole embedding and LM head on every tensor-parallel rank: SGLang-JAX before
+    ``SGLANG_JAX_VOCAB_TP_DATE``."""
+    return (
+        engine == "sglang"
+        and kind == "tpu"
+        and released_before(engine_date, SGLANG_JAX_VOCAB_TP_DATE)
+    )
+
+
+def step_host_s(engine: str, kind: str = "gpu") -> float:
+    """Host seconds of one ``engine`` step on a chip of ``kind`` before its per-request work
+    (``step_host_s_per_request``): ``SGLANG_JAX_HOST_STEP_S`` for SGLang on a TPU
+    (SGLang-JAX), ``HOST_STEP_S`` elsewhere."""
+    if engine == "sglang" and kind == "tpu":
+        return SGLANG_JAX_HOST_STEP_S
+    return HOST_STEP_S
+
+
+def step_host_s_per_request(
+    engine: str, overlap: bool, linear_attention: bool = False, kind: str = "gpu"
+) -> float:
     """Host seconds per scheduled request of one ``engine`` step (``TRTLLM_HOST_S_PER_REQUEST``
     for TensorRT-LLM's PyTorch executor, whose overlap loop is ``overlap``;
+    ``SGLANG_JAX_HOST_S_PER_REQUEST`` for SGLang on a chip of ``kind`` tpu (SGLang-JAX);
     ``SGLANG_SERIAL_HOST_S_PER_REQUEST`` for SGLang's normal loop, without ``overlap``,
     serving a hybrid linear-attention model, ``linear_attention``; 0 elsewhere)."""
     if engine == "trtllm" and overlap:
         return TRTLLM_HOST_S_PER_REQUEST
+    if engine == "sglang" and kind == "tpu":
+        return SGLANG_JAX_HOST_S_PER_REQUEST
     if engine == "sglang" and not overlap and linear_attention:
         return SGLANG_SERIAL_HOST_S_PER_REQUEST
     return 0.0
@@ -712,15 +776,23 @@ def serve_assumptions(
     engine_name: str = "vllm",
     overlap: bool = True,
     memory_fraction: float = 0.0,
+    kind: str = "gpu",
 ) -> tuple[Assumption, ...]:
     if engine:
-        per_request = step_host_s_per_request(engine_name, overlap)
+        per_request = step_host_s_per_request(engine_name, overlap, kind=kind)
+        sglang_jax = per_request == SGLANG_JAX_HOST_S_PER_REQUEST and engine_name == "sglang"
         return (
             Assumption(
                 name="host_step_s",
-                value=HOST_STEP_S,
-                source="perf/step/serve.py (vLLM RFC #6854 ~4 ms V0 bubble; ~1.4 ms V1, "
-                "PR #17866); "
+                value=step_host_s(engine_name, kind),
+                source=(
+                    "perf/step/serve.py SGLANG_JAX_HOST_STEP_S: SGLang-JAX's per-step host "
+                    "work (sglang-jax PR #1652: 6.6 ms of host against a 6.2 ms forward; "
+                    "fitted on SVP-003/033); "
+                    if sglang_jax
+                    else "perf/step/serve.py (vLLM RFC #6854 ~4 ms V0 bubble; ~1.4 ms V1, "
+                    "PR #17866); "
+                )
                 + (
                     "hidden behind the device step (overlap scheduler: TRT-LLM, SGLang, "
                     "vLLM async scheduling)"
@@ -755,7 +827,11 @@ def serve_assumptions(
                 Assumption(
                     name="host_s_per_request",
                     value=per_request,
-                    source="perf/step/serve.py TRTLLM_HOST_S_PER_REQUEST: TensorRT-LLM "
+                    source="perf/step/serve.py SGLANG_JAX_HOST_S_PER_REQUEST: SGLang-JAX's "
+                    "per-request numpy input building and result processing a step "
+                    "(fitted on SVP-003/033)"
+                    if sglang_jax
+                    else "perf/step/serve.py TRTLLM_HOST_S_PER_REQUEST: TensorRT-LLM "
                     "PyExecutor's per-request Python work a step, on every rank over all "
                     "requests under plain tp, a rank's own under attention DP "
                     "(NVIDIA/TensorRT-LLM PR #10273: 45.11 ms at 1536 requests a rank)",
@@ -973,6 +1049,10 @@ class ServeModel(StepTimer):
         )  # fmt: skip
         fixed = RESERVE_FIXED_BYTES.get(chip.kind, RESERVE_FIXED_BYTES["gpu"])
         weights = base.weights_bytes + self._layout_padding_bytes(plan, engine)
+        if replicates_vocab(engine, chip.kind, date) and not plan.adp:
+            # the embedding and LM head whole on every rank (bf16), not their tp share
+            emb, head = embedding_params(self.spec)
+            weights += (emb + head) * (1.0 - 1.0 / plan.tp) * dtype_bytes("bf16")
         if engine == "sglang":
             # the static fraction already leaves the activations and CUDA graphs outside;
             # the pool is the fraction of what was free at start-up, less the weights
@@ -1042,20 +1122,25 @@ class ServeModel(StepTimer):
         spec_method: str = "mtp",
         *,
         gemm_all_reduce: bool = False,
+        replicated_vocab: bool = False,
     ) -> EngineStepTimer:
         """The step timer of ``plan`` (cached: an SLO search solves many loads per plan),
         verifying ``spec_tokens`` draft tokens of ``spec_method``'s drafter per sequence;
         ``gemm_all_reduce``: the engine joins row-parallel GEMMs and their all-reduces
-        (``GEMM_ALL_REDUCE_HARNESSES``)."""
-        timers: dict[tuple[Plan, str, int, str, bool], EngineStepTimer] = self.__dict__.setdefault(
-            "_engine_timers", {}
+        (``GEMM_ALL_REDUCE_HARNESSES``); ``replicated_vocab``: every rank runs the whole LM
+        head (``replicates_vocab``)."""
+        timers: dict[tuple[Plan, str, int, str, bool, bool], EngineStepTimer] = (
+            self.__dict__.setdefault("_engine_timers", {})
         )
-        key = (plan, kv_dtype, spec_tokens, spec_method if spec_tokens else "", gemm_all_reduce)
+        key = (
+            plan, kv_dtype, spec_tokens, spec_method if spec_tokens else "", gemm_all_reduce,
+            replicated_vocab,
+        )  # fmt: skip
         timer = timers.get(key)
         if timer is None:
             timer = timers[key] = EngineStepTimer(
                 self, plan, kv_dtype, spec_tokens=spec_tokens, spec_method=spec_method,
-                gemm_all_reduce=gemm_all_reduce,
+                gemm_all_reduce=gemm_all_reduce, replicated_vocab=replicated_vocab,
             )  # fmt: skip
             # One replica's step is the same however many replicas there are, unless their
             # number moves its tp / pp / ep groups across scale-up domains (a group of one
@@ -1096,6 +1181,7 @@ class ServeModel(StepTimer):
         timer = self.engine_timer(
             plan, kv_dtype, phase.spec_tokens, phase.spec_method,
             gemm_all_reduce=phase.harness in GEMM_ALL_REDUCE_HARNESSES,
+            replicated_vocab=replicates_vocab(phase.engine, chip.kind, phase.engine_date),
         )  # fmt: skip
         # tokens each decoding sequence emits per step (speculative decoding's acceptance)
         accept = phase.spec_accept if phase.spec_tokens else 1.0
@@ -1165,8 +1251,9 @@ class ServeModel(StepTimer):
             timer=timer, overlap=overlap, eager_host_s=eager, eager_prefill=eager_prefill,
             graph_max_seqs=graph_seqs, mixed_host_s_per_seq=mixed,
             host_s_per_request=step_host_s_per_request(
-                phase.engine, overlap, spec.uses_linear_attention
+                phase.engine, overlap, spec.uses_linear_attention, chip.kind
             ),
+            host_step_s=step_host_s(phase.engine, chip.kind),
         )  # fmt: skip
         shards = 1  # replicas one engine's decode batch spans (JetStream below)
         if phase.engine == "jetstream":
@@ -1311,6 +1398,7 @@ class ServeModel(StepTimer):
                 engine_name=phase.engine,
                 overlap=overlap,
                 memory_fraction=phase.memory_fraction,
+                kind=chip.kind,
             )
             + self.model_assumptions,
             engine=result,
@@ -1549,8 +1637,11 @@ class EngineStepTimer:
         spec_tokens: int = 0,
         spec_method: str = "mtp",
         gemm_all_reduce: bool = False,
+        replicated_vocab: bool = False,
     ) -> None:
         check_serving_plan(plan, serve.chip, serve.spec)
+        # every rank runs the whole LM head (``replicates_vocab``): its logits at tp 1
+        self.replicated_vocab = replicated_vocab
         self.serve = serve
         self.plan = plan
         self.kv_dtype = kv_dtype
@@ -1787,7 +1878,8 @@ class EngineStepTimer:
 
     def _logits_exact(self, seqs: int) -> float:
         sv, spec = self.serve, self.serve.spec
-        kw = {"b": seqs, "seq_len": 1, "shard": self.shard, "precision": sv.precision}
+        shard = replace(self.shard, tp=1) if self.replicated_vocab else self.shard
+        kw = {"b": seqs, "seq_len": 1, "shard": shard, "precision": sv.precision}
         ends = head_ops(spec, loss=False, quantised_checkpoint=True, **kw)  # type: ignore[arg-type]
         return sv._time(ends).total_s
 
@@ -1982,9 +2074,11 @@ class BatchingStep:
     # host seconds per decoding sequence a step with prompt tokens beyond the CUDA graphs
     # adds in series (mixed_step_host_s_per_seq; 0 = none)
     mixed_host_s_per_seq: float = 0.0
-    # host seconds per scheduled request that every step adds to HOST_STEP_S
+    # host seconds per scheduled request that every step adds to ``host_step_s``
     # (step_host_s_per_request; 0 = none)
     host_s_per_request: float = 0.0
+    # host seconds of every step before its per-request work (step_host_s)
+    host_step_s: float = HOST_STEP_S
 
     def __call__(self, decode: float, context: float, prefill: float, prompt_len: float) -> float:
         return self._step(decode, context, prefill, prompt_len, None)
@@ -2008,7 +2102,7 @@ class BatchingStep:
             t = device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
         else:
             requests = max(0.0, decode) + (prefill / max(1.0, prompt_len) if prefill > 0 else 0.0)
-            host = HOST_STEP_S + requests * self.host_s_per_request
+            host = self.host_step_s + requests * self.host_s_per_request
             t = timer.step_s(
                 decode, context, prefill, prompt_len, routed, overlap=self.overlap, host_s=host
             )
