@@ -164,7 +164,12 @@ def test_a_gated_deltanet_row_states_its_load() -> None:
     # GPUStack's Qwen3.5-35B-A3B H200 pages: guidellm at request rate 1000 is a closed loop of
     # guidellm's 512-request cap over the run's requests; at 1-16 req/s an open loop of 1000
     gps = [c for c in rows.values() if "gpustack" in c.source]
-    assert gps and all(c.workload == "qwen3.5-35b-a3b" and c.chip == "h200-sxm" for c in gps)
+    assert gps and all(c.chip == "h200-sxm" for c in gps)
+    # the bf16 checkpoint is the zoo entry; Qwen/Qwen3.5-35B-A3B-FP8 its block-scaled config
+    fp8_config = "configs/qwen3.5-35b-a3b-fp8.json"
+    assert all(
+        c.workload == (fp8_config if c.precision == "fp8" else "qwen3.5-35b-a3b") for c in gps
+    )
     for c in gps:
         if c.load == "concurrency":
             assert c.concurrency == min(512, c.num_requests), c.id

@@ -69,6 +69,8 @@ PARAMETERS: tuple[str, ...] = (
     "sglang_blockscale_gemm_k_latency_s",
     "blockscale_expert_k_latency_s",
     "blockscale_gemm_peak_fraction",
+    "trtllm_blockscale_gemm_peak_fraction",
+    "blockscale_gemm_stream_fraction",
     "aiter_moe_sorting_s",
     "aiter_bf16_gemm_latency_s",
     "aiter_bf16_gemm_hbm_fraction",
@@ -165,6 +167,7 @@ _OPTIONAL = frozenset(
      "sglang_blockscale_gemm_k_latency_s",
      "blockscale_expert_k_latency_s", "aiter_moe_sorting_s", "aiter_bf16_gemm_latency_s",
      "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
+     "trtllm_blockscale_gemm_peak_fraction", "blockscale_gemm_stream_fraction",
      "fp4_expert_peak_fraction",
      "fp4_expert_hbm_fraction", "fp4_expert_latency_s", "fp4_expert_routed_peak_fraction",
      "a8w4_expert_hbm_fraction", "a8w4_expert_wide_hbm_fraction", "mxfp4_expert_peak_fraction",
@@ -186,6 +189,7 @@ _ZERO_OK = frozenset(
      "fp8_context_attention_peak_fraction", "gemm_hbm_fraction",
      "fp4_gemm_hbm_fraction", "fused_moe_gemm_peak_fraction", "fused_moe_fp8_gemm_peak_fraction",
      "marlin_relative_rate", "aiter_bf16_gemm_hbm_fraction", "blockscale_gemm_peak_fraction",
+     "trtllm_blockscale_gemm_peak_fraction", "blockscale_gemm_stream_fraction",
      "fp4_expert_peak_fraction", "fp4_expert_hbm_fraction", "fp4_expert_routed_peak_fraction",
      "a8w4_expert_hbm_fraction", "a8w4_expert_wide_hbm_fraction", "mxfp4_expert_peak_fraction",
      "mxfp4_expert_hbm_fraction", "w4a16_expert_dequant_fraction",
@@ -313,6 +317,13 @@ class Efficiency:
             GEMM reaches at compute-bound M (its per-K-block scales applied to the
             accumulators on the vector ALUs), in place of ``fp8_gemm_peak_fraction``;
             0 = not measured: the per-tensor fp8 GEMM's fraction applies.
+        trtllm_blockscale_gemm_peak_fraction: the same under TensorRT-LLM, whose own
+            block-scale GEMM (fp8_block_scaling_gemm) is measured apart; 0 = not measured:
+            ``blockscale_gemm_peak_fraction`` (or the per-tensor fraction) applies.
+        blockscale_gemm_stream_fraction: the share of a dense GEMM's weight-stream rate
+            (``gemm_memory_fraction``) a dense block-scaled fp8 GEMM's kernels reach where
+            its weights stream (decode M: the scales loaded and each 128-deep K step
+            promoted beside the stream); 0 = not measured: the dense GEMM's rate.
         aiter_moe_sorting_s: device time of AITER's moe_sorting kernel at decode token
             counts (it buckets the routed (token, expert) pairs by expert, pads each to the
             kernel's row block and zeroes the output buffer the second stage accumulates
@@ -447,6 +458,8 @@ class Efficiency:
     sglang_blockscale_gemm_k_latency_s: float = 0.0
     blockscale_expert_k_latency_s: float = 0.0
     blockscale_gemm_peak_fraction: float = 0.0
+    trtllm_blockscale_gemm_peak_fraction: float = 0.0
+    blockscale_gemm_stream_fraction: float = 0.0
     aiter_moe_sorting_s: float = 0.0
     aiter_bf16_gemm_latency_s: float = 0.0
     aiter_bf16_gemm_hbm_fraction: float = 0.0
@@ -644,6 +657,8 @@ class _Entry(_Frozen):
     sglang_blockscale_gemm_k_latency_s: _Value | None = None
     blockscale_expert_k_latency_s: _Value | None = None
     blockscale_gemm_peak_fraction: _Value | None = None
+    trtllm_blockscale_gemm_peak_fraction: _Value | None = None
+    blockscale_gemm_stream_fraction: _Value | None = None
     aiter_moe_sorting_s: _Value | None = None
     aiter_bf16_gemm_latency_s: _Value | None = None
     aiter_bf16_gemm_hbm_fraction: _Value | None = None

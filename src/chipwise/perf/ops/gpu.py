@@ -424,6 +424,19 @@ MARLIN_MOE = "marlin"
 # bf16 Triton (A100, H100, H200) and TensorRT-LLM's CUTLASS (bf16, fp8) lie within 0.6-1.35x
 # of the measured times (group medians 0.89-1.01).
 FUSED_MOE_FP8_INPUT_QUANT = 1
+# A dense block-scaled fp8 linear (DeepSeek-V3/R1's and Qwen3-*-FP8's 128 x 128 weight
+# blocks) under SGLang or vLLM quantises its bf16 input per token and 128-wide group in a
+# kernel of its own before the GEMM: SGLang's deepgemm_w8a8_block_fp8_linear_with_fallback
+# calls sglang_per_token_group_quant_fp8 and then DeepGEMM (python/sglang/srt/layers/
+# quantization/fp8_utils.py), vLLM's W8A8BlockFp8LinearOp.apply its input_quant_op
+# (per_token_group_quant_fp8) and then the CUTLASS / DeepGEMM block GEMM
+# (vllm/model_executor/layers/quantization/utils/fp8_utils.py). AIConfigurator's SGLang
+# table, which sets the GEMM's own time on Hopper (BS-HOPPER), times DeepGEMM alone on an
+# input quantised before the CUDA graph is captured (collector/sglang/collect_gemm.py
+# run_gemm, gemm_type fp8_block), so the quantisation is one launch more (its traffic,
+# a few KB at decode, is not counted). TensorRT-LLM's table times its linear with its
+# fp8_quantize_1x128 inside, so nothing is added there.
+BLOCKSCALE_INPUT_QUANT = 1
 # The layer's elementwise ops each serving engine runs inside a neighbouring kernel on a GPU
 # (``for_engine``), so they launch nothing of their own (read 2026-12-06):
 # * ``attn_residual`` / ``mlp_residual``: every engine's decoder layers call their RMSNorm
@@ -1064,6 +1077,17 @@ class GpuModel(PerfModel):
             return None
         return fixed + per_k * op.mnk[2] / 1024.0
 
+    def _blockscale_input_quant(self, op: Op, *, expert: bool) -> bool:
+        """Whether a dense block-scaled fp8 linear launches its input's per-token-group
+        quantisation on its own (``BLOCKSCALE_INPUT_QUANT``): under SGLang or vLLM where the
+        GEMM's own time comes from a kernel table that leaves it out (Hopper: BS-HOPPER).
+        A batched matmul (MLA's absorbed W_UK / W_UV) is not a block-fp8 linear."""
+        return (
+            op.dtype == "fp8" and op.block_scaled and not expert and op.batch == 1
+            and self.fused_moe
+            and self.chip.vendor == "nvidia" and self.efficiency.blockscale_gemm_latency_s > 0.0
+        )  # fmt: skip
+
     def _blockscale_k_serial_s(self, op: Op) -> float:
         """A block-scaled fp8 GEMM's serial K loop where the architecture's kernels were timed:
         a dense one's ``blockscale_gemm_k_latency_s`` per 1024 of K, a fused-MoE expert GEMM's
@@ -1356,6 +1380,9 @@ class GpuModel(PerfModel):
                 # a dense block-scaled fp8 GEMM at its kernels' own rate where measured (module
                 # doc): each K block's partial product is scaled on the vector ALUs
                 frac = eff.blockscale_gemm_peak_fraction or frac
+                if self.trtllm_moe and eff.trtllm_blockscale_gemm_peak_fraction:
+                    # TensorRT-LLM's own block-scale GEMM at its measured rate (BS-TRTLLM)
+                    frac = eff.trtllm_blockscale_gemm_peak_fraction
             # a serving engine's dense NVFP4 linear: its fixed and per-K latency (module doc)
             fp4_lat = self._engine_fp4_latency_s(op)
             # TensorRT-LLM's dense NVFP4 linear (input quantisation + CUTLASS NVFP4 GEMM) at
@@ -1469,6 +1496,15 @@ class GpuModel(PerfModel):
                         f"Triton a8w4 MoE (block_m {a8w4_block_m(m)}): weights at "
                         f"{a8w4_frac:.0%} of HBM"
                     )
+            if (
+                op.block_scaled
+                and op.dtype == "fp8"
+                and not expert
+                and eff.blockscale_gemm_stream_fraction
+            ):
+                # a dense block-scaled fp8 GEMM streams its weights below the dense GEMM's
+                # rate (its scales loaded, each 128-deep K step promoted: BS-STREAM)
+                memory_s /= eff.blockscale_gemm_stream_fraction
             k_serial = self._blockscale_k_serial_s(op)
             if k_serial > memory_s:
                 memory_s = k_serial
@@ -1513,6 +1549,9 @@ class GpuModel(PerfModel):
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
+            elif self._blockscale_input_quant(op, expert=expert):
+                launches += BLOCKSCALE_INPUT_QUANT
+                notes.append("block-scaled fp8 input quantised per 1x128 group by its own kernel")
             elif fused and op.dtype == "fp4" and not op.weight and self._aiter_moe():
                 # AITER's a4w4 MoE quantises each stage's input to MXFP4 (AITER_ENGINES)
                 launches += AITER_MXFP4_INPUT_QUANT
