@@ -1117,6 +1117,34 @@ def test_an_open_loop_near_its_slot_limit_waits_for_slots() -> None:
     assert ttfts[2] > 2 * plain[2]
 
 
+def test_a_request_holds_its_slot_from_its_prompt_step_to_its_last_token() -> None:
+    """The slot wait's offered erlangs are the running set by Little's law: arrivals x the
+    time a request holds a sequence slot, its prefill (whose last step gives the first
+    token) then ``L_out - 1`` decode steps, as in the closed loop's cycle; with ``L_out``
+    steps after the prefill, a short answer (OSL 4 here) held a slot a step too long and the
+    Erlang C wait near the limit came early."""
+    from chipwise.perf.step.engine import _erlang_c_large
+
+    def step(b: float, ctx: float, chunk: float, lin: float) -> float:
+        del b, ctx, lin
+        return 0.01 + 0.04 * chunk / 8192
+
+    lens = lengths_of(Inference(input_len=512, output_len=4))
+    kw = dict(prefill_tokens_fraction=1.0, max_num_seqs=16, max_num_tokens=8192,
+              kv_capacity_tokens=1e9)  # fmt: skip
+    x = 150.0
+    plain = Engine(step, lens, **kw).solve("rps", x)
+    slots = Engine(step, lens, slot_queue=True, **kw).solve("rps", x)
+    assert not slots.saturated
+    servers = math.floor(slots.max_seqs)
+    hold = slots.prefill_s + (4 - 1) * slots.rate.step_s
+    offered = x * hold
+    assert 0.5 * servers < offered < servers
+    # one output length: the holding time's Cs^2 is 0
+    wait = _erlang_c_large(servers, offered) * hold / 2 / (servers - offered)
+    assert slots.ttft_mean_s - plain.ttft_mean_s == pytest.approx(wait, rel=1e-9)
+
+
 def test_least_loaded_dispatch_pools_the_prefill_queue_over_the_replicas() -> None:
     """One dispatcher sending each arrival to the replica with the fewest requests in flight
     (NVIDIA's MLPerf harness in the Server scenario) queues prompts at one M/G/c pool: p99

@@ -1411,7 +1411,13 @@ class Engine:
         service = self.prefill_service(rate.b, inputs)
         w = lens.weights
         es = float(w @ service)
-        decode_s = self.l_steps * rate.step_s
+        # a request holds its sequence slot from its prompt's step to its last token: the
+        # prompt's own (last prefill) step gives its first token, so after the prefill come
+        # ``L_out - 1`` tokens (``_after_first_s``), as in the closed loop's cycle; with
+        # ``L_out`` steps after the prefill the engine's mean running set ``x (S + L_out t)``
+        # exceeded the ``b = x L_out t`` the rate solves for by a prompt's service (one step
+        # at MLPerf Server's lengths), and the slot wait near the limit came early
+        decode_s = self._after_first_s(rate)
         # What a prompt occupies of the prefill slot, for the queue: its tokens' share of
         # full steps. A step carries up to ``room`` prompt tokens from as many prompts as
         # fit (chunked prefill packs them: vLLM's scheduler, TRT-LLM's in-flight batching),
