@@ -177,6 +177,14 @@ def test_a_gated_deltanet_row_states_its_load() -> None:
             assert (c.load, c.num_requests, c.metric) == ("rps", 1000, "ttft_s"), c.id
             assert c.rps in (1, 4, 8, 16), c.id
         assert c.metric in ("output_tokens_per_s", "ttft_s"), c.id  # TPOT/ITL not read
+    # a guidellm output tokens/s row holds its run's generated tokens over its duration (both
+    # on the page), not guidellm 0.5.x's rate-distribution mean over the span of token events
+    for c in gps:
+        if c.metric == "output_tokens_per_s":
+            stated = r"duration ([\d.]+) s, total input \d+ and generated (\d+) tokens"
+            m = re.search(stated, c.notes)
+            assert m is not None, c.id
+            assert c.value == pytest.approx(int(m.group(2)) / float(m.group(1)), abs=0.006), c.id
     base = rows["GDN-028"]  # vLLM v0.17.1 defaults, bf16, ShareGPT at rate 1000
     assert (base.engine, base.precision, base.max_num_seqs, base.max_num_tokens) == (
         "vllm",

@@ -205,6 +205,10 @@ SGLANG_MAMBA_RADIX_DATE = "2025-10-04"
 # came to wait over the prompts' token share of a step (a step packs them) and to count a
 # request's cycle as TTFT + (L_out - 1) steps: the solved loop holds ~509 of the 512 clients
 # decoding, where it held ~281 when the constant was first fitted (85 us, 2026-12-06, h161).
+# Refitted 2026-12-08 (little2), 123 -> 139 us, when the three rows were re-valued to their
+# runs' generated tokens over duration (3979 / 4323 / 4255 tok/s; the pages' 'output token
+# throughput' is guidellm 0.5.x's rate-distribution mean over the span of token events,
+# which leaves out the last requests' decode: see the rows' notes): -2.2 / +0.6 / +2.2 %.
 # Which host work it is was not traced (scheduling, input preparation and output
 # processing grow with the running requests; so may the eager GDN layers' index and copy
 # work on the split batch); the form, per running request and only in steps with prompt
@@ -212,7 +216,7 @@ SGLANG_MAMBA_RADIX_DATE = "2025-10-04"
 # sequences (GDN-050, -15 %) leaves no room for a fixed cost of this size, and at 1-8 req/s
 # (~45 sequences, steps under the ceiling, piecewise graphs) the mean TTFT is already
 # reached without it (GDN-054..058). Not fitted on: the other GDN- vLLM rows.
-VLLM_GDN_MIXED_HOST_S_PER_SEQ = 123e-6
+VLLM_GDN_MIXED_HOST_S_PER_SEQ = 139e-6
 # TensorRT-LLM's PyTorch executor (PyExecutor) runs its per-request work in Python on each
 # rank's process every step: scheduling, the KV cache manager's per-request block
 # bookkeeping, input preparation (model_engine._prepare_tp_inputs loops over the scheduled
