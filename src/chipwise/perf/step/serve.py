@@ -784,7 +784,7 @@ def serve_assumptions(
 ) -> tuple[Assumption, ...]:
     if engine:
         per_request = step_host_s_per_request(engine_name, overlap, kind=kind)
-        sglang_jax = per_request == SGLANG_JAX_HOST_S_PER_REQUEST and engine_name == "sglang"
+        sglang_jax = engine_name == "sglang" and kind == "tpu"  # SGLang-JAX
         return (
             Assumption(
                 name="host_step_s",
@@ -2103,7 +2103,7 @@ class BatchingStep:
         if prefill > 0 and self.mixed_host_s_per_seq > 0 and tokens > VLLM_CUDA_GRAPH_MAX_TOKENS:
             # the host's work in series with the device (VLLM_GDN_MIXED_HOST_S_PER_SEQ)
             device = timer.device_s(decode, context, prefill, prompt_len, routed)
-            t = device + HOST_STEP_S + max(0.0, decode) * self.mixed_host_s_per_seq
+            t = device + self.host_step_s + max(0.0, decode) * self.mixed_host_s_per_seq
         else:
             requests = max(0.0, decode) + (prefill / max(1.0, prompt_len) if prefill > 0 else 0.0)
             host = self.host_step_s + requests * self.host_s_per_request
