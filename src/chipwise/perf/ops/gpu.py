@@ -1077,14 +1077,13 @@ class GpuModel(PerfModel):
             return None
         return fixed + per_k * op.mnk[2] / 1024.0
 
-    def _blockscale_input_quant(self, op: Op, *, expert: bool) -> bool:
-        """Whether a dense block-scaled fp8 linear launches its input's per-token-group
+    def _blockscale_input_quant(self, op: Op) -> bool:
+        """Whether a dense block-scaled fp8 GEMM ``op`` launches its input's per-token-group
         quantisation on its own (``BLOCKSCALE_INPUT_QUANT``): under SGLang or vLLM where the
         GEMM's own time comes from a kernel table that leaves it out (Hopper: BS-HOPPER).
         A batched matmul (MLA's absorbed W_UK / W_UV) is not a block-fp8 linear."""
         return (
-            op.dtype == "fp8" and op.block_scaled and not expert and op.batch == 1
-            and self.fused_moe
+            op.batch == 1 and self.fused_moe
             and self.chip.vendor == "nvidia" and self.efficiency.blockscale_gemm_latency_s > 0.0
         )  # fmt: skip
 
@@ -1376,7 +1375,10 @@ class GpuModel(PerfModel):
             frac = eff.grouped_gemm_fraction(
                 kernel_dtype, fused_moe=fused, expert=expert4, trtllm_moe=trtllm
             )
-            if op.block_scaled and op.dtype == "fp8" and not expert:
+            # a dense (not routed-expert) block-scaled fp8 GEMM: its own rate, weight stream
+            # and input quantisation below
+            dense_block_fp8 = op.block_scaled and op.dtype == "fp8" and not expert
+            if dense_block_fp8:
                 # a dense block-scaled fp8 GEMM at its kernels' own rate where measured (module
                 # doc): each K block's partial product is scaled on the vector ALUs
                 frac = eff.blockscale_gemm_peak_fraction or frac
@@ -1496,12 +1498,7 @@ class GpuModel(PerfModel):
                         f"Triton a8w4 MoE (block_m {a8w4_block_m(m)}): weights at "
                         f"{a8w4_frac:.0%} of HBM"
                     )
-            if (
-                op.block_scaled
-                and op.dtype == "fp8"
-                and not expert
-                and eff.blockscale_gemm_stream_fraction
-            ):
+            if dense_block_fp8 and eff.blockscale_gemm_stream_fraction:
                 # a dense block-scaled fp8 GEMM streams its weights below the dense GEMM's
                 # rate (its scales loaded, each 128-deep K step promoted: BS-STREAM)
                 memory_s /= eff.blockscale_gemm_stream_fraction
@@ -1549,7 +1546,7 @@ class GpuModel(PerfModel):
             if fused and op.dtype == "fp8":
                 launches += FUSED_MOE_FP8_INPUT_QUANT
                 notes.append("fused-MoE fp8 input quantised by its own kernel (one launch)")
-            elif self._blockscale_input_quant(op, expert=expert):
+            elif dense_block_fp8 and self._blockscale_input_quant(op):
                 launches += BLOCKSCALE_INPUT_QUANT
                 notes.append("block-scaled fp8 input quantised per 1x128 group by its own kernel")
             elif fused and op.dtype == "fp4" and not op.weight and self._aiter_moe():

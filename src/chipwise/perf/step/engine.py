@@ -1440,8 +1440,7 @@ class Engine:
             # below the engine's limits a prompt waits only for the prompts being prefilled
             rho, wait_mean = _closed_loop_wait(x_pool, ew, ew2, value)
         elif load == "concurrency":
-            rest = self._after_first_s(rate)
-            wait_mean = max(0.0, value / x - rest - es - resid - self._client(rate))
+            wait_mean = max(0.0, value / x - decode_s - es - resid - self._client(rate))
             rho = min(0.999, x_pool * ew) if wait_mean > 0 else 0.0
         elif open_queue and self.disaggregated:
             # disaggregated, one router places every prompt on the prefill replica with the
@@ -1531,7 +1530,7 @@ class Engine:
         open_loop = open_queue and not self.disaggregated
         arrivals = x if open_loop and self.lockstep == 1 and not gated and not windowed else 0.0
         tpot50, tpot99 = _tpot_quantiles(rate, lens, self.accept, arrivals, inputs)
-        in_engine = es + resid + wait_mean + self._after_first_s(rate)
+        in_engine = es + resid + wait_mean + decode_s
         in_system = x * in_engine if math.isfinite(wait_mean) else math.inf
         return EngineState(
             rate=rate,
